@@ -1,0 +1,31 @@
+#pragma once
+
+#include "protocol/drain_policy.hpp"
+#include "protocol/partitioning_profile.hpp"
+#include "protocol/plan_verification.hpp"
+
+#include <string>
+
+namespace gpu_partitioner::protocol {
+
+/// What a node is asked to become: "sha256:" + lowercase hex SHA-256 of the canonical
+/// JSON (canonical_json.hpp) of
+///   {"drainPolicy": <drain>, "profile": <profile spec>, "verification": <verification>}
+/// each encoded with defaults written out, so an omitted default and an explicit one
+/// hash the same. A Succeeded node whose hash changes runs again (DESIGN.md section 3).
+///
+/// This form hashes the spec as stored: an absent operatorPayload.profileName stays
+/// absent. Prefer the overload below when the profile object is at hand.
+std::string desired_hash(const partitioning_profile_spec& profile, const drain_policy& drain,
+                         const plan_verification& verification);
+
+/// The canonical JSON desired_hash() hashes: to log, or to see why a hash changed.
+std::string desired_state_json(const partitioning_profile_spec& profile, const drain_policy& drain,
+                               const plan_verification& verification);
+
+/// As above, with operatorPayload.profileName resolved to its default (the profile's
+/// name), so that omitting it and writing the default give the same hash.
+std::string desired_hash(const partitioning_profile& profile, const drain_policy& drain,
+                         const plan_verification& verification);
+
+} // namespace gpu_partitioner::protocol

@@ -1,0 +1,210 @@
+#pragma once
+
+#include "protocol/api_group.hpp"
+#include "protocol/codec/equality.hpp"
+#include "protocol/codec/field.hpp"
+#include "protocol/condition.hpp"
+#include "protocol/drain_policy.hpp"
+#include "protocol/object_meta.hpp"
+#include "protocol/plan_verification.hpp"
+#include "protocol/profile_reference.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+namespace gpu_partitioner::protocol {
+
+/// The owning plan, by name and uid (a recreated plan of the same name is another plan).
+struct plan_reference {
+  std::string name;
+  std::string uid;
+};
+
+constexpr auto describe(codec::tag<plan_reference>) {
+  using T = plan_reference;
+  return std::make_tuple(codec::field("name", &T::name).required().min_length(1),
+                         codec::field("uid", &T::uid).required().min_length(1));
+}
+
+struct node_partitioning_spec {
+  plan_reference plan_ref;
+  std::string node_name;
+  /// desired_hash() of the profile spec, drain policy and verification.
+  std::string desired_hash;
+  profile_reference profile_ref;
+  drain_policy drain;
+  plan_verification verification;
+  bool dry_run = false;
+};
+
+constexpr auto describe(codec::tag<node_partitioning_spec>) {
+  using T = node_partitioning_spec;
+  return std::make_tuple(
+      codec::field("planRef", &T::plan_ref).required(),
+      codec::field("nodeName", &T::node_name)
+          .required()
+          .min_length(1)
+          .max_length(253)
+          .matching(codec::dns1123_subdomain),
+      codec::field("desiredHash", &T::desired_hash).required().matching(codec::desired_hash_format),
+      codec::field("profileRef", &T::profile_ref).required(),
+      codec::field("drainPolicy", &T::drain), codec::field("verification", &T::verification),
+      codec::field("dryRun", &T::dry_run));
+}
+
+/// DESIGN.md section 4: Pending -> Draining -> Applying -> WaitingOperator -> Verifying
+/// -> Succeeded, or Failed.
+enum class node_phase {
+  pending,
+  draining,
+  applying,
+  waiting_operator,
+  verifying,
+  succeeded,
+  failed
+};
+
+constexpr auto enum_names(codec::tag<node_phase>) {
+  using E = node_phase;
+  return std::array<codec::enum_name<E>, 7>{{{E::pending, "Pending"},
+                                             {E::draining, "Draining"},
+                                             {E::applying, "Applying"},
+                                             {E::waiting_operator, "WaitingOperator"},
+                                             {E::verifying, "Verifying"},
+                                             {E::succeeded, "Succeeded"},
+                                             {E::failed, "Failed"}}};
+}
+
+/// A namespaced object (pod, PodDisruptionBudget) named in status.
+struct namespaced_name {
+  std::string namespace_;
+  std::string name;
+};
+
+constexpr auto describe(codec::tag<namespaced_name>) {
+  using T = namespaced_name;
+  return std::make_tuple(codec::field("namespace", &T::namespace_).required().min_length(1),
+                         codec::field("name", &T::name).required().min_length(1));
+}
+
+/// A pod the drain could not evict yet, and why (e.g. the PDB that refused).
+struct blocking_pod {
+  std::string namespace_;
+  std::string name;
+  std::string reason;
+};
+
+constexpr auto describe(codec::tag<blocking_pod>) {
+  using T = blocking_pod;
+  return std::make_tuple(codec::field("namespace", &T::namespace_).required().min_length(1),
+                         codec::field("name", &T::name).required().min_length(1),
+                         codec::field("reason", &T::reason));
+}
+
+/// status.drain: progress of the eviction pass.
+struct drain_progress {
+  std::int32_t pods_total = 0;
+  std::int32_t pods_evicted = 0;
+  std::int32_t pods_blocked = 0;
+  std::vector<namespaced_name> blocking_pdbs;
+  std::vector<blocking_pod> blocking_pods;
+};
+
+constexpr auto describe(codec::tag<drain_progress>) {
+  using T = drain_progress;
+  return std::make_tuple(codec::field("podsTotal", &T::pods_total).minimum(0),
+                         codec::field("podsEvicted", &T::pods_evicted).minimum(0),
+                         codec::field("podsBlocked", &T::pods_blocked).minimum(0),
+                         codec::field("blockingPDBs", &T::blocking_pdbs),
+                         codec::field("blockingPods", &T::blocking_pods));
+}
+
+/// One phase transition in status.history.
+struct node_transition {
+  node_phase phase = node_phase::pending;
+  std::string time;
+  std::string reason;
+  std::string message;
+};
+
+constexpr auto describe(codec::tag<node_transition>) {
+  using T = node_transition;
+  return std::make_tuple(codec::field("phase", &T::phase).required(),
+                         codec::field("time", &T::time).required().date_time(),
+                         codec::field("reason", &T::reason), codec::field("message", &T::message));
+}
+
+/// status.preview of a dry run: what a real run would do to the node.
+struct dry_run_preview {
+  std::vector<namespaced_name> pods_to_evict;
+  std::vector<namespaced_name> blocking_pdbs;
+  bool already_in_target_state = false;
+  /// Preflight findings, e.g. `ProfileNotFound: ...`.
+  std::vector<std::string> findings;
+};
+
+constexpr auto describe(codec::tag<dry_run_preview>) {
+  using T = dry_run_preview;
+  return std::make_tuple(codec::field("podsToEvict", &T::pods_to_evict),
+                         codec::field("blockingPDBs", &T::blocking_pdbs),
+                         codec::field("alreadyInTargetState", &T::already_in_target_state),
+                         codec::field("findings", &T::findings));
+}
+
+struct node_partitioning_status {
+  /// The maximum number of entries in `history`; the writer drops the oldest.
+  static constexpr std::size_t history_limit = 32;
+
+  std::optional<node_phase> phase;
+  /// The desiredHash the current phase works towards (or reached).
+  std::string observed_hash;
+  std::vector<condition> conditions;
+  drain_progress drain;
+  std::vector<node_transition> history;
+  std::string last_error;
+  std::string started_at;
+  std::string completed_at;
+  std::optional<dry_run_preview> preview;
+};
+
+constexpr auto describe(codec::tag<node_partitioning_status>) {
+  using T = node_partitioning_status;
+  return std::make_tuple(
+      codec::field("phase", &T::phase),
+      codec::field("observedHash", &T::observed_hash).matching(codec::desired_hash_format),
+      codec::field("conditions", &T::conditions).map_key("type"), codec::field("drain", &T::drain),
+      codec::field("history", &T::history).max_items(T::history_limit),
+      codec::field("lastError", &T::last_error),
+      codec::field("startedAt", &T::started_at).date_time(),
+      codec::field("completedAt", &T::completed_at).date_time(),
+      codec::field("preview", &T::preview));
+}
+
+/// The work item for one node of one plan, named `<plan>-<node>` and owned by the plan
+/// (cluster-scoped).
+struct node_partitioning {
+  static constexpr std::string_view kind_name = "NodePartitioning";
+  static constexpr std::string_view plural = "nodepartitionings";
+
+  std::string api_version{protocol::api_version};
+  std::string kind{kind_name};
+  object_meta metadata;
+  node_partitioning_spec spec;
+  node_partitioning_status status;
+};
+
+constexpr auto describe(codec::tag<node_partitioning>) {
+  using T = node_partitioning;
+  return std::make_tuple(
+      codec::field("apiVersion", &T::api_version).fixed(), codec::field("kind", &T::kind).fixed(),
+      codec::field("metadata", &T::metadata), codec::field("spec", &T::spec).required(),
+      codec::field("status", &T::status));
+}
+
+} // namespace gpu_partitioner::protocol

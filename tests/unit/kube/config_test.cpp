@@ -1,0 +1,502 @@
+// Kubeconfig and in-cluster configuration: every auth form a kubeconfig can use is read
+// into a connection_config, and every broken file is refused with a message that names
+// the file, the entry and the problem.
+#include "kube/config.hpp"
+#include "tests/unit/kube/problem.hpp"
+#include "tests/unit/kube/temp_dir.hpp"
+
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kube = gpu_partitioner::kube;
+namespace bdata = boost::unit_test::data;
+using gpu_partitioner::kube::testing::problem;
+using gpu_partitioner::kube::testing::temp_dir;
+
+namespace {
+
+const std::string folder = "tests/unit/kube/testdata/kubeconfigs";
+const std::string auth_forms = folder + "/auth_forms.yaml";
+
+kube::connection_config load(const std::string& context) {
+  auto r = kube::load_kubeconfig(auth_forms, context);
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  return r.value();
+}
+
+std::string contents(const std::string& path) {
+  auto r = kube::read_file(path);
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  return r.value();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(kubeconfig_auth_forms)
+
+BOOST_AUTO_TEST_CASE(current_context_with_ca_data_and_token) {
+  auto cfg = load("");
+  BOOST_TEST(cfg.server == "https://10.0.0.1:6443");
+  BOOST_TEST(cfg.tls_server_name == "kubernetes");
+  BOOST_TEST(cfg.ca_pem ==
+             "-----BEGIN CERTIFICATE-----\nMIIBinline-ca\n-----END CERTIFICATE-----\n");
+  BOOST_TEST(!cfg.insecure_skip_tls_verify);
+  BOOST_TEST(cfg.token == "abc.def-ghi");
+  BOOST_TEST(cfg.token_file == "");
+  BOOST_TEST(cfg.client_cert_pem == "");
+  BOOST_TEST(!cfg.exec.has_value());
+  BOOST_TEST(cfg.default_namespace == "gpu-system");
+  BOOST_TEST(cfg.origin == "kubeconfig \"" + auth_forms + "\" context \"ca-data-token\"");
+}
+
+BOOST_AUTO_TEST_CASE(ca_file_and_client_cert_files_are_read_relative_to_the_kubeconfig) {
+  auto cfg = load("ca-file-cert-files");
+  BOOST_TEST(cfg.server == "https://gpu-cluster.example.com");
+  BOOST_TEST(cfg.ca_pem == contents(folder + "/ca.crt"));
+  BOOST_TEST(cfg.ca_pem.find("MIIBcluster-ca-from-file") != std::string::npos);
+  BOOST_TEST(cfg.client_cert_pem == contents(folder + "/certs/client.crt"));
+  BOOST_TEST(cfg.client_key_pem == contents(folder + "/certs/client.key"));
+  BOOST_TEST(cfg.client_key_pem.find("MHcclient-key-from-file") != std::string::npos);
+  BOOST_TEST(cfg.token == "");
+  BOOST_TEST(cfg.default_namespace == "default");
+}
+
+BOOST_AUTO_TEST_CASE(insecure_flag_and_inline_client_cert_data) {
+  auto cfg = load("insecure-cert-data");
+  BOOST_TEST(cfg.server == "http://127.0.0.1:8080");
+  BOOST_TEST(cfg.insecure_skip_tls_verify);
+  BOOST_TEST(cfg.ca_pem == "");
+  BOOST_TEST(cfg.client_cert_pem ==
+             "-----BEGIN CERTIFICATE-----\nMIIBinline-client-cert\n-----END CERTIFICATE-----\n");
+  BOOST_TEST(
+      cfg.client_key_pem ==
+      "-----BEGIN EC PRIVATE KEY-----\nMHcinline-client-key\n-----END EC PRIVATE KEY-----\n");
+}
+
+BOOST_AUTO_TEST_CASE(insecure_flag_false_keeps_verification_and_token_file_is_relative) {
+  auto cfg = load("secure-token-file");
+  BOOST_TEST(!cfg.insecure_skip_tls_verify);
+  BOOST_TEST(cfg.token_file == folder + "/token");
+  BOOST_TEST(cfg.token == "");
+  BOOST_TEST(contents(cfg.token_file) == "eyJhbGciOiJSUzI1NiJ9.token-from-file.sig\n");
+}
+
+BOOST_AUTO_TEST_CASE(exec_plugin_with_args_env_api_version_and_cluster_info) {
+  auto cfg = load("exec");
+  BOOST_TEST_REQUIRE(cfg.exec.has_value());
+  const auto& e = *cfg.exec;
+  BOOST_TEST(e.command == folder + "/bin/credential-plugin");
+  BOOST_TEST(e.args == (std::vector<std::string>{"--cluster", "prod east"}),
+             boost::test_tools::per_element());
+  BOOST_TEST_REQUIRE(e.env.size() == 2u);
+  BOOST_TEST(e.env[0].first == "PLUGIN_MODE");
+  BOOST_TEST(e.env[0].second == "1");
+  BOOST_TEST(e.env[1].first == "PLUGIN_REGION");
+  BOOST_TEST(e.env[1].second == "eu-west");
+  BOOST_TEST(e.api_version == "client.authentication.k8s.io/v1beta1");
+  BOOST_TEST(e.provide_cluster_info);
+  BOOST_TEST(cfg.token == "");
+}
+
+BOOST_AUTO_TEST_CASE(exec_command_without_a_slash_is_left_for_path_lookup) {
+  auto cfg = load("exec-on-path");
+  BOOST_TEST_REQUIRE(cfg.exec.has_value());
+  BOOST_TEST(cfg.exec->command == "kubelogin");
+  BOOST_TEST(cfg.exec->args.empty());
+  BOOST_TEST(cfg.exec->api_version == "client.authentication.k8s.io/v1");
+  BOOST_TEST(!cfg.exec->provide_cluster_info);
+}
+
+BOOST_AUTO_TEST_CASE(context_without_a_user_has_no_credentials) {
+  auto cfg = load("anonymous");
+  BOOST_TEST(cfg.server == "https://gpu-cluster.example.com");
+  BOOST_TEST(cfg.token == "");
+  BOOST_TEST(cfg.token_file == "");
+  BOOST_TEST(cfg.client_cert_pem == "");
+  BOOST_TEST(!cfg.exec.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(absolute_paths_are_used_as_they_are) {
+  temp_dir dir;
+  const auto ca = dir.write("ca.pem", "CA-ABSOLUTE");
+  const auto token = dir.write("tok", "t");
+  const auto text = "current-context: c\n"
+                    "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                    "clusters: [{name: k, cluster: {server: 'https://k', certificate-authority: '" +
+                    ca + "'}}]\n" + "users: [{name: u, user: {tokenFile: '" + token + "'}}]\n";
+  auto r = kube::parse_kubeconfig(text, "/somewhere/else/config");
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->ca_pem == "CA-ABSOLUTE");
+  BOOST_TEST(r->token_file == token);
+}
+
+BOOST_AUTO_TEST_CASE(missing_kubeconfig_file_names_the_file) {
+  auto r = kube::load_kubeconfig("tests/unit/kube/testdata/no-such-kubeconfig");
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST((r.error().kind == kube::error_kind::config));
+  BOOST_TEST(r.error().message == "kubeconfig: cannot read "
+                                  "\"tests/unit/kube/testdata/no-such-kubeconfig\": No such file "
+                                  "or directory");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(kubeconfig_refused)
+
+namespace {
+
+struct broken_kubeconfig {
+  const char* name;
+  std::string text;
+  std::string context;
+  std::string message;
+};
+
+std::ostream& operator<<(std::ostream& os, const broken_kubeconfig& b) {
+  return os << b.name;
+}
+
+// Everything a broken row does not break.
+std::string config(const std::string& clusters, const std::string& users,
+                   const std::string& contexts = "- {name: c, context: {cluster: k, user: u}}\n",
+                   const std::string& current = "current-context: c\n") {
+  return "apiVersion: v1\nkind: Config\n" + current + "clusters:\n" + clusters + "users:\n" +
+         users + "contexts:\n" + contexts;
+}
+
+const std::string good_cluster = "- {name: k, cluster: {server: 'https://k:6443'}}\n";
+const std::string good_user = "- {name: u, user: {token: t}}\n";
+const std::string where = "kubeconfig \"/nonexistent/kube/config\": ";
+
+std::string cluster(const std::string& fields) {
+  return "- {name: k, cluster: {" + fields + "}}\n";
+}
+std::string user(const std::string& fields) {
+  return "- {name: u, user: {" + fields + "}}\n";
+}
+
+const broken_kubeconfig broken_kubeconfigs[] = {
+    {"no_current_context",
+     config(good_cluster, good_user, "- {name: c, context: {cluster: k}}\n", ""), "",
+     where + "no current-context is set and no context was given"},
+    {"current_context_not_listed",
+     config(good_cluster, good_user, "- {name: other, context: {}}\n"), "",
+     where + "context \"c\" not found"},
+    {"requested_context_not_listed", config(good_cluster, good_user), "prod",
+     where + "context \"prod\" not found"},
+    {"context_without_cluster",
+     config(good_cluster, good_user, "- {name: c, context: {user: u}}\n"), "",
+     where + "context \"c\": cluster is missing"},
+    {"unknown_cluster", config(good_cluster, good_user, "- {name: c, context: {cluster: x}}\n"), "",
+     where + "cluster \"x\" not found"},
+    {"unknown_user",
+     config(good_cluster, good_user, "- {name: c, context: {cluster: k, user: x}}\n"), "",
+     where + "user \"x\" not found"},
+    {"server_missing", config(cluster("certificate-authority-data: QUJD"), good_user), "",
+     where + "cluster \"k\": server is missing"},
+    {"server_not_a_url", config(cluster("server: '10.0.0.1:6443'"), good_user), "",
+     where + "cluster \"k\": server \"10.0.0.1:6443\" is not an http:// or https:// URL"},
+    {"server_not_a_string", config(cluster("server: {host: x}"), good_user), "",
+     where + "cluster \"k\": server: expected a string"},
+    {"ca_data_not_base64",
+     config(cluster("server: 'https://k', certificate-authority-data: 'not*base64'"), good_user),
+     "", where + "cluster \"k\": certificate-authority-data: not valid base64"},
+    {"client_cert_data_not_base64",
+     config(good_cluster, user("client-certificate-data: 'QUJD!', client-key-data: QUJD")), "",
+     where + "user \"u\": client-certificate-data: not valid base64"},
+    {"client_key_data_not_base64",
+     config(good_cluster, user("client-certificate-data: QUJD, client-key-data: 'Q'")), "",
+     where + "user \"u\": client-key-data: not valid base64"},
+    {"cert_without_key", config(good_cluster, user("client-certificate-data: QUJD")), "",
+     where + "user \"u\": client-certificate is set without client-key"},
+    {"key_without_cert", config(good_cluster, user("client-key-data: QUJD")), "",
+     where + "user \"u\": client-key is set without client-certificate"},
+    {"unreadable_ca_file",
+     config(cluster("server: 'https://k', certificate-authority: ca.crt"), good_user), "",
+     where +
+         "cluster \"k\": certificate-authority: cannot read \"/nonexistent/kube/ca.crt\": No such "
+         "file or directory"},
+    {"unreadable_client_key_file",
+     config(good_cluster, user("client-certificate-data: QUJD, client-key: /nonexistent/key.pem")),
+     "",
+     where +
+         "user \"u\": client-key: cannot read \"/nonexistent/key.pem\": No such file or directory"},
+    {"bad_yaml",
+     "apiVersion: v1\ncurrent-context: c\nclusters:\n- name: k\n  cluster: {server: [\n", "",
+     where + "not valid YAML (line 6): end of sequence flow not found"},
+    {"not_a_map", "- clusters\n- users\n", "",
+     where + "not a kubeconfig (expected a map with clusters, users and contexts)"},
+    {"auth_provider",
+     config(good_cluster,
+            user("auth-provider: {name: oidc, config: {idp-issuer-url: 'https://x'}}")),
+     "", where + "user \"u\": auth-provider is not supported; use an exec plugin"},
+    {"exec_without_command",
+     config(good_cluster, user("exec: {apiVersion: client.authentication.k8s.io/v1, args: [x]}")),
+     "", where + "user \"u\": exec: command is missing"},
+    {"exec_unsupported_api_version",
+     config(good_cluster,
+            user("exec: {apiVersion: client.authentication.k8s.io/v1alpha1, command: x}")),
+     "",
+     where + "user \"u\": exec: apiVersion \"client.authentication.k8s.io/v1alpha1\" is not "
+             "supported (use client.authentication.k8s.io/v1)"},
+    {"exec_not_a_map", config(good_cluster, user("exec: kubelogin")), "",
+     where + "user \"u\": exec: expected a map"},
+    {"exec_args_not_a_list", config(good_cluster, user("exec: {command: x, args: '--a --b'}")), "",
+     where + "user \"u\": exec: args: expected a list of strings"},
+    {"exec_env_entry_without_name",
+     config(good_cluster, user("exec: {command: x, env: [{value: v}]}")), "",
+     where + "user \"u\": exec: env: every entry needs a name"},
+    {"insecure_flag_not_a_boolean",
+     config(cluster("server: 'https://k', insecure-skip-tls-verify: 'yes please'"), good_user), "",
+     where + "cluster \"k\": insecure-skip-tls-verify: expected true or false, got \"yes please\""},
+    {"token_not_a_string", config(good_cluster, user("token: [a, b]")), "",
+     where + "user \"u\": token: expected a string"},
+    // A folder opens as a stream and reads as nothing: it must not become an empty CA,
+    // which would mean "trust the system's roots".
+    {"ca_file_is_a_folder",
+     config(cluster("server: 'https://k', certificate-authority: '/'"), good_user), "",
+     where + "cluster \"k\": certificate-authority: cannot read \"/\": Is a directory"},
+};
+
+} // namespace
+
+BOOST_DATA_TEST_CASE(broken_kubeconfig_is_refused_with_its_exact_problem,
+                     bdata::make(broken_kubeconfigs), row) {
+  auto r = kube::parse_kubeconfig(row.text, "/nonexistent/kube/config", row.context);
+  BOOST_TEST_REQUIRE(!r.ok(), "accepted:\n" << row.text);
+  BOOST_TEST((r.error().kind == kube::error_kind::config));
+  BOOST_TEST(r.error().message == row.message);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(base64)
+
+namespace {
+
+struct base64_case {
+  const char* text;
+  std::optional<std::string> decoded;
+};
+
+std::ostream& operator<<(std::ostream& os, const base64_case& c) {
+  return os << "\"" << c.text << "\"";
+}
+
+const base64_case base64_cases[] = {
+    {"", std::string()},
+    {"YQ==", std::string("a")},
+    {"YQ", std::string("a")},
+    {"YWI=", std::string("ab")},
+    {"YWJj", std::string("abc")},
+    {"YWJjZA==", std::string("abcd")},
+    {"YW Jj\nZA\r\n==\t", std::string("abcd")},
+    {"//79", std::string("\xff\xfe\xfd")},
+    {"+/+/", std::string("\xfb\xff\xbf")},
+    {"AA==", std::string(1, '\0')},
+    {"Y", std::nullopt},
+    {"YWJjZ", std::nullopt},
+    {"YQ=x", std::nullopt},
+    {"YQ==YQ==", std::nullopt},
+    {"YW*j", std::nullopt},
+    {"-_-_", std::nullopt},
+};
+
+} // namespace
+
+BOOST_DATA_TEST_CASE(decodes_standard_base64_or_refuses_it, bdata::make(base64_cases), row) {
+  auto d = kube::decode_base64(row.text);
+  BOOST_TEST(d.has_value() == row.decoded.has_value());
+  if (d && row.decoded)
+    BOOST_TEST(*d == *row.decoded);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(in_cluster)
+
+namespace {
+
+using env_map = std::map<std::string, std::string>;
+
+std::function<const char*(const char*)> fake_getenv(const env_map& env) {
+  return [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+}
+
+// A service-account folder as the kubelet mounts it.
+void mount_account(const temp_dir& dir) {
+  dir.write("token", "eyJhbGciOiJSUzI1NiJ9.in-cluster.sig");
+  dir.write("ca.crt",
+            "-----BEGIN CERTIFICATE-----\nMIIBin-cluster-ca\n-----END CERTIFICATE-----\n");
+  dir.write("namespace", "gpu-partitioner-system\n");
+}
+
+const env_map service_env = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                             {"KUBERNETES_SERVICE_PORT", "443"}};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(in_cluster_reads_service_env_and_account_folder) {
+  temp_dir dir;
+  mount_account(dir);
+  auto r = kube::in_cluster_config(fake_getenv(service_env), dir.path());
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->server == "https://10.96.0.1:443");
+  BOOST_TEST(r->token_file == dir.file("token"));
+  BOOST_TEST(r->ca_pem ==
+             "-----BEGIN CERTIFICATE-----\nMIIBin-cluster-ca\n-----END CERTIFICATE-----\n");
+  BOOST_TEST(r->default_namespace == "gpu-partitioner-system");
+  BOOST_TEST(r->origin == "in-cluster");
+  BOOST_TEST(!r->insecure_skip_tls_verify);
+}
+
+BOOST_AUTO_TEST_CASE(in_cluster_ipv6_service_host_is_bracketed) {
+  temp_dir dir;
+  mount_account(dir);
+  const env_map env = {{"KUBERNETES_SERVICE_HOST", "fd00:10:96::1"},
+                       {"KUBERNETES_SERVICE_PORT", "6443"}};
+  auto r = kube::in_cluster_config(fake_getenv(env), dir.path());
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->server == "https://[fd00:10:96::1]:6443");
+}
+
+BOOST_AUTO_TEST_CASE(in_cluster_without_namespace_file_uses_default) {
+  temp_dir dir;
+  mount_account(dir);
+  dir.remove("namespace");
+  auto r = kube::in_cluster_config(fake_getenv(service_env), dir.path());
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->default_namespace == "default");
+}
+
+BOOST_AUTO_TEST_CASE(in_cluster_without_service_env_says_so) {
+  temp_dir dir;
+  mount_account(dir);
+  const std::string expected = "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+                               "are not set (not running in a pod?)";
+  for (const env_map& env :
+       {env_map{}, env_map{{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}},
+        env_map{{"KUBERNETES_SERVICE_PORT", "443"}},
+        env_map{{"KUBERNETES_SERVICE_HOST", ""}, {"KUBERNETES_SERVICE_PORT", "443"}}}) {
+    auto r = kube::in_cluster_config(fake_getenv(env), dir.path());
+    BOOST_TEST_REQUIRE(!r.ok());
+    BOOST_TEST((r.error().kind == kube::error_kind::config));
+    BOOST_TEST(r.error().message == expected);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(in_cluster_without_token_file_names_it) {
+  temp_dir dir;
+  mount_account(dir);
+  dir.remove("token");
+  auto r = kube::in_cluster_config(fake_getenv(service_env), dir.path());
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message == "in-cluster: service account token: cannot read \"" +
+                                      dir.file("token") + "\": No such file or directory");
+}
+
+BOOST_AUTO_TEST_CASE(in_cluster_without_ca_file_names_it) {
+  temp_dir dir;
+  mount_account(dir);
+  dir.remove("ca.crt");
+  auto r = kube::in_cluster_config(fake_getenv(service_env), dir.path());
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message == "in-cluster: service account CA: cannot read \"" +
+                                      dir.file("ca.crt") + "\": No such file or directory");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(default_configuration)
+
+namespace {
+
+// Sets an environment variable for one test and restores it after.
+class scoped_env {
+public:
+  scoped_env(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name))
+      old_ = old;
+    if (value != nullptr)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~scoped_env() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(kubeconfig_flag_wins_over_the_environment) {
+  scoped_env kubeconfig("KUBECONFIG", "/nonexistent/a");
+  auto r = kube::default_config(auth_forms);
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->server == "https://10.0.0.1:6443");
+}
+
+BOOST_AUTO_TEST_CASE(first_existing_file_of_the_kubeconfig_list_is_used) {
+  scoped_env kubeconfig("KUBECONFIG",
+                        ("/nonexistent/a::" + auth_forms + ":/nonexistent/b").c_str());
+  auto r = kube::default_config("");
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->origin == "kubeconfig \"" + auth_forms + "\" context \"ca-data-token\"");
+}
+
+BOOST_AUTO_TEST_CASE(kubeconfig_list_without_an_existing_file_says_so) {
+  scoped_env kubeconfig("KUBECONFIG", "/nonexistent/a:/nonexistent/b");
+  auto r = kube::default_config("");
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message ==
+             "KUBECONFIG names no file that exists: /nonexistent/a:/nonexistent/b");
+}
+
+BOOST_AUTO_TEST_CASE(without_kubeconfig_or_pod_or_home_config_says_what_to_do) {
+  temp_dir home;
+  scoped_env kubeconfig("KUBECONFIG", nullptr);
+  scoped_env service("KUBERNETES_SERVICE_HOST", nullptr);
+  scoped_env home_env("HOME", home.path().c_str());
+  auto r = kube::default_config("");
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message == "no configuration: pass --kubeconfig, set KUBECONFIG, run in a "
+                                  "pod, or create " +
+                                      home.path() + "/.kube/config");
+}
+
+BOOST_AUTO_TEST_CASE(home_kubeconfig_is_the_last_resort) {
+  temp_dir home;
+  ::mkdir(home.file(".kube").c_str(), 0755);
+  home.write(".kube/config", kube::read_file(auth_forms).value());
+  scoped_env kubeconfig("KUBECONFIG", nullptr);
+  scoped_env service("KUBERNETES_SERVICE_HOST", nullptr);
+  scoped_env home_env("HOME", home.path().c_str());
+  auto r = kube::default_config("");
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->origin ==
+             "kubeconfig \"" + home.path() + "/.kube/config\" context \"ca-data-token\"");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
