@@ -1,0 +1,70 @@
+#pragma once
+
+#include "kube/error.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpu_partitioner::kube {
+
+/// An exec credential plugin (client.authentication.k8s.io ExecCredential): a command
+/// that prints a token or a client certificate on stdout.
+struct exec_plugin {
+  std::string command;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string api_version = "client.authentication.k8s.io/v1";
+  /// The cluster fields to hand the plugin in KUBERNETES_EXEC_INFO (when it asks).
+  bool provide_cluster_info = false;
+};
+
+/// Everything needed to reach and authenticate to one API server. PEM material is
+/// held in memory and handed to curl as blobs; nothing is written to disk.
+struct connection_config {
+  /// "https://127.0.0.1:6443", without a trailing slash.
+  std::string server;
+  /// PEM bundle to verify the server with; empty means the system's roots.
+  std::string ca_pem;
+  /// Set only when the kubeconfig says so explicitly.
+  bool insecure_skip_tls_verify = false;
+  std::string tls_server_name;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+  std::string token;
+  /// Re-read periodically: bound service-account tokens rotate.
+  std::string token_file;
+  std::optional<exec_plugin> exec;
+  /// The namespace the context names ("default" when none).
+  std::string default_namespace = "default";
+  /// Where this came from, for messages: `kubeconfig "/x" context "y"` or `in-cluster`.
+  std::string origin;
+};
+
+/// Reads a kubeconfig file; `context` empty means its current-context. Relative file
+/// paths inside it are resolved against the file's folder, as kubectl does.
+result<connection_config> load_kubeconfig(const std::string& path, const std::string& context = {});
+
+/// Parses kubeconfig text; `path` names it in messages and anchors relative paths.
+result<connection_config> parse_kubeconfig(const std::string& text, const std::string& path,
+                                           const std::string& context = {});
+
+/// The in-cluster configuration: KUBERNETES_SERVICE_HOST/PORT and the service account's
+/// token, CA and namespace under `account_dir`.
+result<connection_config> in_cluster_config(
+  const std::function<const char*(const char*)>& getenv,
+  const std::string& account_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
+
+/// What the operator uses: `--kubeconfig` when given, else $KUBECONFIG (the first file
+/// of a colon-separated list that exists), else in-cluster, else ~/.kube/config.
+result<connection_config> default_config(const std::string& kubeconfig_flag);
+
+/// Decodes standard base64 (padding optional, whitespace ignored).
+std::optional<std::string> decode_base64(const std::string& text);
+
+/// Reads a whole file; the error names the file and the reason.
+result<std::string> read_file(const std::string& path);
+
+} // namespace gpu_partitioner::kube

@@ -1,0 +1,294 @@
+#include "kube/credentials.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char** environ;
+
+namespace gpu_partitioner::kube {
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+std::string exec_info(const exec_plugin& plugin, const std::string& server) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("apiVersion");
+  w.String(plugin.api_version.c_str());
+  w.Key("kind");
+  w.String("ExecCredential");
+  w.Key("spec");
+  w.StartObject();
+  w.Key("interactive");
+  w.Bool(false);
+  if (plugin.provide_cluster_info) {
+    w.Key("cluster");
+    w.StartObject();
+    w.Key("server");
+    w.String(server.c_str());
+    w.EndObject();
+  }
+  w.EndObject();
+  w.EndObject();
+  return buffer.GetString();
+}
+
+struct process_output {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs a command with extra environment variables, capturing stdout and stderr, with a
+// deadline: a plugin that hangs must not hang the operator.
+result<process_output> run_captured(const std::vector<std::string>& argv,
+                                    const std::vector<std::string>& extra_env,
+                                    std::chrono::seconds deadline) {
+  int out_pipe[2], err_pipe[2];
+  if (::pipe(out_pipe) != 0)
+    return make_error(error_kind::config, std::string("pipe: ") + std::strerror(errno));
+  if (::pipe(err_pipe) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return make_error(error_kind::config, std::string("pipe: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
+  posix_spawn_file_actions_addclose(&actions, err_pipe[0]);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e != nullptr; ++e)
+    env_storage.emplace_back(*e);
+  env_storage.insert(env_storage.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp, args;
+  for (auto& e : env_storage)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_storage = argv;
+  for (auto& a : argv_storage)
+    args.push_back(a.data());
+  args.push_back(nullptr);
+
+  pid_t pid = 0;
+  int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return make_error(error_kind::config,
+                      "cannot run " + argv[0] + ": " + std::string(std::strerror(rc)));
+  }
+
+  process_output result_out;
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  bool timed_out = false;
+  while (open_fds > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    if (::poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR)
+      break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0)
+        continue;
+      char buf[4096];
+      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        (i == 0 ? result_out.out : result_out.err).append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0)
+      ::close(f.fd);
+  if (timed_out)
+    ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out)
+    return make_error(error_kind::config, argv[0] + " did not finish within " +
+                                            std::to_string(deadline.count()) + " s");
+  result_out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result_out;
+}
+
+} // namespace
+
+bool parse_rfc3339(const std::string& text, credentials::clock::time_point& out) {
+  std::tm tm{};
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  int consumed = 0;
+  char separator = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &year, &month, &day, &separator,
+                  &hour, &minute, &second, &consumed) != 7 ||
+      (separator != 'T' && separator != 't'))
+    return false;
+  // timegm would roll 13/01 into January: refuse what is not a real time of day.
+  static constexpr int days_in[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12 || day < 1 || day > days_in[month - 1] || hour > 23 ||
+      minute > 59 || second > 60)
+    return false;
+  std::size_t pos = static_cast<std::size_t>(consumed);
+  if (pos < text.size() && text[pos] == '.') {
+    const std::size_t digits = ++pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9')
+      ++pos;
+    if (pos == digits)
+      return false;
+  }
+  long offset = 0;
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    int oh = 0, om = 0;
+    if (std::sscanf(text.c_str() + pos + 1, "%2d:%2d", &oh, &om) != 2)
+      return false;
+    offset = (text[pos] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
+    pos += 6;
+  } else {
+    return false;
+  }
+  if (pos != text.size())
+    return false;
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const std::time_t t = ::timegm(&tm) - offset;
+  out = credentials::clock::from_time_t(t);
+  return true;
+}
+
+result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std::string& server,
+                                            credentials::clock::time_point& expires) {
+  std::vector<std::string> argv{plugin.command};
+  argv.insert(argv.end(), plugin.args.begin(), plugin.args.end());
+  std::vector<std::string> env{"KUBERNETES_EXEC_INFO=" + exec_info(plugin, server)};
+  for (const auto& [name, value] : plugin.env)
+    env.push_back(name + "=" + value);
+  const std::string where = "exec plugin " + plugin.command;
+  auto run = run_captured(argv, env, std::chrono::seconds(30));
+  if (!run)
+    return make_error(error_kind::config, where + ": " + run.error().message);
+  if (run->status != 0)
+    return make_error(error_kind::config, where + " exited with status " +
+                                            std::to_string(run->status) + ": " + trim(run->err));
+  rapidjson::Document doc;
+  doc.Parse(run->out.c_str(), run->out.size());
+  if (doc.HasParseError() || !doc.IsObject())
+    return make_error(error_kind::config, where + ": output is not a JSON ExecCredential");
+  auto status = doc.FindMember("status");
+  if (status == doc.MemberEnd() || !status->value.IsObject())
+    return make_error(error_kind::config, where + ": ExecCredential has no status");
+  const auto& s = status->value;
+  auto str = [&](const char* key) {
+    auto it = s.FindMember(key);
+    return it != s.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString())
+                                                       : std::string{};
+  };
+  credential_material m;
+  m.token = str("token");
+  m.client_cert_pem = str("clientCertificateData");
+  m.client_key_pem = str("clientKeyData");
+  if (m.token.empty() && (m.client_cert_pem.empty() || m.client_key_pem.empty()))
+    return make_error(error_kind::config,
+                      where + ": ExecCredential status has neither a token nor a client "
+                              "certificate and key");
+  expires = credentials::clock::time_point::max();
+  if (auto exp = str("expirationTimestamp"); !exp.empty() && !parse_rfc3339(exp, expires))
+    return make_error(error_kind::config,
+                      where + ": expirationTimestamp \"" + exp + "\" is not an RFC 3339 time");
+  return m;
+}
+
+credentials::credentials(connection_config config) : config_(std::move(config)) {}
+
+result<credential_material> credentials::refresh_locked(clock::time_point now) {
+  // Until this refresh succeeds, the next call must try again rather than serve
+  // material that is already known to be stale.
+  loaded_ = false;
+  credential_material next;
+  next.client_cert_pem = config_.client_cert_pem;
+  next.client_key_pem = config_.client_key_pem;
+  next.token = config_.token;
+  expires_ = clock::time_point::max();
+  if (config_.exec) {
+    auto m = run_exec_plugin(*config_.exec, config_.server, expires_);
+    if (!m)
+      return m.error();
+    if (!m->token.empty())
+      next.token = m->token;
+    if (!m->client_cert_pem.empty()) {
+      next.client_cert_pem = m->client_cert_pem;
+      next.client_key_pem = m->client_key_pem;
+    }
+  } else if (!config_.token_file.empty()) {
+    auto token = read_file(config_.token_file);
+    if (!token)
+      return make_error(error_kind::config, config_.origin + ": tokenFile: " + token.error().message);
+    next.token = trim(token.value());
+    expires_ = now + token_file_period_;
+  }
+  const bool changed = material_.generation == 0 || next.token != material_.token ||
+                       next.client_cert_pem != material_.client_cert_pem ||
+                       next.client_key_pem != material_.client_key_pem;
+  next.generation = material_.generation + (changed ? 1 : 0);
+  material_ = std::move(next);
+  loaded_ = true;
+  return material_;
+}
+
+result<credential_material> credentials::current() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = clock::now();
+  // Refresh a little before the plugin's expiry so a request never carries a token
+  // that expires in flight.
+  if (!loaded_ || (expires_ != clock::time_point::max() && now + std::chrono::seconds(10) >= expires_))
+    return refresh_locked(now);
+  return material_;
+}
+
+void credentials::invalidate() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (config_.exec || !config_.token_file.empty())
+    loaded_ = false;
+}
+
+} // namespace gpu_partitioner::kube

@@ -1,0 +1,62 @@
+#pragma once
+
+#include "kube/config.hpp"
+#include "kube/error.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace gpu_partitioner::kube {
+
+/// What a request authenticates with right now.
+struct credential_material {
+  std::string token;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+  /// Changes whenever the material does, so a connection can tell when to reload.
+  std::uint64_t generation = 0;
+};
+
+/// The source of a connection's credentials, shared by every client of one
+/// configuration and safe to use from several threads. A static token or certificate
+/// never changes; a token file is re-read once a minute (bound service-account tokens
+/// rotate); an exec plugin runs again when its credential expires or the server
+/// answered 401.
+class credentials {
+public:
+  using clock = std::chrono::system_clock;
+
+  explicit credentials(connection_config config);
+
+  /// The material to use now; runs the exec plugin or re-reads the token file if due.
+  result<credential_material> current();
+
+  /// The server refused the current material (401): fetch fresh material next time.
+  void invalidate();
+
+  /// For tests: how often the token file is re-read.
+  void set_token_file_period(std::chrono::seconds period) { token_file_period_ = period; }
+
+private:
+  result<credential_material> refresh_locked(clock::time_point now);
+
+  const connection_config config_;
+  std::mutex mutex_;
+  credential_material material_;
+  bool loaded_ = false;
+  clock::time_point expires_ = clock::time_point::max();
+  std::chrono::seconds token_file_period_{60};
+};
+
+/// Runs an exec credential plugin once and decodes its ExecCredential; the expiry is
+/// `time_point::max()` when the plugin gives none.
+result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std::string& server,
+                                            credentials::clock::time_point& expires);
+
+/// Parses an RFC 3339 UTC timestamp ("2026-11-29T15:20:00Z", fractional seconds and
+/// numeric offsets allowed).
+bool parse_rfc3339(const std::string& text, credentials::clock::time_point& out);
+
+} // namespace gpu_partitioner::kube

@@ -1,0 +1,135 @@
+#include "kube/event_recorder.hpp"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cstdio>
+#include <ctime>
+
+namespace gpu_partitioner::kube {
+
+std::string format_rfc3339(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string format_rfc3339_micro(std::chrono::system_clock::time_point t) {
+  const auto since = t.time_since_epoch();
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(since);
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(since - secs).count();
+  std::string whole = format_rfc3339(std::chrono::system_clock::time_point(secs));
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%06lld", static_cast<long long>(micros));
+  whole.insert(whole.size() - 1, frac);
+  return whole;
+}
+
+event_recorder::event_recorder(client& api, std::string component, std::string instance,
+                               std::chrono::seconds window, std::size_t remembered)
+  : api_(api), component_(std::move(component)), instance_(std::move(instance)), window_(window),
+    remembered_(remembered) {}
+
+result<std::string> event_recorder::create(const event_spec& e, const std::string& ns,
+                                           clock::time_point now) {
+  // The name is the object's plus a unique suffix, as client-go names them.
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, ".%llx",
+                static_cast<unsigned long long>(
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch())
+                    .count()));
+  const std::string name = e.regarding.name + suffix;
+  const std::string ts = format_rfc3339(now);
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  auto kv = [&](const char* k, const std::string& v) {
+    w.Key(k);
+    w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+  };
+  w.StartObject();
+  kv("apiVersion", "v1");
+  kv("kind", "Event");
+  w.Key("metadata");
+  w.StartObject();
+  kv("name", name);
+  kv("namespace", ns);
+  w.EndObject();
+  w.Key("involvedObject");
+  w.StartObject();
+  kv("apiVersion", e.regarding.api_version);
+  kv("kind", e.regarding.kind);
+  if (!e.regarding.ns.empty())
+    kv("namespace", e.regarding.ns);
+  kv("name", e.regarding.name);
+  if (!e.regarding.uid.empty())
+    kv("uid", e.regarding.uid);
+  w.EndObject();
+  kv("type", e.type);
+  kv("reason", e.reason);
+  kv("message", e.message);
+  w.Key("source");
+  w.StartObject();
+  kv("component", component_);
+  w.EndObject();
+  kv("reportingComponent", component_);
+  kv("reportingInstance", instance_);
+  kv("firstTimestamp", ts);
+  kv("lastTimestamp", ts);
+  w.Key("count");
+  w.Int(1);
+  w.EndObject();
+  auto created = api_.create(resources::events(), ns, buffer.GetString());
+  if (!created)
+    return created.error();
+  return name;
+}
+
+result<std::string> event_recorder::record(const event_spec& e) {
+  const auto now = now_();
+  // Events about cluster-scoped objects live in "default", as client-go puts them.
+  const std::string ns = e.regarding.ns.empty() ? "default" : e.regarding.ns;
+  key k{e.regarding.kind, e.regarding.ns, e.regarding.name, e.regarding.uid,
+        e.type,           e.reason,       e.message};
+  auto it = cache_.find(k);
+  if (it != cache_.end() && now - it->second.last < window_) {
+    entry& hit = it->second;
+    const long long count = hit.count + 1;
+    std::string patch = "{\"count\":" + std::to_string(count) + ",\"lastTimestamp\":\"" +
+                        format_rfc3339(now) + "\"}";
+    auto patched = api_.patch(resources::events(), hit.ns, hit.name, patch_type::merge, patch);
+    if (patched) {
+      hit.count = count;
+      hit.last = now;
+      ages_.splice(ages_.end(), ages_, hit.age);
+      return hit.name;
+    }
+    if (patched.error().kind != error_kind::not_found)
+      return patched.error();
+    // The Event expired (the server's TTL): start a new one.
+  }
+  auto name = create(e, ns, now);
+  if (!name)
+    return name;
+  if (it != cache_.end()) {
+    ages_.erase(it->second.age);
+    cache_.erase(it);
+  }
+  ages_.push_back(k);
+  entry fresh;
+  fresh.ns = ns;
+  fresh.name = name.value();
+  fresh.count = 1;
+  fresh.first = fresh.last = now;
+  fresh.age = std::prev(ages_.end());
+  cache_.emplace(k, std::move(fresh));
+  while (cache_.size() > remembered_) {
+    cache_.erase(ages_.front());
+    ages_.pop_front();
+  }
+  return name;
+}
+
+} // namespace gpu_partitioner::kube

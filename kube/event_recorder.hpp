@@ -1,0 +1,79 @@
+#pragma once
+
+#include "kube/client.hpp"
+
+#include <chrono>
+#include <functional>
+#include <list>
+#include <map>
+#include <string>
+#include <tuple>
+
+namespace gpu_partitioner::kube {
+
+/// The object an Event is about.
+struct object_reference {
+  std::string api_version;
+  std::string kind;
+  std::string ns;
+  std::string name;
+  std::string uid;
+};
+
+struct event_spec {
+  object_reference regarding;
+  /// "Normal" or "Warning".
+  std::string type = "Normal";
+  /// CamelCase, machine-readable: "DrainBlocked".
+  std::string reason;
+  std::string message;
+};
+
+/// Writes core/v1 Events, aggregating repeats: the same event about the same object
+/// within `window` bumps `count` and `lastTimestamp` of the Event already written
+/// instead of creating one object per repeat (as kubectl describe shows "x5 over 2m").
+class event_recorder {
+public:
+  using clock = std::chrono::system_clock;
+
+  event_recorder(client& api, std::string component, std::string instance,
+                 std::chrono::seconds window = std::chrono::minutes(10),
+                 std::size_t remembered = 4096);
+
+  /// Records one occurrence. Returns the Event's name, or the error.
+  result<std::string> record(const event_spec& event);
+
+  /// For tests.
+  void set_clock(std::function<clock::time_point()> now) { now_ = std::move(now); }
+
+private:
+  using key = std::tuple<std::string, std::string, std::string, std::string, std::string,
+                         std::string, std::string>;
+  struct entry {
+    std::string ns;
+    std::string name;
+    long long count = 0;
+    clock::time_point first;
+    clock::time_point last;
+    std::list<key>::iterator age;
+  };
+
+  result<std::string> create(const event_spec& e, const std::string& ns, clock::time_point now);
+
+  client& api_;
+  std::string component_;
+  std::string instance_;
+  std::chrono::seconds window_;
+  std::size_t remembered_;
+  std::map<key, entry> cache_;
+  std::list<key> ages_;
+  std::function<clock::time_point()> now_ = [] { return clock::now(); };
+};
+
+/// "2026-11-29T15:20:00Z" (seconds precision, as Event timestamps are).
+std::string format_rfc3339(std::chrono::system_clock::time_point t);
+
+/// "2026-11-29T15:20:00.123456Z", for MicroTime fields (Lease renewTime).
+std::string format_rfc3339_micro(std::chrono::system_clock::time_point t);
+
+} // namespace gpu_partitioner::kube

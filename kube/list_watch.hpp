@@ -1,0 +1,72 @@
+#pragma once
+
+#include "kube/client.hpp"
+#include "kube/watch_protocol.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+namespace gpu_partitioner::kube {
+
+/// One change delivered to the consumer. `object` is null for a deletion found by a
+/// relist (only the key is known then); it is valid only during the callback.
+struct watch_delivery {
+  event_type type = event_type::added;
+  object_key key;
+  std::string resource_version;
+  const rapidjson::Value* object = nullptr;
+};
+
+/// The consumer of a list+watch loop. Called on the loop's thread.
+class watch_handler {
+public:
+  virtual ~watch_handler() = default;
+  virtual void on_change(const watch_delivery& change) = 0;
+  /// Everything listed so far has been delivered: the view is complete.
+  virtual void on_synced() {}
+  /// The loop relisted or backed off; `note` says why.
+  virtual void on_restart(const std::string& note, bool relist) {
+    (void)note;
+    (void)relist;
+  }
+};
+
+struct list_watch_options {
+  resource what;
+  /// Empty: all namespaces (or a cluster-scoped resource).
+  std::string ns;
+  std::string label_selector;
+  std::string field_selector;
+  long long page_size = 500;
+  /// Server-side watch timeout; the loop resumes from the last resourceVersion after it.
+  std::chrono::seconds watch_timeout{300};
+  /// Nothing at all (not even a bookmark) for this long means a dead connection.
+  std::chrono::seconds idle_timeout{120};
+  watch_backoff backoff;
+};
+
+/// Drives `watch_step` with real requests: lists, watches, resumes, relists after
+/// 410 Gone, backs off after failures. Blocks in `run` until `abort` is set.
+class list_watch {
+public:
+  list_watch(client& api, list_watch_options options, watch_handler& handler)
+    : api_(api), options_(std::move(options)), handler_(handler) {}
+
+  /// Returns when `abort` is set (within about a second).
+  void run(const std::atomic<bool>& abort);
+
+  const watch_state& state() const { return state_; }
+
+private:
+  void apply(const watch_output& out, const std::atomic<bool>& abort);
+  watch_output do_list(const std::string& continue_token);
+  watch_output do_watch(const std::string& resource_version, const std::atomic<bool>& abort);
+
+  client& api_;
+  list_watch_options options_;
+  watch_handler& handler_;
+  watch_state state_;
+};
+
+} // namespace gpu_partitioner::kube

@@ -1,0 +1,167 @@
+#include "kube/watch_protocol.hpp"
+
+#include <algorithm>
+
+namespace gpu_partitioner::kube {
+
+const char* to_string(watch_phase phase) {
+  switch (phase) {
+    case watch_phase::listing:
+      return "listing";
+    case watch_phase::watching:
+      return "watching";
+    case watch_phase::backing_off:
+      return "backing_off";
+  }
+  return "unknown";
+}
+
+namespace {
+
+watch_output list_from_start(watch_state& state, std::string note) {
+  state.phase = watch_phase::listing;
+  state.listed.clear();
+  watch_output out;
+  out.next = watch_output::request::list;
+  out.relist = true;
+  out.note = std::move(note);
+  return out;
+}
+
+watch_output watch_from(watch_state& state) {
+  state.phase = watch_phase::watching;
+  watch_output out;
+  out.next = watch_output::request::watch;
+  out.resource_version = state.resource_version;
+  return out;
+}
+
+watch_output back_off(watch_state& state, const watch_backoff& backoff, bool relist,
+                      std::string note) {
+  state.phase = watch_phase::backing_off;
+  state.relist_after_backoff = relist;
+  ++state.failures;
+  const int shift = std::min(state.failures - 1, 16);
+  const long long cap = std::min<long long>(backoff.cap.count(), backoff.base.count() << shift);
+  std::uniform_int_distribution<long long> jitter(cap / 2, std::max(cap, 1LL));
+  watch_output out;
+  out.next = watch_output::request::sleep;
+  out.delay = std::chrono::milliseconds(jitter(state.rng));
+  out.note = std::move(note);
+  return out;
+}
+
+watch_output on_list_page(watch_state& state, const watch_input& in) {
+  watch_output out;
+  for (std::size_t i = 0; i < in.items.size(); ++i) {
+    const auto& item = in.items[i];
+    state.listed[item.key] = true;
+    auto known = state.known.find(item.key);
+    if (known == state.known.end()) {
+      out.deliver_items.emplace_back(i, event_type::added);
+      state.known.emplace(item.key, item.resource_version);
+    } else if (known->second != item.resource_version) {
+      out.deliver_items.emplace_back(i, event_type::modified);
+      known->second = item.resource_version;
+    }
+  }
+  if (!in.continue_token.empty()) {
+    out.next = watch_output::request::list;
+    out.continue_token = in.continue_token;
+    return out;
+  }
+  // The last page: whatever we knew and the list no longer has was deleted while we
+  // were away.
+  for (auto it = state.known.begin(); it != state.known.end();) {
+    if (state.listed.count(it->first) == 0) {
+      out.deleted.push_back(it->first);
+      it = state.known.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  state.listed.clear();
+  state.resource_version = in.resource_version;
+  state.failures = 0;
+  out.synced = true;
+  auto next = watch_from(state);
+  out.next = next.next;
+  out.resource_version = next.resource_version;
+  return out;
+}
+
+watch_output on_event(watch_state& state, const watch_input& in, const watch_backoff& backoff) {
+  if (in.event == event_type::error) {
+    if (in.code == 410)
+      return list_from_start(state, "resourceVersion " + state.resource_version +
+                                      " is too old (410 Gone): relisting");
+    return back_off(state, backoff, false,
+                    "watch ERROR event (code " + std::to_string(in.code) + ")");
+  }
+  watch_output out;
+  if (!in.object.resource_version.empty())
+    state.resource_version = in.object.resource_version;
+  state.failures = 0;
+  switch (in.event) {
+    case event_type::bookmark:
+      break;
+    case event_type::deleted:
+      // Unknown means a relist already reported it gone: do not report it twice.
+      if (state.known.erase(in.object.key) > 0)
+        out.deliver_as = event_type::deleted;
+      break;
+    default: {
+      auto known = state.known.find(in.object.key);
+      // After a relist the stream can repeat what the list already delivered.
+      if (known != state.known.end() && known->second == in.object.resource_version)
+        break;
+      out.deliver_as = known == state.known.end() ? event_type::added : event_type::modified;
+      state.known[in.object.key] = in.object.resource_version;
+      break;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+watch_output watch_start(watch_state& state) {
+  return list_from_start(state, "initial list");
+}
+
+watch_output watch_step(watch_state& state, const watch_input& in, const watch_backoff& backoff) {
+  using k = watch_input::kind;
+  switch (in.what) {
+    case k::list_page:
+      if (state.phase != watch_phase::listing)
+        return {};
+      return on_list_page(state, in);
+    case k::event:
+      if (state.phase != watch_phase::watching)
+        return {};
+      return on_event(state, in, backoff);
+    case k::stream_closed:
+      if (state.phase != watch_phase::watching)
+        return {};
+      // A normal end (timeoutSeconds): resume where we were, at once.
+      return watch_from(state);
+    case k::request_failed:
+      if (in.failure.kind == error_kind::gone)
+        return list_from_start(state, "410 Gone: " + in.failure.message);
+      if (in.failure.kind == error_kind::aborted)
+        return {};
+      // A failed list starts over; a failed watch resumes from the last resourceVersion.
+      return back_off(state, backoff,
+                      state.phase == watch_phase::listing || state.resource_version.empty(),
+                      in.failure.describe());
+    case k::timer_fired:
+      if (state.phase != watch_phase::backing_off)
+        return {};
+      if (state.relist_after_backoff)
+        return list_from_start(state, "retrying list");
+      return watch_from(state);
+  }
+  return {};
+}
+
+} // namespace gpu_partitioner::kube
