@@ -37,14 +37,14 @@ namespace {
 
 const char* content_type_of(patch_type type) {
   switch (type) {
-    case patch_type::merge:
-      return "application/merge-patch+json";
-    case patch_type::json:
-      return "application/json-patch+json";
-    case patch_type::strategic:
-      return "application/strategic-merge-patch+json";
-    case patch_type::apply:
-      return "application/apply-patch+yaml";
+  case patch_type::merge:
+    return "application/merge-patch+json";
+  case patch_type::json:
+    return "application/json-patch+json";
+  case patch_type::strategic:
+    return "application/strategic-merge-patch+json";
+  case patch_type::apply:
+    return "application/apply-patch+yaml";
   }
   return "application/merge-patch+json";
 }
@@ -92,7 +92,7 @@ result<rapidjson::Document> client::send(http_request req) {
   doc.Parse(body.value().c_str(), body.value().size());
   if (doc.HasParseError())
     return make_error(error_kind::decode, std::string(to_string(req.method)) + " " + req.path +
-                                            ": the answer is not JSON");
+                                              ": the answer is not JSON");
   return doc;
 }
 
@@ -108,9 +108,9 @@ result<rapidjson::Document> client::list_page(const resource& r, const std::stri
   http_request req;
   query q;
   q.add("labelSelector", o.label_selector)
-    .add("fieldSelector", o.field_selector)
-    .add("continue", o.continue_token)
-    .add("resourceVersion", o.resource_version);
+      .add("fieldSelector", o.field_selector)
+      .add("continue", o.continue_token)
+      .add("resourceVersion", o.resource_version);
   if (o.limit > 0)
     q.add("limit", o.limit);
   req.path = r.collection_path(ns) + q.str();
@@ -140,7 +140,7 @@ result<rapidjson::Document> client::list(const resource& r, const std::string& n
         all["items"].PushBack(rapidjson::Value(item, alloc), alloc);
     const rapidjson::Value* next = find_path(page.value(), {"metadata", "continue"});
     all["metadata"]["continue"].SetString(
-      next != nullptr && next->IsString() ? next->GetString() : "", alloc);
+        next != nullptr && next->IsString() ? next->GetString() : "", alloc);
   }
   return all;
 }

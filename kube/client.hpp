@@ -71,8 +71,8 @@ class client {
 public:
   explicit client(http_client& http) : http_(http) {}
 
-  result<rapidjson::Document> get(const resource& r, const std::string& ns,
-                                  const std::string& name, const std::string& subresource = {});
+  result<rapidjson::Document> get(const resource& r, const std::string& ns, const std::string& name,
+                                  const std::string& subresource = {});
 
   /// One page; `metadata.continue` of the answer asks for the next.
   result<rapidjson::Document> list_page(const resource& r, const std::string& ns,

@@ -140,7 +140,7 @@ result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return make_error(error_kind::config, "cannot read " + quoted(path) + ": " +
-                                            std::strerror(errno != 0 ? errno : ENOENT));
+                                              std::strerror(errno != 0 ? errno : ENOENT));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -175,8 +175,8 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
       return fail("context " + quoted(context_name) + " not found");
 
     std::string cluster_name, user_name, ns, problem;
-    if (!scalar(ctx, "cluster", cluster_name, problem) || !scalar(ctx, "user", user_name, problem) ||
-        !scalar(ctx, "namespace", ns, problem))
+    if (!scalar(ctx, "cluster", cluster_name, problem) ||
+        !scalar(ctx, "user", user_name, problem) || !scalar(ctx, "namespace", ns, problem))
       return fail("context " + quoted(context_name) + ": " + problem);
     if (cluster_name.empty())
       return fail("context " + quoted(context_name) + ": cluster is missing");
@@ -226,8 +226,8 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
       return fail(user_where + ": " + problem);
     if (cfg.client_cert_pem.empty() != cfg.client_key_pem.empty())
       return fail(user_where + (cfg.client_cert_pem.empty()
-                                  ? ": client-key is set without client-certificate"
-                                  : ": client-certificate is set without client-key"));
+                                    ? ": client-key is set without client-certificate"
+                                    : ": client-certificate is set without client-key"));
     cfg.token_file = resolve(base_dir, cfg.token_file);
 
     if (const YAML::Node exec = user["exec"]; exec && !exec.IsNull()) {
@@ -299,8 +299,8 @@ result<connection_config> in_cluster_config(const std::function<const char*(cons
   cfg.token_file = account_dir + "/token";
   auto token = read_file(cfg.token_file);
   if (!token)
-    return make_error(error_kind::config, "in-cluster: service account token: " +
-                                            token.error().message);
+    return make_error(error_kind::config,
+                      "in-cluster: service account token: " + token.error().message);
   auto ca = read_file(account_dir + "/ca.crt");
   if (!ca)
     return make_error(error_kind::config, "in-cluster: service account CA: " + ca.error().message);
@@ -337,9 +337,9 @@ result<connection_config> default_config(const std::string& kubeconfig_flag) {
   std::string fallback = std::string(home != nullptr ? home : "") + "/.kube/config";
   if (file_exists(fallback))
     return load_kubeconfig(fallback);
-  return make_error(error_kind::config,
-                    "no configuration: pass --kubeconfig, set KUBECONFIG, run in a pod, or create " +
-                      fallback);
+  return make_error(
+      error_kind::config,
+      "no configuration: pass --kubeconfig, set KUBECONFIG, run in a pod, or create " + fallback);
 }
 
 } // namespace gpu_partitioner::kube

@@ -53,9 +53,9 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
 
 /// The in-cluster configuration: KUBERNETES_SERVICE_HOST/PORT and the service account's
 /// token, CA and namespace under `account_dir`.
-result<connection_config> in_cluster_config(
-  const std::function<const char*(const char*)>& getenv,
-  const std::string& account_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
+result<connection_config>
+in_cluster_config(const std::function<const char*(const char*)>& getenv,
+                  const std::string& account_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
 /// What the operator uses: `--kubeconfig` when given, else $KUBECONFIG (the first file
 /// of a colon-separated list that exists), else in-cluster, else ~/.kube/config.

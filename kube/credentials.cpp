@@ -6,10 +6,10 @@
 
 #include <cerrno>
 #include <csignal>
-#include <fcntl.h>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -111,7 +111,7 @@ result<process_output> run_captured(const std::vector<std::string>& argv,
   bool timed_out = false;
   while (open_fds > 0) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      until - std::chrono::steady_clock::now());
+        until - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -142,7 +142,7 @@ result<process_output> run_captured(const std::vector<std::string>& argv,
   }
   if (timed_out)
     return make_error(error_kind::config, argv[0] + " did not finish within " +
-                                            std::to_string(deadline.count()) + " s");
+                                              std::to_string(deadline.count()) + " s");
   result_out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result_out;
 }
@@ -160,8 +160,8 @@ bool parse_rfc3339(const std::string& text, credentials::clock::time_point& out)
     return false;
   // timegm would roll 13/01 into January: refuse what is not a real time of day.
   static constexpr int days_in[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (month < 1 || month > 12 || day < 1 || day > days_in[month - 1] || hour > 23 ||
-      minute > 59 || second > 60)
+  if (month < 1 || month > 12 || day < 1 || day > days_in[month - 1] || hour > 23 || minute > 59 ||
+      second > 60)
     return false;
   std::size_t pos = static_cast<std::size_t>(consumed);
   if (pos < text.size() && text[pos] == '.') {
@@ -209,7 +209,7 @@ result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std
     return make_error(error_kind::config, where + ": " + run.error().message);
   if (run->status != 0)
     return make_error(error_kind::config, where + " exited with status " +
-                                            std::to_string(run->status) + ": " + trim(run->err));
+                                              std::to_string(run->status) + ": " + trim(run->err));
   rapidjson::Document doc;
   doc.Parse(run->out.c_str(), run->out.size());
   if (doc.HasParseError() || !doc.IsObject())
@@ -262,7 +262,8 @@ result<credential_material> credentials::refresh_locked(clock::time_point now) {
   } else if (!config_.token_file.empty()) {
     auto token = read_file(config_.token_file);
     if (!token)
-      return make_error(error_kind::config, config_.origin + ": tokenFile: " + token.error().message);
+      return make_error(error_kind::config,
+                        config_.origin + ": tokenFile: " + token.error().message);
     next.token = trim(token.value());
     expires_ = now + token_file_period_;
   }
@@ -280,7 +281,8 @@ result<credential_material> credentials::current() {
   const auto now = clock::now();
   // Refresh a little before the plugin's expiry so a request never carries a token
   // that expires in flight.
-  if (!loaded_ || (expires_ != clock::time_point::max() && now + std::chrono::seconds(10) >= expires_))
+  if (!loaded_ ||
+      (expires_ != clock::time_point::max() && now + std::chrono::seconds(10) >= expires_))
     return refresh_locked(now);
   return material_;
 }

@@ -30,17 +30,17 @@ std::string format_rfc3339_micro(std::chrono::system_clock::time_point t) {
 
 event_recorder::event_recorder(client& api, std::string component, std::string instance,
                                std::chrono::seconds window, std::size_t remembered)
-  : api_(api), component_(std::move(component)), instance_(std::move(instance)), window_(window),
-    remembered_(remembered) {}
+    : api_(api), component_(std::move(component)), instance_(std::move(instance)), window_(window),
+      remembered_(remembered) {}
 
 result<std::string> event_recorder::create(const event_spec& e, const std::string& ns,
                                            clock::time_point now) {
   // The name is the object's plus a unique suffix, as client-go names them.
   char suffix[24];
-  std::snprintf(suffix, sizeof suffix, ".%llx",
-                static_cast<unsigned long long>(
-                  std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch())
-                    .count()));
+  std::snprintf(
+      suffix, sizeof suffix, ".%llx",
+      static_cast<unsigned long long>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()));
   const std::string name = e.regarding.name + suffix;
   const std::string ts = format_rfc3339(now);
   rapidjson::StringBuffer buffer;

@@ -14,16 +14,16 @@ namespace gpu_partitioner::kube {
 
 const char* to_string(verb v) {
   switch (v) {
-    case verb::get:
-      return "GET";
-    case verb::post:
-      return "POST";
-    case verb::put:
-      return "PUT";
-    case verb::patch:
-      return "PATCH";
-    case verb::del:
-      return "DELETE";
+  case verb::get:
+    return "GET";
+  case verb::post:
+    return "POST";
+  case verb::put:
+    return "PUT";
+  case verb::patch:
+    return "PATCH";
+  case verb::del:
+    return "DELETE";
   }
   return "GET";
 }
@@ -80,26 +80,26 @@ void global_init() {
 
 error_kind kind_for_curl(CURLcode code) {
   switch (code) {
-    case CURLE_OPERATION_TIMEDOUT:
-      return error_kind::timeout;
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_SSL_INVALIDCERTSTATUS:
-    case CURLE_SSL_CRL_BADFILE:
-    case CURLE_SSL_ENGINE_INITFAILED:
-    case CURLE_SSL_ENGINE_NOTFOUND:
-    case CURLE_SSL_ENGINE_SETFAILED:
-    case CURLE_SSL_SHUTDOWN_FAILED:
-      return error_kind::tls;
-    case CURLE_ABORTED_BY_CALLBACK:
-      return error_kind::aborted;
-    default:
-      return error_kind::transport;
+  case CURLE_OPERATION_TIMEDOUT:
+    return error_kind::timeout;
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_SSL_CERTPROBLEM:
+  case CURLE_SSL_CIPHER:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_ISSUER_ERROR:
+  case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+  case CURLE_SSL_INVALIDCERTSTATUS:
+  case CURLE_SSL_CRL_BADFILE:
+  case CURLE_SSL_ENGINE_INITFAILED:
+  case CURLE_SSL_ENGINE_NOTFOUND:
+  case CURLE_SSL_ENGINE_SETFAILED:
+  case CURLE_SSL_SHUTDOWN_FAILED:
+    return error_kind::tls;
+  case CURLE_ABORTED_BY_CALLBACK:
+    return error_kind::aborted;
+  default:
+    return error_kind::transport;
   }
 }
 
@@ -172,8 +172,8 @@ struct http_client::transfer {
 
 http_client::http_client(connection_config config, std::shared_ptr<credentials> creds,
                          retry_policy policy)
-  : config_(std::move(config)), creds_(std::move(creds)), policy_(policy),
-    rng_(std::random_device{}()) {
+    : config_(std::move(config)), creds_(std::move(creds)), policy_(policy),
+      rng_(std::random_device{}()) {
   global_init();
   CURL* c = curl_easy_init();
   curl_ = c;
@@ -209,7 +209,7 @@ bool http_client::prepare(const http_request& req, std::string& problem) {
     if (material->generation != loaded_generation_) {
       loaded_generation_ = material->generation;
       bearer_header_ =
-        material->token.empty() ? std::string{} : "Authorization: Bearer " + material->token;
+          material->token.empty() ? std::string{} : "Authorization: Bearer " + material->token;
       if (!material->client_cert_pem.empty()) {
         curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
         curl_blob cert{const_cast<char*>(material->client_cert_pem.data()),
@@ -225,16 +225,16 @@ bool http_client::prepare(const http_request& req, std::string& problem) {
   const std::string url = config_.server + req.path;
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   switch (req.method) {
-    case verb::get:
-      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-      curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
-      break;
-    default:
-      curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.data());
-      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
-      curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST,
-                       req.method == verb::post ? nullptr : to_string(req.method));
-      break;
+  case verb::get:
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+    break;
+  default:
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST,
+                     req.method == verb::post ? nullptr : to_string(req.method));
+    break;
   }
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
   return true;
@@ -249,7 +249,7 @@ void http_client::observe(const http_request& req, int code,
   r.resource = req.resource.empty() ? resource_of(req.path) : req.resource;
   r.code = code;
   r.latency = std::chrono::duration_cast<std::chrono::microseconds>(
-    std::chrono::steady_clock::now() - start);
+      std::chrono::steady_clock::now() - start);
   observer_(r);
 }
 
@@ -293,11 +293,11 @@ result<http_response> http_client::run(const http_request& req, transfer& t) {
     return t.response;
   if (t.idle_expired)
     return make_error(error_kind::timeout, "no data from " + config_.server + " for " +
-                                             std::to_string(t.idle_timeout.count()) + " s");
+                                               std::to_string(t.idle_timeout.count()) + " s");
   const error_kind kind = kind_for_curl(rc);
   std::string detail = errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc);
-  std::string message = std::string(to_string(req.method)) + " " + config_.server + req.path +
-                        ": " + detail;
+  std::string message =
+      std::string(to_string(req.method)) + " " + config_.server + req.path + ": " + detail;
   if (kind == error_kind::tls)
     message += " (the CA of " + config_.origin + " does not verify this server?)";
   return make_error(kind, message);
@@ -334,7 +334,7 @@ result<std::string> http_client::call(const http_request& req) {
     // A 429 was refused before it was acted on, so even a POST may go again; anything
     // else is retried only when repeating it cannot do harm.
     const bool may_retry =
-      is_retryable(e) && (idempotent || e.kind == error_kind::too_many_requests);
+        is_retryable(e) && (idempotent || e.kind == error_kind::too_many_requests);
     if (!may_retry || attempt >= attempts)
       return e;
     auto delay = backoff_delay(policy_, attempt, e.retry_after, rng_);

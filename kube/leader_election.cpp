@@ -13,16 +13,16 @@ namespace gpu_partitioner::kube {
 
 const char* to_string(election_action action) {
   switch (action) {
-    case election_action::wait:
-      return "wait";
-    case election_action::create:
-      return "create";
-    case election_action::take_over:
-      return "take_over";
-    case election_action::renew:
-      return "renew";
-    case election_action::step_down:
-      return "step_down";
+  case election_action::wait:
+    return "wait";
+  case election_action::create:
+    return "create";
+  case election_action::take_over:
+    return "take_over";
+  case election_action::renew:
+    return "renew";
+  case election_action::step_down:
+    return "step_down";
   }
   return "wait";
 }
@@ -57,8 +57,8 @@ election_action decide_election(const election_state& state, const lease_record&
     return election_action::take_over;
   // The holder's own duration if it set one, else ours.
   const auto duration = lease.lease_duration_seconds > 0
-                          ? std::chrono::seconds(lease.lease_duration_seconds)
-                          : config.lease_duration;
+                            ? std::chrono::seconds(lease.lease_duration_seconds)
+                            : config.lease_duration;
   if (state.observed && now - state.observed_at >= duration)
     return election_action::take_over;
   return election_action::wait;
@@ -99,7 +99,7 @@ std::string default_identity() {
 }
 
 leader_elector::leader_elector(client& api, election_config config)
-  : api_(api), config_(std::move(config)) {}
+    : api_(api), config_(std::move(config)) {}
 
 result<lease_record> leader_elector::read() {
   auto doc = api_.get(resources::leases(), config_.lease_namespace, config_.lease_name);
@@ -145,11 +145,10 @@ result<lease_record> leader_elector::write(const lease_record& base, bool take, 
   w.Int64(base.transitions + (take && base.exists ? 1 : 0));
   w.EndObject();
   w.EndObject();
-  auto answer =
-    base.exists
-      ? api_.update(resources::leases(), config_.lease_namespace, config_.lease_name,
-                    buffer.GetString())
-      : api_.create(resources::leases(), config_.lease_namespace, buffer.GetString());
+  auto answer = base.exists
+                    ? api_.update(resources::leases(), config_.lease_namespace, config_.lease_name,
+                                  buffer.GetString())
+                    : api_.create(resources::leases(), config_.lease_namespace, buffer.GetString());
   if (!answer)
     return answer.error();
   return decode_lease(answer.value());
@@ -178,30 +177,30 @@ void leader_elector::run(const std::atomic<bool>& stop, const std::function<void
     // server still steps down at its deadline.
     const election_action action = decide_election(state_, last, now, config_);
     switch (action) {
-      case election_action::step_down:
-        stop_leading();
+    case election_action::step_down:
+      stop_leading();
+      break;
+    case election_action::create:
+    case election_action::take_over:
+    case election_action::renew: {
+      if (!lease)
         break;
-      case election_action::create:
-      case election_action::take_over:
-      case election_action::renew: {
-        if (!lease)
-          break;
-        auto written = write(last, action != election_action::renew, false);
-        if (written) {
-          last = written.value();
-          observe_lease(state_, last, clock::now());
-          state_.last_renewed = now;
-          if (!state_.leading) {
-            state_.leading = true;
-            leading_.store(true);
-            if (on_started)
-              on_started();
-          }
+      auto written = write(last, action != election_action::renew, false);
+      if (written) {
+        last = written.value();
+        observe_lease(state_, last, clock::now());
+        state_.last_renewed = now;
+        if (!state_.leading) {
+          state_.leading = true;
+          leading_.store(true);
+          if (on_started)
+            on_started();
         }
-        break;
       }
-      case election_action::wait:
-        break;
+      break;
+    }
+    case election_action::wait:
+      break;
     }
     const auto until = clock::now() + config_.retry_period;
     while (!stop.load() && clock::now() < until)

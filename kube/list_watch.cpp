@@ -12,8 +12,8 @@ void sleep_unless_aborted(std::chrono::milliseconds delay, const std::atomic<boo
   const auto until = std::chrono::steady_clock::now() + delay;
   while (!abort.load() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(
-      std::chrono::milliseconds(100), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        until - std::chrono::steady_clock::now())));
+        std::chrono::milliseconds(100), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            until - std::chrono::steady_clock::now())));
 }
 
 } // namespace
@@ -24,23 +24,23 @@ void list_watch::run(const std::atomic<bool>& abort) {
     if (!next.note.empty())
       handler_.on_restart(next.note, next.relist);
     switch (next.next) {
-      case watch_output::request::list:
-        next = do_list(next.continue_token);
-        break;
-      case watch_output::request::watch:
-        next = do_watch(next.resource_version, abort);
-        break;
-      case watch_output::request::sleep: {
-        sleep_unless_aborted(next.delay, abort);
-        watch_input timer;
-        timer.what = watch_input::kind::timer_fired;
-        next = watch_step(state_, timer, options_.backoff);
-        break;
-      }
-      case watch_output::request::none:
-        // Should not happen; start over rather than spin.
-        next = watch_start(state_);
-        break;
+    case watch_output::request::list:
+      next = do_list(next.continue_token);
+      break;
+    case watch_output::request::watch:
+      next = do_watch(next.resource_version, abort);
+      break;
+    case watch_output::request::sleep: {
+      sleep_unless_aborted(next.delay, abort);
+      watch_input timer;
+      timer.what = watch_input::kind::timer_fired;
+      next = watch_step(state_, timer, options_.backoff);
+      break;
+    }
+    case watch_output::request::none:
+      // Should not happen; start over rather than spin.
+      next = watch_start(state_);
+      break;
     }
   }
 }
@@ -102,11 +102,11 @@ watch_output list_watch::do_watch(const std::string& resource_version,
                                   const std::atomic<bool>& abort) {
   query q;
   q.add("watch", "1")
-    .add("resourceVersion", resource_version)
-    .add("allowWatchBookmarks", "true")
-    .add("timeoutSeconds", static_cast<long long>(options_.watch_timeout.count()))
-    .add("labelSelector", options_.label_selector)
-    .add("fieldSelector", options_.field_selector);
+      .add("resourceVersion", resource_version)
+      .add("allowWatchBookmarks", "true")
+      .add("timeoutSeconds", static_cast<long long>(options_.watch_timeout.count()))
+      .add("labelSelector", options_.label_selector)
+      .add("fieldSelector", options_.field_selector);
   http_request req;
   req.path = options_.what.collection_path(options_.ns) + q.str();
   req.timeout = std::chrono::milliseconds(0);

@@ -51,7 +51,7 @@ struct list_watch_options {
 class list_watch {
 public:
   list_watch(client& api, list_watch_options options, watch_handler& handler)
-    : api_(api), options_(std::move(options)), handler_(handler) {}
+      : api_(api), options_(std::move(options)), handler_(handler) {}
 
   /// Returns when `abort` is set (within about a second).
   void run(const std::atomic<bool>& abort);

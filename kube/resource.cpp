@@ -101,24 +101,24 @@ std::string format_selector(const std::vector<label_requirement>& requirements) 
     };
     using op = label_requirement::op;
     switch (r.operation) {
-      case op::equals:
-        out += r.key + "=" + (values.empty() ? std::string{} : values.front());
-        break;
-      case op::not_equals:
-        out += r.key + "!=" + (values.empty() ? std::string{} : values.front());
-        break;
-      case op::in:
-        out += r.key + " in (" + joined() + ")";
-        break;
-      case op::not_in:
-        out += r.key + " notin (" + joined() + ")";
-        break;
-      case op::exists:
-        out += r.key;
-        break;
-      case op::does_not_exist:
-        out += "!" + r.key;
-        break;
+    case op::equals:
+      out += r.key + "=" + (values.empty() ? std::string{} : values.front());
+      break;
+    case op::not_equals:
+      out += r.key + "!=" + (values.empty() ? std::string{} : values.front());
+      break;
+    case op::in:
+      out += r.key + " in (" + joined() + ")";
+      break;
+    case op::not_in:
+      out += r.key + " notin (" + joined() + ")";
+      break;
+    case op::exists:
+      out += r.key;
+      break;
+    case op::does_not_exist:
+      out += "!" + r.key;
+      break;
     }
   }
   return out;

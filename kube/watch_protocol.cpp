@@ -6,12 +6,12 @@ namespace gpu_partitioner::kube {
 
 const char* to_string(watch_phase phase) {
   switch (phase) {
-    case watch_phase::listing:
-      return "listing";
-    case watch_phase::watching:
-      return "watching";
-    case watch_phase::backing_off:
-      return "backing_off";
+  case watch_phase::listing:
+    return "listing";
+  case watch_phase::watching:
+    return "watching";
+  case watch_phase::backing_off:
+    return "backing_off";
   }
   return "unknown";
 }
@@ -94,7 +94,7 @@ watch_output on_event(watch_state& state, const watch_input& in, const watch_bac
   if (in.event == event_type::error) {
     if (in.code == 410)
       return list_from_start(state, "resourceVersion " + state.resource_version +
-                                      " is too old (410 Gone): relisting");
+                                        " is too old (410 Gone): relisting");
     return back_off(state, backoff, false,
                     "watch ERROR event (code " + std::to_string(in.code) + ")");
   }
@@ -103,22 +103,22 @@ watch_output on_event(watch_state& state, const watch_input& in, const watch_bac
     state.resource_version = in.object.resource_version;
   state.failures = 0;
   switch (in.event) {
-    case event_type::bookmark:
+  case event_type::bookmark:
+    break;
+  case event_type::deleted:
+    // Unknown means a relist already reported it gone: do not report it twice.
+    if (state.known.erase(in.object.key) > 0)
+      out.deliver_as = event_type::deleted;
+    break;
+  default: {
+    auto known = state.known.find(in.object.key);
+    // After a relist the stream can repeat what the list already delivered.
+    if (known != state.known.end() && known->second == in.object.resource_version)
       break;
-    case event_type::deleted:
-      // Unknown means a relist already reported it gone: do not report it twice.
-      if (state.known.erase(in.object.key) > 0)
-        out.deliver_as = event_type::deleted;
-      break;
-    default: {
-      auto known = state.known.find(in.object.key);
-      // After a relist the stream can repeat what the list already delivered.
-      if (known != state.known.end() && known->second == in.object.resource_version)
-        break;
-      out.deliver_as = known == state.known.end() ? event_type::added : event_type::modified;
-      state.known[in.object.key] = in.object.resource_version;
-      break;
-    }
+    out.deliver_as = known == state.known.end() ? event_type::added : event_type::modified;
+    state.known[in.object.key] = in.object.resource_version;
+    break;
+  }
   }
   return out;
 }
@@ -132,34 +132,34 @@ watch_output watch_start(watch_state& state) {
 watch_output watch_step(watch_state& state, const watch_input& in, const watch_backoff& backoff) {
   using k = watch_input::kind;
   switch (in.what) {
-    case k::list_page:
-      if (state.phase != watch_phase::listing)
-        return {};
-      return on_list_page(state, in);
-    case k::event:
-      if (state.phase != watch_phase::watching)
-        return {};
-      return on_event(state, in, backoff);
-    case k::stream_closed:
-      if (state.phase != watch_phase::watching)
-        return {};
-      // A normal end (timeoutSeconds): resume where we were, at once.
-      return watch_from(state);
-    case k::request_failed:
-      if (in.failure.kind == error_kind::gone)
-        return list_from_start(state, "410 Gone: " + in.failure.message);
-      if (in.failure.kind == error_kind::aborted)
-        return {};
-      // A failed list starts over; a failed watch resumes from the last resourceVersion.
-      return back_off(state, backoff,
-                      state.phase == watch_phase::listing || state.resource_version.empty(),
-                      in.failure.describe());
-    case k::timer_fired:
-      if (state.phase != watch_phase::backing_off)
-        return {};
-      if (state.relist_after_backoff)
-        return list_from_start(state, "retrying list");
-      return watch_from(state);
+  case k::list_page:
+    if (state.phase != watch_phase::listing)
+      return {};
+    return on_list_page(state, in);
+  case k::event:
+    if (state.phase != watch_phase::watching)
+      return {};
+    return on_event(state, in, backoff);
+  case k::stream_closed:
+    if (state.phase != watch_phase::watching)
+      return {};
+    // A normal end (timeoutSeconds): resume where we were, at once.
+    return watch_from(state);
+  case k::request_failed:
+    if (in.failure.kind == error_kind::gone)
+      return list_from_start(state, "410 Gone: " + in.failure.message);
+    if (in.failure.kind == error_kind::aborted)
+      return {};
+    // A failed list starts over; a failed watch resumes from the last resourceVersion.
+    return back_off(state, backoff,
+                    state.phase == watch_phase::listing || state.resource_version.empty(),
+                    in.failure.describe());
+  case k::timer_fired:
+    if (state.phase != watch_phase::backing_off)
+      return {};
+    if (state.relist_after_backoff)
+      return list_from_start(state, "retrying list");
+    return watch_from(state);
   }
   return {};
 }

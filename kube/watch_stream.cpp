@@ -19,9 +19,9 @@ bool event_type_of(const char* text, event_type& out) {
     event_type type;
   };
   static constexpr entry table[] = {
-    {"ADDED", event_type::added},       {"MODIFIED", event_type::modified},
-    {"DELETED", event_type::deleted},   {"BOOKMARK", event_type::bookmark},
-    {"ERROR", event_type::error},
+      {"ADDED", event_type::added},     {"MODIFIED", event_type::modified},
+      {"DELETED", event_type::deleted}, {"BOOKMARK", event_type::bookmark},
+      {"ERROR", event_type::error},
   };
   for (const auto& e : table)
     if (std::strcmp(text, e.name) == 0) {
@@ -51,8 +51,8 @@ result<done> decode_event(std::string& line, watch_event& out) {
   if (out.document.HasParseError())
     return make_error(error_kind::decode,
                       std::string("watch event is not JSON: ") +
-                        rapidjson::GetParseError_En(out.document.GetParseError()) +
-                        " at offset " + std::to_string(out.document.GetErrorOffset()));
+                          rapidjson::GetParseError_En(out.document.GetParseError()) +
+                          " at offset " + std::to_string(out.document.GetErrorOffset()));
   if (!out.document.IsObject())
     return make_error(error_kind::decode, "watch event is not a JSON object");
   const char* type = string_or(out.document, "type", nullptr);

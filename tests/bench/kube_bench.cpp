@@ -69,8 +69,8 @@ int decode(int events) {
   const int nodes = 1000;
   for (int i = 0; i < events; ++i) {
     const char* type = i < nodes ? "ADDED" : "MODIFIED";
-    stream += std::string(R"({"type":")") + type + R"(","object":)" + node_json(i % nodes, 1000 + i) +
-              "}\n";
+    stream += std::string(R"({"type":")") + type + R"(","object":)" +
+              node_json(i % nodes, 1000 + i) + "}\n";
   }
   // Feed it in 16 KiB chunks, as curl hands over data.
   kube::line_splitter lines;
@@ -125,7 +125,8 @@ int list(int count) {
           const std::string name = "bench-node-" + std::to_string(i);
           std::string body = node_json(i, 0);
           body.replace(body.find("\"resourceVersion\":\"0\","), 22, "");
-          for (std::size_t p; (p = body.find("gpu-node-" + std::to_string(i) + "\"")) != std::string::npos;)
+          for (std::size_t p;
+               (p = body.find("gpu-node-" + std::to_string(i) + "\"")) != std::string::npos;)
             body.replace(p, std::string("gpu-node-" + std::to_string(i)).size(), name);
           auto made = api.create(kube::resources::nodes(), "", body);
           if (!made && made.error().kind != kube::error_kind::already_exists)
@@ -150,9 +151,10 @@ int list(int count) {
       std::fprintf(stderr, "list: %s\n", all.error().describe().c_str());
       return 1;
     }
-    std::printf("| list %u Nodes, page size %s | %.3f s wall, %.3f s client CPU | %.0f nodes/s | |\n",
-                all.value()["items"].Size(), page == 0 ? "unlimited" : std::to_string(page).c_str(),
-                wall, cpu, all.value()["items"].Size() / wall);
+    std::printf(
+        "| list %u Nodes, page size %s | %.3f s wall, %.3f s client CPU | %.0f nodes/s | |\n",
+        all.value()["items"].Size(), page == 0 ? "unlimited" : std::to_string(page).c_str(), wall,
+        cpu, all.value()["items"].Size() / wall);
   }
   return 0;
 }
