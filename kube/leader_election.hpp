@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <ostream>
 #include <string>
 
 namespace gpu_partitioner::kube {
@@ -37,6 +38,10 @@ struct election_config {
 enum class election_action { wait, create, take_over, renew, step_down };
 
 const char* to_string(election_action action);
+
+inline std::ostream& operator<<(std::ostream& out, election_action action) {
+  return out << to_string(action);
+}
 
 /// What this process knows, judged only by its own monotonic clock: the lease as last
 /// seen and when it was first seen that way, never a comparison of timestamps written

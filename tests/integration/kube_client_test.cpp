@@ -310,6 +310,23 @@ BOOST_AUTO_TEST_CASE(watch_sees_added_modified_deleted_in_order) {
   BOOST_TEST((seen[2] == kube::event_type::deleted));
 }
 
+BOOST_AUTO_TEST_CASE(an_idle_watch_stops_within_a_second_of_abort) {
+  scratch_namespace ns;
+  watch_thread w(config_maps_in(ns.name));
+  BOOST_REQUIRE(eventually([&] {
+    std::lock_guard<std::mutex> lock(w.handler.mutex);
+    return w.handler.syncs > 0;
+  }));
+  // Let the stream go quiet, so the abort lands in a blocked read.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const auto asked = std::chrono::steady_clock::now();
+  w.halt();
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - asked);
+  BOOST_TEST_MESSAGE("abort took " << took.count() << " ms");
+  BOOST_TEST(took.count() <= 1500);
+}
+
 BOOST_AUTO_TEST_CASE(watch_survives_an_apiserver_restart_and_converges,
                      *boost::unit_test::timeout(240)) {
   scratch_namespace ns;
