@@ -1,0 +1,61 @@
+#pragma once
+
+#include "tools/simulator/node_model.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpu_partitioner::sim {
+
+/// What the simulated kubelet sees of a pod bound to one of its nodes.
+struct observed_pod {
+  std::string ns;
+  std::vector<std::pair<std::string, std::string>> containers; // name, image
+  std::string name;
+  std::string uid;
+  std::string node;
+  std::string phase;
+  bool ready = false;
+  bool deleting = false;
+  long long grace_seconds = 30;
+};
+
+struct pod_key {
+  std::string ns;
+  std::string name;
+  bool operator<(const pod_key& o) const { return ns != o.ns ? ns < o.ns : name < o.name; }
+};
+
+struct pod_memory {
+  sim_time first_seen{};
+  sim_time deleting_since{};
+  bool deleting_seen = false;
+  /// When a write was last asked for, so a write in flight is not asked for again.
+  std::optional<sim_time> acted_at;
+};
+
+struct pod_actions {
+  /// Report Running and Ready (containers started).
+  std::vector<observed_pod> start;
+  /// Gone after their grace period: delete for good.
+  std::vector<observed_pod> remove;
+};
+
+struct kubelet_timing {
+  /// From binding to Running and Ready.
+  std::chrono::milliseconds startup{1000};
+  /// The longest a terminating pod takes, whatever its grace period says.
+  std::chrono::milliseconds max_termination{30000};
+  /// How long to wait for a write to show in the watch before asking again.
+  std::chrono::milliseconds resend_after{3000};
+};
+
+/// Plays kubelet for pods on simulated nodes: bound pods start, deleted pods finish
+/// terminating after their grace period (scaled, and capped).
+pod_actions step_pods(std::map<pod_key, pod_memory>& memory,
+                      const std::map<pod_key, observed_pod>& pods, sim_time now,
+                      const sim_timing& timing, const kubelet_timing& kubelet = {});
+
+} // namespace gpu_partitioner::sim

@@ -1,0 +1,488 @@
+// gpu-sim: the AMD GPU stack for simulated nodes, on a real API server. It plays
+// AMD's Device Config Manager (DCM), the device plugin and node labeller, and kubelet,
+// for every node matching --node-selector. The decisions are in node_model and
+// kubelet_model; this file only watches, ticks and writes.
+#include "kube/client.hpp"
+#include "kube/config.hpp"
+#include "kube/event_recorder.hpp"
+#include "kube/list_watch.hpp"
+#include "tools/simulator/kubelet_model.hpp"
+#include "tools/simulator/node_model.hpp"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+using namespace gpu_partitioner;
+using namespace gpu_partitioner::sim;
+
+namespace {
+
+std::atomic<bool> stopping{false};
+
+void on_signal(int) {
+  stopping = true;
+}
+
+struct options {
+  std::string kubeconfig;
+  std::string node_selector = "gpu.vendor=amd";
+  std::string dcm_namespace = "kube-amd-gpu";
+  std::string dcm_name = "config-manager-config";
+  double time_scale = 1.0;
+  int tick_ms = 50;
+};
+
+void log_line(const std::string& what) {
+  char ts[32];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::printf("%s gpu-sim %s\n", ts, what.c_str());
+  std::fflush(stdout);
+}
+
+// -- what the watches have seen, shared with the tick loop --
+struct world_view {
+  std::mutex mutex;
+  std::map<std::string, observed_node> nodes;
+  /// Nodes whose kubelet has reported (a Ready condition exists).
+  std::set<std::string> registered;
+  std::map<pod_key, observed_pod> pods;
+  std::map<pod_key, std::pair<std::string, int>> gpu_pods; // node, GPUs held
+  observed_world world;
+  bool nodes_synced = false;
+  bool pods_synced = false;
+  bool config_synced = false;
+};
+
+std::map<std::string, std::string> string_map(const rapidjson::Value* v) {
+  std::map<std::string, std::string> out;
+  if (v != nullptr && v->IsObject())
+    for (const auto& m : v->GetObject())
+      if (m.value.IsString())
+        out[m.name.GetString()] = m.value.GetString();
+  return out;
+}
+
+long long quantity_int(const rapidjson::Value* v) {
+  if (v == nullptr)
+    return 0;
+  if (v->IsInt64())
+    return v->GetInt64();
+  if (v->IsString())
+    return std::atoll(v->GetString());
+  return 0;
+}
+
+struct node_watch : kube::watch_handler {
+  world_view& view;
+  explicit node_watch(world_view& v) : view(v) {}
+  void on_change(const kube::watch_delivery& d) override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    if (d.type == kube::event_type::deleted) {
+      view.nodes.erase(d.key.name);
+      view.registered.erase(d.key.name);
+      return;
+    }
+    observed_node n;
+    n.name = d.key.name;
+    n.labels = string_map(kube::find_path(*d.object, {"metadata", "labels"}));
+    n.annotations = string_map(kube::find_path(*d.object, {"metadata", "annotations"}));
+    if (const auto* taints = kube::find_path(*d.object, {"spec", "taints"});
+        taints != nullptr && taints->IsArray())
+      for (const auto& t : taints->GetArray())
+        n.dcm_taint = n.dcm_taint || (kube::string_at(t, "key") == "amd-dcm" &&
+                                      kube::string_at(t, "effect") == "NoExecute");
+    if (const auto* cap = kube::find_path(*d.object, {"status", "capacity", gpu_resource}))
+      n.gpu_capacity = quantity_int(cap);
+    bool registered = false;
+    if (const auto* conds = kube::find_path(*d.object, {"status", "conditions"});
+        conds && conds->IsArray())
+      for (const auto& c : conds->GetArray())
+        registered = registered || kube::string_at(c, "type") == "Ready";
+    if (registered)
+      view.registered.insert(n.name);
+    else
+      view.registered.erase(n.name);
+    view.nodes[n.name] = std::move(n);
+  }
+  void on_synced() override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    view.nodes_synced = true;
+  }
+};
+
+int gpus_requested(const rapidjson::Value& pod) {
+  int n = 0;
+  const auto* containers = kube::find_path(pod, {"spec", "containers"});
+  if (containers == nullptr || !containers->IsArray())
+    return 0;
+  for (const auto& c : containers->GetArray()) {
+    long long req = quantity_int(kube::find_path(c, {"resources", "requests", gpu_resource}));
+    long long lim = quantity_int(kube::find_path(c, {"resources", "limits", gpu_resource}));
+    n += static_cast<int>(std::max(req, lim));
+  }
+  return n;
+}
+
+struct pod_watch : kube::watch_handler {
+  world_view& view;
+  explicit pod_watch(world_view& v) : view(v) {}
+  void on_change(const kube::watch_delivery& d) override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    pod_key key{d.key.namespace_, d.key.name};
+    if (d.type == kube::event_type::deleted) {
+      view.pods.erase(key);
+      view.gpu_pods.erase(key);
+      return;
+    }
+    const auto& o = *d.object;
+    observed_pod p;
+    p.ns = key.ns;
+    p.name = key.name;
+    p.uid = kube::string_at(o["metadata"], "uid");
+    p.node = kube::find_path(o, {"spec", "nodeName"}) != nullptr
+                 ? kube::string_at(o["spec"], "nodeName")
+                 : std::string{};
+    if (const auto* status = kube::find_path(o, {"status"}); status != nullptr) {
+      p.phase = kube::string_at(*status, "phase");
+      if (const auto* conds = kube::find_path(*status, {"conditions"}); conds && conds->IsArray())
+        for (const auto& c : conds->GetArray())
+          if (kube::string_at(c, "type") == "Ready")
+            p.ready = kube::string_at(c, "status") == "True";
+    }
+    p.deleting = kube::find_path(o, {"metadata", "deletionTimestamp"}) != nullptr;
+    if (const auto* g = kube::find_path(o, {"metadata", "deletionGracePeriodSeconds"});
+        g && g->IsInt64())
+      p.grace_seconds = g->GetInt64();
+    if (const auto* cs = kube::find_path(o, {"spec", "containers"}); cs && cs->IsArray())
+      for (const auto& c : cs->GetArray())
+        p.containers.emplace_back(kube::string_at(c, "name"), kube::string_at(c, "image"));
+    const bool terminal = p.phase == "Succeeded" || p.phase == "Failed";
+    const int gpus = gpus_requested(o);
+    // A pod holds its GPUs until it is gone or finished.
+    if (gpus > 0 && !terminal)
+      view.gpu_pods[key] = {p.node, gpus};
+    else
+      view.gpu_pods.erase(key);
+    view.pods[key] = std::move(p);
+  }
+  void on_synced() override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    view.pods_synced = true;
+  }
+};
+
+struct config_watch : kube::watch_handler {
+  world_view& view;
+  explicit config_watch(world_view& v) : view(v) {}
+  void on_change(const kube::watch_delivery& d) override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    if (d.type == kube::event_type::deleted) {
+      view.world.config.reset();
+      view.world.config_problem = {"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
+      return;
+    }
+    const auto* text = kube::find_path(*d.object, {"data", "config.json"});
+    if (text == nullptr || !text->IsString()) {
+      view.world.config.reset();
+      view.world.config_problem = {"ConfigMapNotPresent", "DCM's ConfigMap has no config.json"};
+      return;
+    }
+    dcm_failure problem;
+    view.world.config = parse_dcm_config(text->GetString(), problem);
+    if (!view.world.config)
+      view.world.config_problem = problem;
+  }
+  void on_synced() override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    view.config_synced = true;
+  }
+};
+
+template <class Handler>
+std::thread start_watch(const kube::connection_config& config, kube::list_watch_options o,
+                        Handler& handler) {
+  return std::thread([config, o = std::move(o), &handler] {
+    kube::http_client http(config, std::make_shared<kube::credentials>(config));
+    kube::client api(http);
+    kube::list_watch loop(api, o, handler);
+    loop.run(stopping);
+  });
+}
+
+std::string json_string(const std::string& s) {
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  return b.GetString();
+}
+
+std::string metadata_patch(const node_actions& a) {
+  auto block = [](const std::map<std::string, std::optional<std::string>>& m) {
+    std::string out = "{";
+    for (const auto& [k, v] : m)
+      out += (out.size() > 1 ? "," : "") + json_string(k) + ":" + (v ? json_string(*v) : "null");
+    return out + "}";
+  };
+  std::string out = "{\"metadata\":{";
+  if (!a.labels.empty())
+    out += "\"labels\":" + block(a.labels);
+  if (!a.annotations.empty())
+    out += std::string(a.labels.empty() ? "" : ",") + "\"annotations\":" + block(a.annotations);
+  return out + "}}";
+}
+
+std::string now_rfc3339() {
+  return kube::format_rfc3339(std::chrono::system_clock::now());
+}
+
+std::string running_status(const observed_pod& p, int ip) {
+  const std::string t = now_rfc3339();
+  std::string containers;
+  for (const auto& [name, image] : p.containers)
+    containers += (containers.empty() ? "" : ",") + std::string(R"({"name":)") + json_string(name) +
+                  R"(,"image":)" + json_string(image) +
+                  R"(,"imageID":"","ready":true,"started":true,"restartCount":0,)" +
+                  R"("state":{"running":{"startedAt":")" + t + R"("}}})";
+  auto cond = [&](const char* type) {
+    return std::string(R"({"type":")") + type + R"(","status":"True","lastTransitionTime":")" + t +
+           "\"}";
+  };
+  return R"({"status":{"phase":"Running","podIP":"10.244.)" + std::to_string((ip >> 8) & 255) +
+         "." + std::to_string(ip & 255) + R"(","startTime":")" + t + R"(","conditions":[)" +
+         cond("PodScheduled") + "," + cond("Initialized") + "," + cond("ContainersReady") + "," +
+         cond("Ready") + R"(],"containerStatuses":[)" + containers + "]}}";
+}
+
+// What a kubelet reports when it registers its node: an MI300X server, Ready.
+std::string registration_status(const std::string& name) {
+  const std::string t = now_rfc3339();
+  auto cond = [&](const char* type, const char* status, const char* reason) {
+    return std::string(R"({"type":")") + type + R"(","status":")" + status +
+           R"(","lastHeartbeatTime":")" + t + R"(","lastTransitionTime":")" + t +
+           R"(","reason":")" + reason + R"("})";
+  };
+  return R"({"status":{"capacity":{"cpu":"192","memory":"2113637Mi","pods":"110","ephemeral-storage":"3750Gi"},)"
+         R"("allocatable":{"cpu":"190","memory":"2100000Mi","pods":"110","ephemeral-storage":"3600Gi"},)"
+         R"("conditions":[)" +
+         cond("MemoryPressure", "False", "KubeletHasSufficientMemory") + "," +
+         cond("DiskPressure", "False", "KubeletHasNoDiskPressure") + "," +
+         cond("PIDPressure", "False", "KubeletHasSufficientPID") + "," +
+         cond("Ready", "True", "KubeletReady") + R"(],"addresses":[{"type":"Hostname","address":)" +
+         json_string(name) +
+         R"(}],"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"6.8.0",)"
+         R"("osImage":"gpu-sim","containerRuntimeVersion":"sim://1","kubeletVersion":"v1.35.4",)"
+         R"("kubeProxyVersion":"","operatingSystem":"linux","architecture":"amd64"}}})";
+}
+
+int run(const options& opt) {
+  auto config = kube::default_config(opt.kubeconfig);
+  if (!config) {
+    std::fprintf(stderr, "gpu-sim: %s\n", config.error().message.c_str());
+    return 2;
+  }
+  sim_timing timing;
+  timing.scale = opt.time_scale;
+
+  world_view view;
+  node_watch nodes(view);
+  pod_watch pods(view);
+  config_watch dcm(view);
+  kube::list_watch_options node_opts;
+  node_opts.what = kube::resources::nodes();
+  node_opts.label_selector = opt.node_selector;
+  kube::list_watch_options pod_opts;
+  pod_opts.what = kube::resources::pods();
+  pod_opts.field_selector = "spec.nodeName!=";
+  kube::list_watch_options cm_opts;
+  cm_opts.what = kube::resources::config_maps();
+  cm_opts.ns = opt.dcm_namespace;
+  cm_opts.field_selector = "metadata.name=" + opt.dcm_name;
+  std::vector<std::thread> watches;
+  watches.push_back(start_watch(config.value(), node_opts, nodes));
+  watches.push_back(start_watch(config.value(), pod_opts, pods));
+  watches.push_back(start_watch(config.value(), cm_opts, dcm));
+
+  kube::http_client http(config.value(), std::make_shared<kube::credentials>(config.value()));
+  kube::client api(http);
+  kube::event_recorder events(api, dcm_component, "gpu-sim");
+  std::map<std::string, node_memory> memory;
+  std::map<pod_key, pod_memory> pod_memory_map;
+  std::map<std::string, sim_time> registering;
+  int next_ip = 1;
+  log_line("started: nodes " + opt.node_selector + ", DCM config " + opt.dcm_namespace + "/" +
+           opt.dcm_name + ", time scale " + std::to_string(opt.time_scale));
+
+  while (!stopping) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(opt.tick_ms));
+    std::vector<std::pair<std::string, node_actions>> node_work;
+    std::vector<std::string> to_register;
+    pod_actions pod_work;
+    {
+      std::lock_guard<std::mutex> lock(view.mutex);
+      if (!view.nodes_synced || !view.pods_synced || !view.config_synced)
+        continue;
+      const auto now = sim_clock::now();
+      view.world.gpu_pods.clear();
+      for (const auto& [key, held] : view.gpu_pods)
+        view.world.gpu_pods[held.first] += 1;
+      for (auto it = memory.begin(); it != memory.end();)
+        it = view.nodes.count(it->first) ? std::next(it) : memory.erase(it);
+      for (const auto& [name, node] : view.nodes) {
+        if (!view.registered.count(name)) {
+          // Play kubelet registering: the GPU stack starts only on a running node.
+          if (!registering.count(name) || now - registering[name] > std::chrono::seconds(3)) {
+            registering[name] = now;
+            to_register.push_back(name);
+          }
+          continue;
+        }
+        registering.erase(name);
+        auto a = step_node(memory[name], node, view.world, now, timing);
+        if (!a.empty())
+          node_work.emplace_back(name, std::move(a));
+      }
+      std::map<pod_key, observed_pod> ours;
+      for (const auto& [key, pod] : view.pods)
+        if (view.nodes.count(pod.node))
+          ours.emplace(key, pod);
+      pod_work = step_pods(pod_memory_map, ours, now, timing);
+    }
+    for (const auto& name : to_register) {
+      kube::patch_options status;
+      status.subresource = "status";
+      auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
+                         registration_status(name), status);
+      log_line("node " + name +
+               (r ? ": registered, Ready" : ": registration failed: " + r.error().describe()));
+    }
+    for (const auto& [name, a] : node_work) {
+      if (!a.labels.empty() || !a.annotations.empty()) {
+        auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
+                           metadata_patch(a));
+        if (!r)
+          log_line("node " + name + ": label patch failed: " + r.error().describe());
+      }
+      if (a.gpu_resources) {
+        const std::string n = json_string(std::to_string(*a.gpu_resources));
+        kube::patch_options status;
+        status.subresource = "status";
+        auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
+                           R"({"status":{"capacity":{"amd.com/gpu":)" + n +
+                               R"(},"allocatable":{"amd.com/gpu":)" + n + "}}}",
+                           status);
+        if (!r)
+          log_line("node " + name + ": status patch failed: " + r.error().describe());
+      }
+      for (const auto& e : a.events) {
+        log_line("node " + name + ": " + e.reason + " " + e.message);
+        kube::event_spec spec;
+        spec.regarding = {"v1", "Node", "", name, ""};
+        spec.type = e.type;
+        spec.reason = e.reason;
+        spec.message = e.message;
+        (void)events.record(spec);
+      }
+      for (const auto& [k, v] : a.labels)
+        log_line("node " + name + ": label " + k + (v ? "=" + *v : " removed"));
+      if (a.gpu_resources)
+        log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
+    }
+    kube::patch_options status;
+    status.subresource = "status";
+    for (const auto& p : pod_work.start) {
+      auto r = api.patch(kube::resources::pods(), p.ns, p.name, kube::patch_type::merge,
+                         running_status(p, next_ip++), status);
+      if (!r && r.error().kind != kube::error_kind::not_found)
+        log_line("pod " + p.ns + "/" + p.name + ": start failed: " + r.error().describe());
+    }
+    for (const auto& p : pod_work.remove) {
+      kube::delete_options now;
+      now.grace_period_seconds = 0;
+      now.precondition_uid = p.uid;
+      auto r = api.remove(kube::resources::pods(), p.ns, p.name, now);
+      if (!r && r.error().kind != kube::error_kind::not_found &&
+          r.error().kind != kube::error_kind::conflict)
+        log_line("pod " + p.ns + "/" + p.name + ": delete failed: " + r.error().describe());
+    }
+  }
+  for (auto& t : watches)
+    t.join();
+  log_line("stopped");
+  return 0;
+}
+
+constexpr const char* usage = R"(Usage: gpu-sim [flags]
+
+Simulates AMD's GPU stack on a real API server for nodes without GPUs: DCM (partition
+runs driven by the dcm.amd.com/gpu-config-profile label), the device plugin and node
+labeller (amd.com/gpu resources, amd.com/gpu.ready; down while amd-dcm=up:NoExecute),
+and kubelet for pods on those nodes. Faults per node: label
+sim.gpu-partitioner.io/fault=dcm-failure,dcm-stuck,wrong-count,slow-plugin.
+
+Flags:
+  --kubeconfig PATH         else $KUBECONFIG, in-cluster, ~/.kube/config
+  --node-selector SEL       nodes to simulate (default gpu.vendor=amd)
+  --dcm-config NS/NAME      DCM's ConfigMap (default kube-amd-gpu/config-manager-config)
+  --time-scale F            multiply every simulated delay by F (default 1)
+  --help
+)";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  options opt;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gpu-sim: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::cout << usage;
+      return 0;
+    } else if (a == "--kubeconfig") {
+      opt.kubeconfig = value();
+    } else if (a == "--node-selector") {
+      opt.node_selector = value();
+    } else if (a == "--dcm-config") {
+      std::string v = value();
+      auto slash = v.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 == v.size()) {
+        std::fprintf(stderr, "gpu-sim: --dcm-config: \"%s\" is not NAMESPACE/NAME\n", v.c_str());
+        return 2;
+      }
+      opt.dcm_namespace = v.substr(0, slash);
+      opt.dcm_name = v.substr(slash + 1);
+    } else if (a == "--time-scale") {
+      std::string v = value();
+      char* end = nullptr;
+      opt.time_scale = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(opt.time_scale > 0)) {
+        std::fprintf(stderr, "gpu-sim: --time-scale: \"%s\" is not a positive number\n", v.c_str());
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "gpu-sim: unknown flag %s (see --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+  return run(opt);
+}
