@@ -1,38 +1,231 @@
 // gpu-partitioner: rolls AMD GPU partition profiles across Kubernetes nodes safely.
-// The operator's actors are not wired up yet; this entry point answers --version and --help.
+#include "actors/io_executor.hpp"
+#include "actors/log.hpp"
+#include "actors/messages.hpp"
+#include "actors/operator_root.hpp"
+#include "actors/watcher.hpp"
+#include "kube/leader_election.hpp"
+#include "protocol/version.hpp"
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <csignal>
 #include <cstring>
 #include <iostream>
+#include <thread>
 
-#include "protocol/version.hpp"
+using namespace gpu_partitioner;
 
 namespace {
 
 constexpr const char* usage = R"(Usage: gpu-partitioner [flags]
 
 Rolls AMD GPU partition profiles (PartitioningPlan, infrastructure.silogen.ai/v1alpha1)
-across a cluster's GPU nodes: cordon, drain, taint, apply through AMD's Device Config
-Manager, verify, untaint, uncordon, within the plan's rollout limits.
+across a cluster's GPU nodes: cordon, drain through the Eviction API, taint, hand the
+profile to AMD's Device Config Manager, verify, untaint, uncordon, within the plan's
+rollout limits.
 
 Flags:
-  --help       print this help and exit
-  --version    print the version and exit
+  --kubeconfig PATH          kubeconfig to use (else $KUBECONFIG, in-cluster, ~/.kube/config)
+  --dcm-config NS/NAME       DCM's config ConfigMap (default kube-amd-gpu/config-manager-config)
+  --leader-elect             run leader election; only the leader acts
+  --lease-namespace NS       namespace of the leader election Lease (default: the
+                             kubeconfig's namespace, in-cluster the pod's)
+  --lease-name NAME          name of the Lease (default gpu-partitioner)
+  --metrics-addr HOST:PORT   where to serve /metrics, /healthz and /readyz (default
+                             127.0.0.1:8080; "0" turns it off)
+  --log-level LEVEL          debug, info, warning or error (default info)
+  --help                     print this help and exit
+  --version                  print the version and exit
 )";
+
+std::atomic<bool> stop_requested{false};
+std::atomic<bool> leadership_lost{false};
+
+void on_signal(int) {
+  stop_requested = true;
+}
+
+struct flags {
+  std::string kubeconfig;
+  std::string dcm_namespace = "kube-amd-gpu";
+  std::string dcm_name = "config-manager-config";
+  bool leader_elect = false;
+  std::string lease_namespace;
+  std::string lease_name = "gpu-partitioner";
+  std::string metrics_addr = "127.0.0.1:8080";
+  std::string log_level = "info";
+};
+
+// Returns 0 to go on, else the exit code (help, version, bad flags).
+int parse(int argc, char** argv, flags& f) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string value;
+    auto eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    auto next = [&]() -> bool {
+      if (!value.empty())
+        return true;
+      if (i + 1 >= argc) {
+        std::cerr << "gpu-partitioner: " << a << " needs a value (see --help)\n";
+        return false;
+      }
+      value = argv[++i];
+      return true;
+    };
+    if (a == "--help" || a == "-h") {
+      std::cout << usage;
+      return -1;
+    }
+    if (a == "--version") {
+      std::cout << "gpu-partitioner " << gpu_partitioner::version << '\n';
+      return -1;
+    }
+    if (a == "--leader-elect") {
+      f.leader_elect = value.empty() || value == "true";
+      continue;
+    }
+    std::string* target = a == "--kubeconfig"        ? &f.kubeconfig
+                          : a == "--lease-namespace" ? &f.lease_namespace
+                          : a == "--lease-name"      ? &f.lease_name
+                          : a == "--metrics-addr"    ? &f.metrics_addr
+                          : a == "--log-level"       ? &f.log_level
+                                                     : nullptr;
+    if (a == "--dcm-config") {
+      if (!next())
+        return 2;
+      auto slash = value.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 == value.size()) {
+        std::cerr << "gpu-partitioner: --dcm-config: \"" << value << "\" is not NAMESPACE/NAME\n";
+        return 2;
+      }
+      f.dcm_namespace = value.substr(0, slash);
+      f.dcm_name = value.substr(slash + 1);
+      continue;
+    }
+    if (target == nullptr) {
+      std::cerr << "gpu-partitioner: unknown flag '" << argv[i] << "' (see --help)\n";
+      return 2;
+    }
+    if (!next())
+      return 2;
+    *target = value;
+  }
+  return 0;
+}
 
 } // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::cout << usage;
-      return 0;
-    }
-    if (std::strcmp(argv[i], "--version") == 0) {
-      std::cout << "gpu-partitioner " << gpu_partitioner::version << '\n';
-      return 0;
-    }
-    std::cerr << "gpu-partitioner: unknown flag '" << argv[i] << "' (see --help)\n";
+  flags f;
+  if (int rc = parse(argc, argv, f); rc != 0)
+    return rc < 0 ? 0 : rc;
+  actors::log_level level;
+  if (!actors::parse_log_level(f.log_level, level)) {
+    std::cerr << "gpu-partitioner: --log-level: \"" << f.log_level
+              << "\" is not one of debug, info, warning, error\n";
     return 2;
   }
-  std::cerr << "gpu-partitioner: the operator is not built yet; see --help\n";
-  return 1;
+  actors::set_log_level(level);
+  auto connection = kube::default_config(f.kubeconfig);
+  if (!connection) {
+    std::cerr << "gpu-partitioner: " << connection.error().message << '\n';
+    return 2;
+  }
+  const std::string identity = kube::default_identity();
+  actors::log_info("gpu-partitioner " + std::string(gpu_partitioner::version) + " starting as " +
+                   identity + " against " + connection->server + " (" + connection->origin + ")");
+  if (f.metrics_addr != "0")
+    actors::log_info("metrics are not served yet (--metrics-addr " + f.metrics_addr +
+                     " is accepted for the chart)");
+
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  cfg.set("logger.verbosity", caf::atom("quiet"));
+  caf::actor_system system{cfg};
+
+  actors::io_config io;
+  io.connection = connection.value();
+  io.identity = identity;
+  auto writer = system.spawn<caf::detached>(actors::status_writer, io);
+  auto io_pool = caf::actor_pool::make(
+      system.dummy_execution_unit(), 4,
+      [&] { return system.spawn<caf::detached>(actors::io_executor, io); },
+      caf::actor_pool::round_robin());
+
+  caf::actor root;
+  caf::actor watcher;
+  auto start_acting = [&] {
+    actors::operator_settings settings;
+    settings.dcm_namespace = f.dcm_namespace;
+    settings.dcm_name = f.dcm_name;
+    settings.identity = identity;
+    root = system.spawn(actors::operator_root, settings, io_pool, writer);
+    watcher = system.spawn(actors::watcher, actors::watcher_config{connection.value(), root});
+  };
+
+  std::atomic<bool> elector_stop{false};
+  std::thread elector_thread;
+  std::unique_ptr<kube::http_client> lease_http;
+  std::unique_ptr<kube::client> lease_api;
+  std::unique_ptr<kube::leader_elector> elector;
+  std::atomic<bool> leading{false};
+  if (f.leader_elect) {
+    kube::election_config ec;
+    ec.lease_namespace =
+        f.lease_namespace.empty() ? connection->default_namespace : f.lease_namespace;
+    ec.lease_name = f.lease_name;
+    ec.identity = identity;
+    lease_http = std::make_unique<kube::http_client>(
+        connection.value(), std::make_shared<kube::credentials>(connection.value()));
+    lease_api = std::make_unique<kube::client>(*lease_http);
+    elector = std::make_unique<kube::leader_elector>(*lease_api, ec);
+    actors::log_info("waiting to lead (Lease " + ec.lease_namespace + "/" + ec.lease_name + ")");
+    elector_thread = std::thread([&] {
+      elector->run(
+          elector_stop, [&] { leading = true; },
+          [&] {
+            if (!elector_stop)
+              leadership_lost = true;
+          });
+    });
+  } else {
+    leading = true;
+  }
+
+  bool acting = false;
+  while (!stop_requested && !leadership_lost) {
+    if (leading && !acting) {
+      actors::log_info("leading: starting the controllers");
+      start_acting();
+      acting = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (leadership_lost)
+    actors::log_error("lost leadership: stopping so that only the new leader acts");
+  else
+    actors::log_info("stopping");
+  if (watcher)
+    caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
+  if (root)
+    caf::anon_send_exit(root, caf::exit_reason::user_shutdown);
+  // Let the writer flush what is pending before it goes.
+  caf::anon_send(writer, actors::flush_atom_v);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(io_pool, caf::exit_reason::user_shutdown);
+  elector_stop = true;
+  if (elector_thread.joinable())
+    elector_thread.join();
+  actors::log_info("stopped");
+  return leadership_lost ? 1 : 0;
 }

@@ -1,0 +1,20 @@
+#pragma once
+
+// Built-in objects as the decisions see them, read from the API server's JSON. Used by
+// the Watcher only: what leaves it are the plain structs.
+
+#include "controller/observed.hpp"
+
+#include <rapidjson/document.h>
+
+#include <map>
+#include <string>
+
+namespace gpu_partitioner::actors {
+
+controller::node_info decode_node(const rapidjson::Value& node);
+controller::pod_info decode_pod(const rapidjson::Value& pod);
+controller::pdb_info decode_pdb(const rapidjson::Value& pdb);
+std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value& config_map);
+
+} // namespace gpu_partitioner::actors

@@ -1,0 +1,362 @@
+#include "actors/io_executor.hpp"
+
+#include "actors/decode.hpp"
+#include "actors/log.hpp"
+#include "actors/messages.hpp"
+#include "controller/dcm_payload.hpp"
+#include "kube/client.hpp"
+#include "kube/event_recorder.hpp"
+#include "protocol/json.hpp"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+namespace gpu_partitioner::actors {
+
+namespace {
+
+const kube::resource items_resource{"infrastructure.silogen.ai", "v1alpha1", "nodepartitionings",
+                                    false};
+const kube::resource plans_resource{"infrastructure.silogen.ai", "v1alpha1", "partitioningplans",
+                                    false};
+
+std::string quote(const std::string& s) {
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  return b.GetString();
+}
+
+std::string string_map_patch(const std::map<std::string, std::optional<std::string>>& m) {
+  std::string out = "{";
+  for (const auto& [k, v] : m)
+    out += (out.size() > 1 ? "," : "") + quote(k) + ":" + (v ? quote(*v) : "null");
+  return out + "}";
+}
+
+struct executor {
+  io_config config;
+  kube::http_client http;
+  kube::client api;
+  kube::patch_options manager;
+
+  explicit executor(io_config c)
+      : config(std::move(c)),
+        http(config.connection, std::make_shared<kube::credentials>(config.connection)), api(http) {
+    manager.field_manager = config.field_manager;
+  }
+
+  // The node patch: cordon state, labels and annotations in one merge patch.
+  kube::result<rapidjson::Document> patch_node(const std::string& node,
+                                               const controller::node_patch& p) {
+    std::string metadata;
+    if (!p.labels.empty())
+      metadata += "\"labels\":" + string_map_patch(p.labels);
+    if (!p.annotations.empty())
+      metadata += std::string(metadata.empty() ? "" : ",") +
+                  "\"annotations\":" + string_map_patch(p.annotations);
+    std::string body = "{";
+    if (!metadata.empty())
+      body += "\"metadata\":{" + metadata + "}";
+    if (p.unschedulable)
+      body += std::string(metadata.empty() ? "" : ",") +
+              "\"spec\":{\"unschedulable\":" + (*p.unschedulable ? "true" : "false") + "}";
+    body += "}";
+    return api.patch(kube::resources::nodes(), "", node, kube::patch_type::merge, body, manager);
+  }
+
+  // Adds or removes amd-dcm=up:NoExecute. The taint list has no merge key, so the list
+  // is replaced under a resourceVersion test, re-read on a conflict.
+  kube::result<rapidjson::Document> set_taint(const std::string& node, bool add) {
+    for (int attempt = 0;; ++attempt) {
+      auto current = api.get(kube::resources::nodes(), "", node);
+      if (!current)
+        return current;
+      auto info = decode_node(current.value());
+      std::vector<controller::taint> taints;
+      for (const auto& t : info.taints)
+        if (!(t.key == controller::dcm_taint_key && t.effect == "NoExecute"))
+          taints.push_back(t);
+      if (add)
+        taints.push_back({controller::dcm_taint_key, controller::dcm_taint_value, "NoExecute"});
+      if (taints.size() == info.taints.size() && add == info.has_dcm_taint())
+        return current;
+      std::string list = "[";
+      for (const auto& t : taints)
+        list += (list.size() > 1 ? "," : "") + std::string("{\"key\":") + quote(t.key) +
+                (t.value.empty() ? "" : ",\"value\":" + quote(t.value)) +
+                ",\"effect\":" + quote(t.effect) + "}";
+      list += "]";
+      const std::string body =
+          "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":" +
+          quote(info.resource_version) +
+          "},{\"op\":\"add\",\"path\":\"/spec/taints\",\"value\":" + list + "}]";
+      auto patched =
+          api.patch(kube::resources::nodes(), "", node, kube::patch_type::json, body, manager);
+      // A failed test is answered 422 (Invalid) or 409: someone else wrote; re-read.
+      if (patched || attempt >= 4 ||
+          (patched.error().kind != kube::error_kind::invalid &&
+           patched.error().kind != kube::error_kind::conflict))
+        return patched;
+    }
+  }
+
+  std::string write_dcm(const controller::dcm_config_write& w) {
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      auto current = api.get(kube::resources::config_maps(), w.ns, w.name);
+      if (!current && current.error().kind != kube::error_kind::not_found)
+        return "reading DCM's ConfigMap: " + current.error().describe();
+      std::string config_json;
+      std::string rv;
+      if (current) {
+        rv = kube::string_at(current.value()["metadata"], "resourceVersion");
+        if (const auto* data = kube::find_path(current.value(), {"data", "config.json"});
+            data && data->IsString())
+          config_json = data->GetString();
+        if (controller::dcm_config_has(config_json, w.profile_name, w.profile_json))
+          return {};
+      }
+      auto updated = controller::dcm_config_with(config_json, w.profile_name, w.profile_json);
+      if (!updated)
+        return "DCM's ConfigMap " + w.ns + "/" + w.name +
+               " does not hold a JSON object in config.json";
+      // Every other key of the ConfigMap is kept: only data["config.json"] changes.
+      std::string body;
+      if (current) {
+        auto& doc = current.value();
+        auto& alloc = doc.GetAllocator();
+        if (!doc.HasMember("data") || !doc["data"].IsObject())
+          doc.AddMember("data", rapidjson::Value(rapidjson::kObjectType), alloc);
+        rapidjson::Value text(updated->c_str(), static_cast<rapidjson::SizeType>(updated->size()),
+                              alloc);
+        if (doc["data"].HasMember("config.json"))
+          doc["data"]["config.json"] = text;
+        else
+          doc["data"].AddMember("config.json", text, alloc);
+        body = kube::to_json(doc);
+        auto put = api.update(kube::resources::config_maps(), w.ns, w.name, body);
+        if (put)
+          return {};
+        if (put.error().kind != kube::error_kind::conflict)
+          return "updating DCM's ConfigMap: " + put.error().describe();
+      } else {
+        body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":" +
+               quote(w.name) + ",\"namespace\":" + quote(w.ns) +
+               "},\"data\":{\"config.json\":" + quote(*updated) + "}}";
+        auto made = api.create(kube::resources::config_maps(), w.ns, body);
+        if (made)
+          return {};
+        if (made.error().kind != kube::error_kind::already_exists)
+          return "creating DCM's ConfigMap: " + made.error().describe();
+      }
+      (void)rv;
+    }
+    return "DCM's ConfigMap kept changing under us; will retry";
+  }
+
+  std::string finalizer(const std::string& item, bool add) {
+    auto current = api.get(items_resource, "", item);
+    if (!current)
+      return current.error().kind == kube::error_kind::not_found ? std::string{}
+                                                                 : current.error().describe();
+    std::vector<std::string> finalizers;
+    if (const auto* f = kube::find_path(current.value(), {"metadata", "finalizers"});
+        f && f->IsArray())
+      for (const auto& v : f->GetArray())
+        if (v.IsString())
+          finalizers.push_back(v.GetString());
+    auto it = std::find(finalizers.begin(), finalizers.end(), controller::item_finalizer);
+    if (add == (it != finalizers.end()))
+      return {};
+    if (add)
+      finalizers.push_back(controller::item_finalizer);
+    else
+      finalizers.erase(it);
+    std::string list = "[";
+    for (const auto& f : finalizers)
+      list += (list.size() > 1 ? "," : "") + quote(f);
+    list += "]";
+    const std::string body =
+        "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":" +
+        quote(kube::string_at(current.value()["metadata"], "resourceVersion")) +
+        "},{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":" + list + "}]";
+    auto patched = api.patch(items_resource, "", item, kube::patch_type::json, body, manager);
+    if (!patched && patched.error().kind != kube::error_kind::not_found)
+      return "finalizer: " + patched.error().describe();
+    return {};
+  }
+
+  node_io_result perform(const node_io& io) {
+    node_io_result r;
+    auto keep = [&](kube::result<rapidjson::Document>& d) {
+      if (d)
+        r.node = std::make_shared<const controller::node_info>(decode_node(d.value()));
+    };
+    if (io.add_finalizer)
+      if (auto e = finalizer(io.item, true); !e.empty())
+        r.error = e;
+    if (io.clear_retry) {
+      auto cleared = api.patch(items_resource, "", io.item, kube::patch_type::merge,
+                               std::string("{\"metadata\":{\"annotations\":{") +
+                                   quote(controller::retry_annotation) + ":null}}}",
+                               manager);
+      if (!cleared)
+        r.error = "clearing the retry annotation: " + cleared.error().describe();
+    }
+    if (io.patch && !io.patch->empty()) {
+      auto d = patch_node(io.node, *io.patch);
+      if (!d)
+        r.error = "patching node: " + d.error().describe();
+      keep(d);
+    }
+    if (io.taint) {
+      auto d = set_taint(io.node, *io.taint);
+      if (!d)
+        r.error =
+            std::string(*io.taint ? "tainting" : "untainting") + " node: " + d.error().describe();
+      keep(d);
+    }
+    for (const auto& p : io.removals) {
+      controller::eviction_memory m;
+      m.at = protocol::wall_clock::now();
+      kube::delete_options precondition;
+      precondition.precondition_uid = p.uid;
+      if (p.evict) {
+        auto e = api.evict(p.ns, p.name, precondition);
+        if (!e) {
+          m.message = e.error().describe();
+          if (e.error().kind == kube::error_kind::conflict)
+            m.done = true; // a pod of that name but another uid: ours is gone
+        } else if (e->outcome == kube::eviction_outcome::blocked_by_pdb) {
+          m.blocked = true;
+          m.message = e->message;
+        } else {
+          m.done = true;
+        }
+      } else {
+        auto d = api.remove(kube::resources::pods(), p.ns, p.name, precondition);
+        m.done = d || d.error().kind == kube::error_kind::not_found ||
+                 d.error().kind == kube::error_kind::conflict;
+        if (!d)
+          m.message = d.error().describe();
+      }
+      r.evictions[p.ns + "/" + p.name] = m;
+    }
+    if (io.dcm)
+      if (auto e = write_dcm(*io.dcm); !e.empty())
+        r.error = e;
+    if (io.remove_finalizer)
+      if (auto e = finalizer(io.item, false); !e.empty())
+        r.error = e;
+    return r;
+  }
+
+  std::string perform(const item_io& io) {
+    switch (io.what) {
+    case item_io::op::create: {
+      auto made = api.create(items_resource, "", protocol::to_json(io.item));
+      if (!made && made.error().kind != kube::error_kind::already_exists)
+        return "creating " + io.item.metadata.name + ": " + made.error().describe();
+      return {};
+    }
+    case item_io::op::update_spec: {
+      rapidjson::Document doc;
+      doc.SetObject();
+      rapidjson::Value spec;
+      protocol::to_json_value(io.item.spec, spec, doc.GetAllocator());
+      doc.AddMember("spec", spec, doc.GetAllocator());
+      auto patched = api.patch(items_resource, "", io.item.metadata.name, kube::patch_type::merge,
+                               kube::to_json(doc), manager);
+      if (!patched)
+        return "updating " + io.item.metadata.name + ": " + patched.error().describe();
+      return {};
+    }
+    case item_io::op::remove: {
+      kube::delete_options o;
+      o.precondition_uid = io.item.metadata.uid;
+      auto removed = api.remove(items_resource, "", io.item.metadata.name, o);
+      if (!removed && removed.error().kind != kube::error_kind::not_found)
+        return "deleting " + io.item.metadata.name + ": " + removed.error().describe();
+      return {};
+    }
+    }
+    return {};
+  }
+};
+
+} // namespace
+
+caf::behavior io_executor(caf::event_based_actor* self, io_config config) {
+  auto x = std::make_shared<executor>(std::move(config));
+  (void)self;
+  return {
+      [=](io_atom, const node_io& io) -> node_io_result { return x->perform(io); },
+      [=](io_atom, const item_io& io) {
+        auto error = x->perform(io);
+        if (!error.empty())
+          log_warning(error);
+      },
+  };
+}
+
+caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
+  struct state {
+    std::unique_ptr<executor> x;
+    std::unique_ptr<kube::event_recorder> events;
+    std::map<std::string, protocol::node_partitioning_status> items;
+    std::map<std::string, protocol::partitioning_plan_status> plans;
+    bool flush_pending = false;
+  };
+  auto s = std::make_shared<state>();
+  s->x = std::make_unique<executor>(config);
+  s->events = std::make_unique<kube::event_recorder>(s->x->api, "gpu-partitioner", config.identity);
+  auto schedule = [=] {
+    if (!s->flush_pending) {
+      s->flush_pending = true;
+      self->delayed_send(self, std::chrono::milliseconds(100), flush_atom_v);
+    }
+  };
+  // The whole status, replaced in one JSON patch: fields that went away go away too.
+  auto write = [=](const kube::resource& r, const std::string& name, const std::string& status) {
+    kube::patch_options o = s->x->manager;
+    o.subresource = "status";
+    auto done =
+        s->x->api.patch(r, "", name, kube::patch_type::json,
+                        "[{\"op\":\"add\",\"path\":\"/status\",\"value\":" + status + "}]", o);
+    if (!done && done.error().kind != kube::error_kind::not_found)
+      log_warning("writing the status of " + name + ": " + done.error().describe());
+  };
+  return {
+      [=](status_atom, const std::string& item, const protocol::node_partitioning_status& st) {
+        s->items[item] = st;
+        schedule();
+      },
+      [=](plan_status_atom, const std::string& plan, const protocol::partitioning_plan_status& st) {
+        s->plans[plan] = st;
+        schedule();
+      },
+      [=](event_atom, const event_io& e) {
+        kube::event_spec spec;
+        spec.regarding = {e.api_version, e.kind, "", e.name, e.uid};
+        spec.type = e.type;
+        spec.reason = e.reason;
+        spec.message = e.message;
+        auto recorded = s->events->record(spec);
+        if (!recorded)
+          log_debug("event " + e.reason + " on " + e.name + ": " + recorded.error().describe());
+      },
+      [=](flush_atom) {
+        s->flush_pending = false;
+        auto items = std::move(s->items);
+        auto plans = std::move(s->plans);
+        s->items.clear();
+        s->plans.clear();
+        for (const auto& [name, st] : items)
+          write(items_resource, name, protocol::to_json(st));
+        for (const auto& [name, st] : plans)
+          write(plans_resource, name, protocol::to_json(st));
+      },
+  };
+}
+
+} // namespace gpu_partitioner::actors

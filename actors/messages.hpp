@@ -1,0 +1,136 @@
+#pragma once
+
+// Every message the operator's actors exchange, and the atoms that tag them. Payloads
+// are plain structs (and shared pointers to immutable ones); no rapidjson type crosses
+// an actor boundary.
+
+#include "controller/node_machine.hpp"
+#include "controller/observed.hpp"
+#include "controller/rollout_governor.hpp"
+#include "protocol/node_partitioning.hpp"
+#include "protocol/partitioning_plan.hpp"
+#include "protocol/partitioning_profile.hpp"
+
+#include <caf/all.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpu_partitioner::actors {
+
+// -- what the Watcher observed --
+
+using config_map_data = std::map<std::string, std::string>;
+
+/// One change seen by a watch: an object of one kind, or its deletion (by key).
+struct observation {
+  enum class kind { node, pod, pdb, plan, profile, item, config_map };
+  kind what = kind::node;
+  bool deleted = false;
+  /// name, or namespace/name for namespaced objects.
+  std::string key;
+  std::shared_ptr<const controller::node_info> node;
+  std::shared_ptr<const controller::pod_info> pod;
+  std::shared_ptr<const controller::pdb_info> pdb;
+  std::shared_ptr<const protocol::partitioning_plan> plan;
+  std::shared_ptr<const protocol::partitioning_profile> profile;
+  std::shared_ptr<const protocol::node_partitioning> item;
+  std::shared_ptr<const config_map_data> data;
+  /// An object that did not decode: the field and the problem.
+  std::string problem;
+};
+
+/// Everything observed, immutable once published; shared by every actor that reads it.
+struct cluster_snapshot {
+  template <class T>
+  using by_key = std::map<std::string, std::shared_ptr<const T>>;
+  by_key<controller::node_info> nodes;
+  /// node name -> (namespace/name -> pod)
+  std::map<std::string, by_key<controller::pod_info>> pods_by_node;
+  by_key<controller::pdb_info> pdbs;
+  by_key<protocol::partitioning_plan> plans;
+  /// Plans that exist but did not decode: name -> why.
+  std::map<std::string, std::string> invalid_plans;
+  by_key<protocol::partitioning_profile> profiles;
+  std::map<std::string, std::string> invalid_profiles;
+  by_key<protocol::node_partitioning> items;
+  by_key<config_map_data> config_maps;
+  /// Every watch has listed once.
+  bool synced = false;
+};
+using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
+
+// -- I/O requests, performed by the io executors --
+
+/// The writes of one node step, done in order, plus item metadata changes.
+struct node_io {
+  std::string item;
+  std::string node;
+  std::optional<controller::node_patch> patch;
+  std::optional<bool> taint;
+  std::vector<controller::pod_removal> removals;
+  std::optional<controller::dcm_config_write> dcm;
+  bool add_finalizer = false;
+  bool remove_finalizer = false;
+  bool clear_retry = false;
+};
+
+struct node_io_result {
+  /// Set when a write failed: what, and why.
+  std::string error;
+  /// The Node as the last write left it (read-your-writes until the watch catches up).
+  std::shared_ptr<const controller::node_info> node;
+  /// Per pod (namespace/name): how its eviction went.
+  std::map<std::string, controller::eviction_memory> evictions;
+  /// DCM's failure Event for the node, when one was looked up.
+  std::string dcm_event;
+};
+
+/// The supervisor's writes of NodePartitioning objects.
+struct item_io {
+  enum class op { create, update_spec, remove } what = op::create;
+  protocol::node_partitioning item;
+};
+
+/// An Event to record (aggregated by the writer).
+struct event_io {
+  std::string api_version;
+  std::string kind;
+  std::string name;
+  std::string uid;
+  std::string type;
+  std::string reason;
+  std::string message;
+};
+
+} // namespace gpu_partitioner::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::observation)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::snapshot_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::node_io)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::node_io_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::item_io)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::event_io)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::controller::governor_node)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::controller::rollout_limits)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::protocol::node_partitioning_status)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::protocol::partitioning_plan_status)
+
+// -- atoms --
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, observe_atom, "observe")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, synced_atom, "synced")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, tick_atom, "tick")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, view_atom, "view")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, want_atom, "want")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, grant_atom, "grant")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, release_atom, "release")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, forget_atom, "forget")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, limits_atom, "limits")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, io_atom, "io")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, status_atom, "status")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, plan_status_atom, "planstat")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, event_atom, "event")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, flush_atom, "flush")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, phase_atom, "phase")

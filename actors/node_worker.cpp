@@ -1,0 +1,213 @@
+#include "actors/node_worker.hpp"
+
+#include "actors/log.hpp"
+#include "actors/messages.hpp"
+
+namespace gpu_partitioner::actors {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct worker_state {
+  snapshot_ptr view;
+  /// The status this worker last wrote (it is the item's only status writer).
+  std::optional<protocol::node_partitioning_status> status;
+  /// The Node as our last write left it, until the watch shows that version.
+  std::shared_ptr<const controller::node_info> written_node;
+  protocol::wall_clock::time_point written_at{};
+  std::map<std::string, controller::eviction_memory> evictions;
+  bool token = false;
+  bool busy = false;
+  bool dirty = false;
+  std::uint64_t timer_generation = 0;
+  std::optional<protocol::node_phase> logged_phase;
+};
+
+controller::resolved_profile resolve_profile(const cluster_snapshot& view,
+                                             const std::string& name) {
+  controller::resolved_profile r;
+  r.name = name;
+  auto it = view.profiles.find(name);
+  if (it == view.profiles.end()) {
+    if (auto bad = view.invalid_profiles.find(name); bad != view.invalid_profiles.end()) {
+      r.payload_problem = bad->second;
+    }
+    return r;
+  }
+  r.found = true;
+  r.spec = it->second->spec;
+  r.dcm_name = protocol::dcm_profile_name(*it->second);
+  const auto& ref = r.spec.operator_payload;
+  auto cm = view.config_maps.find(ref.namespace_ + "/" + ref.name);
+  if (cm == view.config_maps.end()) {
+    r.payload_problem = "ConfigMap " + ref.namespace_ + "/" + ref.name + " not found";
+  } else if (auto data = cm->second->find("profile.json"); data == cm->second->end()) {
+    r.payload_problem =
+        "ConfigMap " + ref.namespace_ + "/" + ref.name + " has no data[\"profile.json\"]";
+  } else {
+    r.payload = data->second;
+  }
+  return r;
+}
+
+} // namespace
+
+caf::behavior node_worker(caf::event_based_actor* self, node_worker_config config) {
+  auto s = std::make_shared<worker_state>();
+
+  // One step: build the inputs from the latest view, decide, and act.
+  auto step = std::make_shared<std::function<void()>>();
+  *step = [=] {
+    if (!s->view)
+      return;
+    if (s->busy) {
+      s->dirty = true;
+      return;
+    }
+    const auto& view = *s->view;
+    auto item_it = view.items.find(config.item);
+    if (item_it == view.items.end())
+      return;
+    controller::node_inputs in;
+    in.item = *item_it->second;
+    if (s->status)
+      in.item.status = *s->status;
+    in.now = protocol::wall_clock::now();
+    if (auto node = view.nodes.find(in.item.spec.node_name); node != view.nodes.end()) {
+      // Read our own writes until the watch has them (or for at most 5 s).
+      if (s->written_node && node->second->resource_version != s->written_node->resource_version &&
+          in.now - s->written_at < 5s)
+        in.node = *s->written_node;
+      else
+        in.node = *node->second;
+    }
+    if (auto pods = view.pods_by_node.find(in.item.spec.node_name); pods != view.pods_by_node.end())
+      for (const auto& [key, pod] : pods->second)
+        in.pods.push_back(*pod);
+    for (const auto& [key, pdb] : view.pdbs)
+      in.pdbs.push_back(*pdb);
+    in.profile = resolve_profile(view, in.item.spec.profile_ref.name);
+    in.dcm.ns = config.dcm_namespace;
+    in.dcm.name = config.dcm_name;
+    if (auto cm = view.config_maps.find(config.dcm_namespace + "/" + config.dcm_name);
+        cm != view.config_maps.end()) {
+      in.dcm.found = true;
+      if (auto data = cm->second->find("config.json"); data != cm->second->end())
+        in.dcm.config_json = data->second;
+    }
+    in.token = s->token;
+    in.evictions = s->evictions;
+
+    auto out = controller::step_node(in);
+
+    if (out.status) {
+      s->status = out.status;
+      self->send(config.writer, status_atom_v, config.item, *out.status);
+      if (out.status->phase != s->logged_phase) {
+        s->logged_phase = out.status->phase;
+        const auto& h = out.status->history;
+        log_info(h.empty()
+                     ? std::string("status updated")
+                     : "phase " + std::string(protocol::codec::to_string(*out.status->phase)) +
+                           (h.back().message.empty() ? "" : ": " + h.back().message),
+                 config.plan, in.item.spec.node_name);
+      }
+    }
+    for (const auto& e : out.events) {
+      event_io ev;
+      if (e.on_node) {
+        ev.api_version = "v1";
+        ev.kind = "Node";
+        ev.name = in.item.spec.node_name;
+        ev.uid = in.node ? in.node->uid : std::string{};
+      } else {
+        ev.api_version = std::string(protocol::api_version);
+        ev.kind = std::string(protocol::node_partitioning::kind_name);
+        ev.name = config.item;
+        ev.uid = in.item.metadata.uid;
+      }
+      ev.type = e.type;
+      ev.reason = e.reason;
+      ev.message = e.message;
+      self->send(config.writer, event_atom_v, ev);
+    }
+    // Tell the governor where we stand; it answers with a grant when one is free.
+    controller::governor_node facts;
+    facts.in_flight = out.in_flight;
+    facts.wants_token = out.wants_token;
+    facts.failed = in.item.status.phase == protocol::node_phase::failed &&
+                   (!out.status || out.status->phase == protocol::node_phase::failed);
+    if (out.status && out.status->phase == protocol::node_phase::failed)
+      facts.failed = true;
+    facts.unavailable = in.node && (in.node->unschedulable || !in.node->ready);
+    if (!out.in_flight && !out.wants_token)
+      s->token = false;
+    self->send(config.governor, want_atom_v, config.item, facts, caf::actor{self});
+
+    node_io io;
+    io.item = config.item;
+    io.node = in.item.spec.node_name;
+    io.patch = out.patch;
+    io.taint = out.taint;
+    io.removals = out.removals;
+    io.dcm = out.dcm;
+    io.add_finalizer = out.add_finalizer;
+    io.remove_finalizer = out.remove_finalizer;
+    io.clear_retry = out.clear_retry;
+    const bool writes = io.patch || io.taint || !io.removals.empty() || io.dcm ||
+                        io.add_finalizer || io.remove_finalizer || io.clear_retry;
+    if (writes) {
+      s->busy = true;
+      self->request(config.io, std::chrono::seconds(120), io_atom_v, io)
+          .then(
+              [=](const node_io_result& r) {
+                s->busy = false;
+                if (r.node) {
+                  s->written_node = r.node;
+                  s->written_at = protocol::wall_clock::now();
+                }
+                for (const auto& [pod, outcome] : r.evictions)
+                  s->evictions[pod] = outcome;
+                if (!r.error.empty())
+                  log_warning(r.error, config.plan, io.node);
+                (*step)();
+              },
+              [=](caf::error&) {
+                s->busy = false;
+                log_warning("a write timed out; retrying", config.plan, io.node);
+                self->delayed_send(self, 1s, tick_atom_v, ++s->timer_generation);
+              });
+      return;
+    }
+    if (s->dirty) {
+      s->dirty = false;
+      self->send(self, tick_atom_v, ++s->timer_generation);
+      return;
+    }
+    if (out.requeue.count() > 0)
+      self->delayed_send(self, out.requeue, tick_atom_v, ++s->timer_generation);
+  };
+
+  return {
+      [=](view_atom, const snapshot_ptr& view) {
+        s->view = view;
+        if (!s->status)
+          if (auto it = view->items.find(config.item); it != view->items.end())
+            s->status = it->second->status;
+        (*step)();
+      },
+      [=](grant_atom) {
+        if (!s->token) {
+          s->token = true;
+          (*step)();
+        }
+      },
+      [=](tick_atom, std::uint64_t generation) {
+        if (generation == s->timer_generation)
+          (*step)();
+      },
+  };
+}
+
+} // namespace gpu_partitioner::actors

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <string>
+
+namespace gpu_partitioner::actors {
+
+struct node_worker_config {
+  std::string item;
+  std::string plan;
+  std::string dcm_namespace;
+  std::string dcm_name;
+  caf::actor io;
+  caf::actor writer;
+  caf::actor governor;
+};
+
+/// Drives one NodePartitioning through the node state machine (controller/node_machine):
+/// on every new view, timer or finished write it builds the inputs, steps, and hands the
+/// writes to the io executors, one batch at a time.
+caf::behavior node_worker(caf::event_based_actor* self, node_worker_config config);
+
+} // namespace gpu_partitioner::actors

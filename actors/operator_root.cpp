@@ -1,0 +1,160 @@
+#include "actors/operator_root.hpp"
+
+#include "actors/log.hpp"
+#include "actors/messages.hpp"
+#include "actors/plan_supervisor.hpp"
+
+#include <set>
+
+namespace gpu_partitioner::actors {
+
+namespace {
+
+struct root_state {
+  cluster_snapshot view;
+  /// Where each pod is filed (pods move between nodes only by being recreated).
+  std::map<std::string, std::string> pod_nodes;
+  std::set<std::string> synced;
+  bool dirty = false;
+  bool tick_pending = false;
+  std::map<std::string, caf::actor> supervisors;
+};
+
+constexpr std::size_t resource_count = 7;
+
+void apply(root_state& s, const observation& o) {
+  using k = observation::kind;
+  auto& v = s.view;
+  switch (o.what) {
+  case k::node:
+    if (o.deleted)
+      v.nodes.erase(o.key);
+    else
+      v.nodes[o.key] = o.node;
+    break;
+  case k::pod: {
+    auto old = s.pod_nodes.find(o.key);
+    if (old != s.pod_nodes.end()) {
+      auto& on_node = v.pods_by_node[old->second];
+      on_node.erase(o.key);
+      if (on_node.empty())
+        v.pods_by_node.erase(old->second);
+      s.pod_nodes.erase(old);
+    }
+    if (!o.deleted && o.pod && !o.pod->node_name.empty()) {
+      v.pods_by_node[o.pod->node_name][o.key] = o.pod;
+      s.pod_nodes[o.key] = o.pod->node_name;
+    }
+    break;
+  }
+  case k::pdb:
+    if (o.deleted)
+      v.pdbs.erase(o.key);
+    else
+      v.pdbs[o.key] = o.pdb;
+    break;
+  case k::config_map:
+    if (o.deleted)
+      v.config_maps.erase(o.key);
+    else
+      v.config_maps[o.key] = o.data;
+    break;
+  case k::plan:
+    v.plans.erase(o.key);
+    v.invalid_plans.erase(o.key);
+    if (!o.deleted) {
+      if (o.plan)
+        v.plans[o.key] = o.plan;
+      else
+        v.invalid_plans[o.key] = o.problem;
+    }
+    break;
+  case k::profile:
+    v.profiles.erase(o.key);
+    v.invalid_profiles.erase(o.key);
+    if (!o.deleted) {
+      if (o.profile)
+        v.profiles[o.key] = o.profile;
+      else
+        v.invalid_profiles[o.key] = o.problem;
+    }
+    break;
+  case k::item:
+    if (o.deleted || !o.item)
+      v.items.erase(o.key);
+    else
+      v.items[o.key] = o.item;
+    if (!o.deleted && !o.item)
+      log_warning("NodePartitioning " + o.key + " does not decode: " + o.problem);
+    break;
+  }
+}
+
+} // namespace
+
+caf::behavior operator_root(caf::event_based_actor* self, operator_settings settings, caf::actor io,
+                            caf::actor writer) {
+  auto s = std::make_shared<root_state>();
+  auto schedule = [self, s, settings] {
+    if (!s->tick_pending) {
+      s->tick_pending = true;
+      self->delayed_send(self, settings.publish_interval, tick_atom_v);
+    }
+  };
+  return {
+      [=](observe_atom, const observation& o) {
+        apply(*s, o);
+        s->dirty = true;
+        schedule();
+      },
+      [=](synced_atom, const std::string& resource) {
+        s->synced.insert(resource);
+        if (s->synced.size() >= resource_count && !s->view.synced) {
+          s->view.synced = true;
+          log_info("caches synced: " + std::to_string(s->view.nodes.size()) + " nodes, " +
+                   std::to_string(s->view.plans.size()) + " plans");
+        }
+        s->dirty = true;
+        schedule();
+      },
+      [=](tick_atom) {
+        s->tick_pending = false;
+        if (!s->dirty || !s->view.synced)
+          return;
+        s->dirty = false;
+        auto snapshot = std::make_shared<const cluster_snapshot>(s->view);
+        // A supervisor per plan; items whose plan is gone are still served (a deleted
+        // plan's items run their finalizers) by a supervisor kept until they are gone.
+        std::set<std::string> wanted;
+        for (const auto& [name, plan] : snapshot->plans)
+          wanted.insert(name);
+        for (const auto& [name, problem] : snapshot->invalid_plans)
+          wanted.insert(name);
+        for (const auto& [name, item] : snapshot->items)
+          wanted.insert(item->spec.plan_ref.name);
+        for (const auto& name : wanted)
+          if (!s->supervisors.count(name)) {
+            plan_supervisor_config c;
+            c.plan = name;
+            c.dcm_namespace = settings.dcm_namespace;
+            c.dcm_name = settings.dcm_name;
+            c.io = io;
+            c.writer = writer;
+            s->supervisors[name] = self->spawn<caf::linked>(plan_supervisor, c);
+            log_info("supervising plan " + name, name);
+          }
+        for (auto it = s->supervisors.begin(); it != s->supervisors.end();) {
+          if (!wanted.count(it->first)) {
+            self->send_exit(it->second, caf::exit_reason::user_shutdown);
+            log_info("plan " + it->first + " and its items are gone", it->first);
+            it = s->supervisors.erase(it);
+          } else {
+            self->send(it->second, view_atom_v, snapshot);
+            ++it;
+          }
+        }
+      },
+  };
+}
+
+} // namespace gpu_partitioner::actors

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <string>
+
+namespace gpu_partitioner::actors {
+
+struct operator_settings {
+  /// DCM's config ConfigMap.
+  std::string dcm_namespace = "kube-amd-gpu";
+  std::string dcm_name = "config-manager-config";
+  /// Who writes (the lease holder's identity, recorded in field managers and events).
+  std::string identity = "gpu-partitioner";
+  /// How often a changed view is published to the plans (coalescing bursts of events).
+  std::chrono::milliseconds publish_interval{50};
+};
+
+/// The root of the operator: it gathers the Watcher's observations into the current
+/// view of the cluster, publishes immutable snapshots of it, and runs one
+/// PlanSupervisor per PartitioningPlan. `io` performs writes; `writer` is the
+/// StatusWriter.
+caf::behavior operator_root(caf::event_based_actor* self, operator_settings settings, caf::actor io,
+                            caf::actor writer);
+
+} // namespace gpu_partitioner::actors

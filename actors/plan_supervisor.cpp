@@ -1,0 +1,228 @@
+#include "actors/plan_supervisor.hpp"
+
+#include "actors/log.hpp"
+#include "actors/messages.hpp"
+#include "actors/node_worker.hpp"
+#include "controller/plan_resolution.hpp"
+#include "controller/plan_status.hpp"
+#include "protocol/desired_hash.hpp"
+
+#include <set>
+
+namespace gpu_partitioner::actors {
+
+namespace {
+
+struct supervisor_state {
+  caf::actor governor;
+  std::map<std::string, caf::actor> workers; // item name -> worker
+  /// Items we asked to create, delete or update, so a slow watch does not make us ask twice.
+  std::map<std::string, std::string> requested; // item -> what (create/remove/hash)
+  protocol::partitioning_plan_status last_status;
+  bool wrote_status = false;
+};
+
+protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan,
+                                         const controller::selected_node& sel,
+                                         const cluster_snapshot& view) {
+  protocol::node_partitioning item;
+  item.metadata.name = plan.metadata.name + "-" + sel.node;
+  item.metadata.finalizers = {controller::item_finalizer};
+  protocol::owner_reference owner;
+  owner.api_version = std::string(protocol::api_version);
+  owner.kind = std::string(protocol::partitioning_plan::kind_name);
+  owner.name = plan.metadata.name;
+  owner.uid = plan.metadata.uid;
+  owner.controller = true;
+  owner.block_owner_deletion = true;
+  item.metadata.owner_references = {owner};
+  item.spec.plan_ref = {plan.metadata.name, plan.metadata.uid};
+  item.spec.node_name = sel.node;
+  item.spec.profile_ref.name = sel.profile;
+  item.spec.drain = plan.spec.rollout.drain;
+  item.spec.verification = plan.spec.verification;
+  item.spec.dry_run = plan.spec.dry_run;
+  auto profile = view.profiles.find(sel.profile);
+  if (profile != view.profiles.end()) {
+    item.spec.desired_hash =
+        protocol::desired_hash(*profile->second, item.spec.drain, item.spec.verification);
+  } else {
+    // No profile yet: hash what is known; the item fails preflight (ProfileNotFound)
+    // and its hash changes once the profile appears.
+    protocol::partitioning_profile missing;
+    missing.metadata.name = sel.profile;
+    item.spec.desired_hash =
+        protocol::desired_hash(missing, item.spec.drain, item.spec.verification);
+  }
+  return item;
+}
+
+bool in_flight(const protocol::node_partitioning& item) {
+  using p = protocol::node_phase;
+  auto phase = item.status.phase.value_or(p::pending);
+  return phase == p::draining || phase == p::applying || phase == p::waiting_operator ||
+         phase == p::verifying;
+}
+
+bool spec_differs(const protocol::node_partitioning& have,
+                  const protocol::node_partitioning& want) {
+  return have.spec.desired_hash != want.spec.desired_hash ||
+         have.spec.dry_run != want.spec.dry_run || !(have.spec.drain == want.spec.drain) ||
+         !(have.spec.verification == want.spec.verification) ||
+         have.spec.profile_ref.name != want.spec.profile_ref.name;
+}
+
+} // namespace
+
+caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_config config) {
+  auto s = std::make_shared<supervisor_state>();
+  s->governor = self->spawn<caf::linked>(rollout_governor_actor, config.plan);
+  return {
+      [=](view_atom, const snapshot_ptr& view) {
+        const auto plan_it = view->plans.find(config.plan);
+        const protocol::partitioning_plan* plan =
+            plan_it == view->plans.end() ? nullptr : plan_it->second.get();
+        std::set<std::string> keep_items;
+        controller::plan_resolution resolution;
+        std::map<std::string, const protocol::node_partitioning*> mine;
+        for (const auto& [name, item] : view->items)
+          if (item->spec.plan_ref.name == config.plan)
+            mine[name] = item.get();
+
+        if (auto invalid = view->invalid_plans.find(config.plan);
+            invalid != view->invalid_plans.end()) {
+          // Never act on a half-valid plan: say why, touch nothing.
+          auto status = controller::invalid_plan_status(s->last_status, invalid->second,
+                                                        protocol::wall_clock::now());
+          if (!s->wrote_status || !(status == s->last_status)) {
+            s->last_status = status;
+            s->wrote_status = true;
+            self->send(config.writer, plan_status_atom_v, config.plan, status);
+          }
+        } else if (plan != nullptr && !plan->metadata.deletion_timestamp) {
+          std::vector<protocol::partitioning_plan> others;
+          for (const auto& [name, other] : view->plans)
+            if (name != config.plan)
+              others.push_back(*other);
+          std::map<std::string, controller::node_info> nodes;
+          for (const auto& [name, node] : view->nodes)
+            nodes.emplace(name, *node);
+          resolution = controller::resolve_plan(*plan, others, nodes);
+          if (resolution.problems.empty()) {
+            std::vector<std::string> selected;
+            for (const auto& sel : resolution.selected) {
+              selected.push_back(sel.node);
+              auto want = desired_item(*plan, sel, *view);
+              keep_items.insert(want.metadata.name);
+              auto have = mine.find(want.metadata.name);
+              if (have == mine.end()) {
+                if (s->requested[want.metadata.name] != "create") {
+                  s->requested[want.metadata.name] = "create";
+                  self->send(config.io, io_atom_v, item_io{item_io::op::create, want});
+                }
+              } else if (spec_differs(*have->second, want) && !in_flight(*have->second)) {
+                // A node in flight finishes first, then is re-evaluated.
+                if (s->requested[want.metadata.name] != want.spec.desired_hash) {
+                  s->requested[want.metadata.name] = want.spec.desired_hash;
+                  self->send(config.io, io_atom_v, item_io{item_io::op::update_spec, want});
+                }
+              } else {
+                s->requested.erase(want.metadata.name);
+              }
+            }
+            controller::rollout_limits limits;
+            limits.max_parallel = plan->spec.rollout.max_parallel;
+            limits.max_unavailable = plan->spec.rollout.max_unavailable;
+            limits.paused = plan->spec.paused;
+            self->send(s->governor, limits_atom_v, limits, selected);
+          }
+        }
+        // Items no longer selected (node gone, labels changed, plan deleted or invalid)
+        // are deleted; their finalizer returns the node to service.
+        for (const auto& [name, item] : mine) {
+          const bool plan_gone = plan == nullptr || plan->metadata.deletion_timestamp.has_value();
+          if ((plan_gone || !keep_items.count(name)) && !item->metadata.deletion_timestamp &&
+              view->invalid_plans.count(config.plan) == 0) {
+            if (!plan_gone && s->requested[name] != "remove") {
+              s->requested[name] = "remove";
+              self->send(config.io, io_atom_v, item_io{item_io::op::remove, *item});
+            }
+          }
+        }
+        // A worker per item of this plan, for as long as the item exists.
+        for (const auto& [name, item] : mine) {
+          auto& worker = s->workers[name];
+          if (!worker) {
+            node_worker_config c;
+            c.item = name;
+            c.plan = config.plan;
+            c.dcm_namespace = config.dcm_namespace;
+            c.dcm_name = config.dcm_name;
+            c.io = config.io;
+            c.writer = config.writer;
+            c.governor = s->governor;
+            worker = self->spawn<caf::linked>(node_worker, c);
+          }
+          self->send(worker, view_atom_v, view);
+        }
+        for (auto it = s->workers.begin(); it != s->workers.end();) {
+          if (!mine.count(it->first)) {
+            self->send_exit(it->second, caf::exit_reason::user_shutdown);
+            self->send(s->governor, forget_atom_v, it->first);
+            it = s->workers.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        if (plan != nullptr && !view->invalid_plans.count(config.plan)) {
+          auto status = controller::aggregate_plan_status(*plan, resolution, mine, s->last_status,
+                                                          protocol::wall_clock::now());
+          if (!s->wrote_status || !(status == s->last_status)) {
+            s->last_status = status;
+            s->wrote_status = true;
+            self->send(config.writer, plan_status_atom_v, config.plan, status);
+          }
+        }
+      },
+  };
+}
+
+caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string plan) {
+  auto governor = std::make_shared<controller::rollout_governor>();
+  auto workers = std::make_shared<std::map<std::string, caf::actor>>();
+  auto grant = [=] {
+    for (const auto& node : governor->grant()) {
+      log_info("token granted (" + std::to_string(governor->in_flight()) + " in flight, " +
+                   std::to_string(governor->unavailable()) + " unavailable)",
+               plan, node);
+      if (auto it = workers->find(node); it != workers->end())
+        self->send(it->second, grant_atom_v);
+    }
+  };
+  return {
+      [=](limits_atom, const controller::rollout_limits& limits,
+          const std::vector<std::string>& selected) {
+        governor->set_limits(limits);
+        grant();
+        (void)selected;
+      },
+      [=](want_atom, const std::string& item, const controller::governor_node& facts,
+          const caf::actor& worker) {
+        (*workers)[item] = worker;
+        governor->observe(item, facts);
+        if (!facts.in_flight && governor->holds(item) && !facts.wants_token)
+          governor->release(item);
+        grant();
+        // A restarted worker may ask again for a token it holds.
+        if (facts.wants_token && governor->holds(item))
+          self->send(worker, grant_atom_v);
+      },
+      [=](forget_atom, const std::string& item) {
+        governor->forget(item);
+        workers->erase(item);
+        grant();
+      },
+  };
+}
+
+} // namespace gpu_partitioner::actors

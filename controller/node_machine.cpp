@@ -1,0 +1,695 @@
+#include "controller/node_machine.hpp"
+
+#include "controller/dcm_payload.hpp"
+#include "controller/selector.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace gpu_partitioner::controller {
+
+using protocol::condition_status;
+using protocol::node_phase;
+using namespace std::chrono_literals;
+
+namespace {
+
+// How often a waiting phase looks again; a PDB refusal is retried after 5 s (as kubectl).
+constexpr std::chrono::milliseconds poll_interval = 1s;
+constexpr std::chrono::seconds eviction_retry = 5s;
+
+const char* phase_name(node_phase p) {
+  switch (p) {
+  case node_phase::pending:
+    return "Pending";
+  case node_phase::draining:
+    return "Draining";
+  case node_phase::applying:
+    return "Applying";
+  case node_phase::waiting_operator:
+    return "WaitingOperator";
+  case node_phase::verifying:
+    return "Verifying";
+  case node_phase::succeeded:
+    return "Succeeded";
+  case node_phase::failed:
+    return "Failed";
+  }
+  return "Pending";
+}
+
+std::string key_of(const pod_info& p) {
+  return p.ns + "/" + p.name;
+}
+
+std::optional<std::string> annotation(const node_info& node, const char* key) {
+  auto it = node.annotations.find(key);
+  if (it == node.annotations.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::string label(const node_info& node, const char* key) {
+  auto it = node.labels.find(key);
+  return it == node.labels.end() ? std::string{} : it->second;
+}
+
+// A ready label is "key" (present) or "key=value".
+bool has_ready_label(const node_info& node, const std::string& spec) {
+  if (spec.empty())
+    return true;
+  auto eq = spec.find('=');
+  if (eq == std::string::npos)
+    return node.labels.count(spec) > 0;
+  auto it = node.labels.find(spec.substr(0, eq));
+  return it != node.labels.end() && it->second == spec.substr(eq + 1);
+}
+
+// An allocatable quantity as a whole number; extended resources are integers.
+std::optional<long long> whole(const std::string& quantity) {
+  if (quantity.empty())
+    return std::nullopt;
+  long long v = 0;
+  for (char c : quantity) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+bool has_finalizer(const protocol::node_partitioning& item) {
+  const auto& f = item.metadata.finalizers;
+  return std::find(f.begin(), f.end(), item_finalizer) != f.end();
+}
+
+// -- status helpers: every change goes through these, so history and conditions agree --
+
+struct status_editor {
+  protocol::node_partitioning_status status;
+  const protocol::node_partitioning_status& original;
+  protocol::wall_clock::time_point now;
+  node_step& out;
+
+  node_phase phase() const { return status.phase.value_or(node_phase::pending); }
+
+  void enter(node_phase next, const std::string& reason, const std::string& message,
+             bool warning = false) {
+    status.phase = next;
+    status.history.push_back({next, protocol::format_time(now), reason, message});
+    while (status.history.size() > protocol::node_partitioning_status::history_limit)
+      status.history.erase(status.history.begin());
+    out.events.push_back({false, warning ? "Warning" : "Normal", reason,
+                          std::string(phase_name(next)) + (message.empty() ? "" : ": " + message)});
+  }
+
+  void condition(const std::string& type, bool ok, const std::string& reason,
+                 const std::string& message) {
+    const auto wanted = ok ? condition_status::true_ : condition_status::false_;
+    for (auto& c : status.conditions) {
+      if (c.type != type)
+        continue;
+      if (c.status != wanted)
+        c.last_transition_time = protocol::format_time(now);
+      c.status = wanted;
+      c.reason = reason;
+      c.message = message;
+      return;
+    }
+    status.conditions.push_back(
+        {type, wanted, std::nullopt, protocol::format_time(now), reason, message});
+  }
+
+  void error(const std::string& message) { status.last_error = message; }
+
+  // When the current phase was entered (from history), or now if unknown.
+  protocol::wall_clock::time_point entered() const {
+    for (auto it = status.history.rbegin(); it != status.history.rend(); ++it)
+      if (it->phase == phase())
+        if (auto t = protocol::parse_time(it->time))
+          return *t;
+    return now;
+  }
+
+  void finish() {
+    if (!(status == original))
+      out.status = status;
+  }
+};
+
+// Whether the GPUs were touched in the current run: it reached Applying after it
+// last started draining.
+bool reached_applying(const protocol::node_partitioning_status& st) {
+  for (auto it = st.history.rbegin(); it != st.history.rend(); ++it) {
+    if (it->phase == node_phase::applying || it->phase == node_phase::waiting_operator ||
+        it->phase == node_phase::verifying)
+      return true;
+    if (it->phase == node_phase::draining || it->phase == node_phase::pending)
+      return false;
+  }
+  return false;
+}
+
+// Puts the node back as we found it: no taint, and schedulable unless an admin had
+// cordoned it. Returns true if anything is left to do.
+bool restore_node(const node_info& node, node_step& out, bool keep_cordon) {
+  bool pending = false;
+  if (node.has_dcm_taint() && annotation(node, was_unschedulable_annotation)) {
+    out.taint = false;
+    pending = true;
+  }
+  if (auto was = annotation(node, was_unschedulable_annotation); was && !keep_cordon) {
+    node_patch p;
+    if (*was != "true" && node.unschedulable)
+      p.unschedulable = false;
+    p.annotations[was_unschedulable_annotation] = std::nullopt;
+    p.annotations[applied_hash_annotation] = std::nullopt;
+    out.patch = p;
+    pending = true;
+  }
+  return pending;
+}
+
+std::vector<protocol::namespaced_name> pdbs_covering(const std::vector<pdb_info>& pdbs,
+                                                     const pod_info& pod) {
+  std::vector<protocol::namespaced_name> out;
+  for (const auto& pdb : pdbs)
+    if (pdb.covers(pod))
+      out.push_back({pdb.ns, pdb.name});
+  return out;
+}
+
+long long timeout_of(std::int64_t seconds) {
+  return std::max<std::int64_t>(seconds, 1);
+}
+
+bool past(const status_editor& s, std::int64_t seconds) {
+  return s.now - s.entered() >= std::chrono::seconds(timeout_of(seconds));
+}
+
+// -- phases --
+
+void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
+  const auto& node = *in.node;
+  auto findings = preflight(in);
+  if (in.item.spec.dry_run) {
+    protocol::dry_run_preview preview;
+    std::set<std::pair<std::string, std::string>> blocking;
+    for (const auto& pod : evictable_pods(in.pods)) {
+      preview.pods_to_evict.push_back({pod.ns, pod.name});
+      for (const auto& pdb : in.pdbs)
+        if (pdb.covers(pod) && pdb.disruptions_allowed <= 0)
+          blocking.insert({pdb.ns, pdb.name});
+    }
+    for (const auto& [ns, name] : blocking)
+      preview.blocking_pdbs.push_back({ns, name});
+    preview.already_in_target_state = findings.empty() && in_target_state(in);
+    preview.findings = findings;
+    s.status.preview = preview;
+    s.condition("DryRun", true, "DryRun",
+                "dry run: " + std::to_string(preview.pods_to_evict.size()) +
+                    " pod(s) would be evicted; nothing on the node changes");
+    out.requeue = 10s;
+    return;
+  }
+  s.status.preview.reset();
+  if (!findings.empty()) {
+    const std::string& first = findings.front();
+    s.condition("Preflight", false, first.substr(0, first.find(':')), first);
+    s.error(first);
+    s.enter(node_phase::failed, "PreflightFailed", first, true);
+    return;
+  }
+  s.condition("Preflight", true, "PreflightPassed", "profile, DCM payload and node agree");
+  if (in_target_state(in)) {
+    s.status.observed_hash = in.item.spec.desired_hash;
+    s.status.completed_at = protocol::format_time(in.now);
+    s.error("");
+    s.condition("Verified", true, "AlreadyInTargetState",
+                "the node already runs profile " + in.profile.dcm_name);
+    s.enter(node_phase::succeeded, "AlreadyInTargetState",
+            "already partitioned as " + in.profile.dcm_name + "; nothing to do");
+    return;
+  }
+  (void)node;
+  out.wants_token = true;
+  if (!in.token) {
+    s.condition("Started", false, "WaitingForToken",
+                "waiting for the plan's rollout limits to allow this node");
+    return;
+  }
+  s.condition("Started", true, "TokenGranted", "the rollout limits allow this node to start");
+  s.status.observed_hash = in.item.spec.desired_hash;
+  s.status.started_at = protocol::format_time(in.now);
+  s.status.completed_at.clear();
+  s.status.drain = {};
+  s.error("");
+  out.in_flight = true;
+  s.enter(node_phase::draining, "Started", "cordoning and draining the node");
+}
+
+void fail_and_roll_back(const node_inputs& in, status_editor& s, node_step& out,
+                        const std::string& reason, const std::string& message) {
+  restore_node(*in.node, out, false);
+  s.error(message);
+  s.enter(node_phase::failed, reason, message + "; the node was returned to service", true);
+  out.events.push_back({true, "Warning", reason, message});
+}
+
+void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
+  const auto& node = *in.node;
+  const auto& drain = in.item.spec.drain;
+  out.in_flight = true;
+  // Cordon, remembering whether an admin had cordoned it already.
+  if (!annotation(node, was_unschedulable_annotation)) {
+    node_patch p;
+    p.annotations[was_unschedulable_annotation] = node.unschedulable ? "true" : "false";
+    p.unschedulable = true;
+    out.patch = p;
+    out.events.push_back({true, "Normal", "Cordoned",
+                          node.unschedulable ? "already cordoned (kept after the change)"
+                                             : "cordoned for repartitioning"});
+    out.requeue = poll_interval;
+    return;
+  }
+  if (!node.unschedulable) {
+    node_patch p;
+    p.unschedulable = true;
+    out.patch = p;
+    out.requeue = poll_interval;
+    return;
+  }
+  s.condition("NodeCordoned", true, "Cordoned", "no new pods are scheduled to the node");
+
+  const auto evictable = evictable_pods(in.pods);
+  std::vector<protocol::namespaced_name> blocking_pdbs;
+  std::vector<protocol::blocking_pod> blocking;
+  int evicted = 0;
+  for (const auto& [key, mem] : in.evictions)
+    if (mem.done)
+      ++evicted;
+
+  if (past(s, drain.timeout_seconds)) {
+    std::string why = "the drain did not finish within " +
+                      std::to_string(timeout_of(drain.timeout_seconds)) + " s";
+    std::set<std::string> names;
+    for (const auto& pod : evictable)
+      for (const auto& pdb : pdbs_covering(in.pdbs, pod))
+        names.insert(pdb.namespace_ + "/" + pdb.name);
+    if (!names.empty()) {
+      why += ": blocked by PodDisruptionBudget";
+      for (const auto& n : names)
+        why += " " + n;
+    } else if (!evictable.empty()) {
+      why += ": " + std::to_string(evictable.size()) + " pod(s) still on the node";
+    }
+    fail_and_roll_back(in, s, out, "DrainTimeout", why);
+    return;
+  }
+
+  if (drain.enabled && !node.has_dcm_taint()) {
+    const bool evict = drain.kind == protocol::eviction_kind::eviction && drain.respect_pdb;
+    for (const auto& pod : evictable) {
+      if (pod.deleting)
+        continue;
+      auto mem = in.evictions.find(key_of(pod));
+      if (mem != in.evictions.end() && mem->second.blocked) {
+        auto pdbs = pdbs_covering(in.pdbs, pod);
+        blocking_pdbs.insert(blocking_pdbs.end(), pdbs.begin(), pdbs.end());
+        std::string reason = mem->second.message;
+        if (!pdbs.empty())
+          reason = "PodDisruptionBudget " + pdbs.front().namespace_ + "/" + pdbs.front().name +
+                   " does not allow it now";
+        blocking.push_back({pod.ns, pod.name, reason});
+        if (in.now - mem->second.at < eviction_retry)
+          continue;
+      }
+      out.removals.push_back({pod.ns, pod.name, pod.uid, evict});
+    }
+    std::sort(blocking_pdbs.begin(), blocking_pdbs.end(), [](const auto& a, const auto& b) {
+      return a.namespace_ != b.namespace_ ? a.namespace_ < b.namespace_ : a.name < b.name;
+    });
+    blocking_pdbs.erase(std::unique(blocking_pdbs.begin(), blocking_pdbs.end(),
+                                    [](const auto& a, const auto& b) {
+                                      return a.namespace_ == b.namespace_ && a.name == b.name;
+                                    }),
+                        blocking_pdbs.end());
+    s.status.drain.pods_evicted = evicted;
+    s.status.drain.pods_total = std::max<std::int32_t>(
+        s.status.drain.pods_total, evicted + static_cast<std::int32_t>(evictable.size()));
+    s.status.drain.pods_blocked = static_cast<std::int32_t>(blocking.size());
+    s.status.drain.blocking_pdbs = blocking_pdbs;
+    s.status.drain.blocking_pods = blocking;
+    if (!evictable.empty()) {
+      if (!blocking.empty())
+        s.condition("Drained", false, "EvictionBlocked",
+                    std::to_string(blocking.size()) +
+                        " pod(s) blocked by a PodDisruptionBudget; retrying every 5 s");
+      else
+        s.condition("Drained", false, "Evicting",
+                    std::to_string(evictable.size()) + " pod(s) left to evict");
+      out.requeue = poll_interval;
+      return;
+    }
+    s.condition("Drained", true, "Drained", "every pod the taint would remove was evicted");
+  } else if (!drain.enabled) {
+    s.condition("Drained", false, "DrainDisabled",
+                "drainPolicy.enabled is false: the taint removes pods without regard for "
+                "PodDisruptionBudgets");
+  }
+  // The taint comes after the PDB-respecting drain: it removes what is left (the GPU
+  // operator's device plugin and labeller among them) regardless of PDBs.
+  if (!node.has_dcm_taint()) {
+    out.taint = true;
+    out.events.push_back({true, "Normal", "Tainted", "amd-dcm=up:NoExecute added"});
+    out.requeue = poll_interval;
+    return;
+  }
+  s.condition("NodeTainted", true, "Tainted", "amd-dcm=up:NoExecute is on the node");
+  std::int32_t left = 0;
+  for (const auto& pod : in.pods)
+    if (!pod.mirror && !pod.finished() && !pod.tolerates_dcm_taint())
+      ++left;
+  if (left > 0) {
+    s.condition("Drained", false, "WaitingForPods",
+                std::to_string(left) + " pod(s) not tolerating the taint are still terminating");
+    out.requeue = poll_interval;
+    return;
+  }
+  if (drain.enabled)
+    s.condition("Drained", true, "Drained", "the node runs no pod that holds its GPUs");
+  s.enter(node_phase::applying, "Drained", "handing profile " + in.profile.dcm_name + " to DCM");
+  out.requeue = 1ms;
+}
+
+void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
+  const auto& node = *in.node;
+  out.in_flight = true;
+  const std::string& profile = in.profile.dcm_name;
+  if (!in.profile.found || !in.profile.payload) {
+    // Preflight passed earlier; the profile or payload went away since.
+    auto findings = preflight(in);
+    const std::string why = findings.empty() ? "the profile's payload is gone" : findings.front();
+    restore_node(node, out, false);
+    s.error(why);
+    s.enter(node_phase::failed, "ProfileUnavailable", why + "; the node was returned to service",
+            true);
+    return;
+  }
+  if (!in.dcm.found || !dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
+    out.dcm = dcm_config_write{in.dcm.ns, in.dcm.name, profile, *in.profile.payload};
+    s.condition("ProfileApplied", false, "WritingDCMConfig",
+                "adding profile " + profile + " to " + in.dcm.ns + "/" + in.dcm.name);
+    out.requeue = poll_interval;
+    return;
+  }
+  const bool ours =
+      annotation(node, applied_hash_annotation).value_or("") == in.item.spec.desired_hash;
+  if (label(node, dcm_profile_label) == profile && ours) {
+    s.condition("ProfileApplied", true, "LabelSet",
+                std::string(dcm_profile_label) + "=" + profile + " is set");
+    s.enter(node_phase::waiting_operator, "ProfileApplied",
+            "waiting for DCM to partition the GPUs");
+    out.events.push_back(
+        {true, "Normal", "ProfileApplied", "DCM profile " + profile + " requested"});
+    out.requeue = poll_interval;
+    return;
+  }
+  node_patch p;
+  if (label(node, dcm_profile_label) == profile) {
+    // DCM ignores a re-write of the same value: take the label off first.
+    p.labels[dcm_profile_label] = std::nullopt;
+    p.labels[dcm_state_label] = std::nullopt;
+  } else {
+    // One patch: the new profile, no stale state (a `success` left from an earlier run
+    // must not be taken for this one's), and the mark that the label is ours.
+    p.labels[dcm_profile_label] = profile;
+    p.labels[dcm_state_label] = std::nullopt;
+    p.annotations[applied_hash_annotation] = in.item.spec.desired_hash;
+  }
+  out.patch = p;
+  out.requeue = poll_interval;
+}
+
+void fail_keeping_cordon(const node_inputs& in, status_editor& s, node_step& out,
+                         const std::string& reason, const std::string& message) {
+  s.error(message);
+  s.enter(node_phase::failed, reason,
+          message + "; the node stays cordoned (its GPUs may be in an unknown state)", true);
+  out.events.push_back({true, "Warning", reason, message});
+  if (in.node->has_dcm_taint())
+    out.taint = false;
+}
+
+void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out) {
+  out.in_flight = true;
+  const std::string state = label(*in.node, dcm_state_label);
+  if (state == "success") {
+    s.condition("OperatorSucceeded", true, "DCMSucceeded", "DCM reported success");
+    s.enter(node_phase::verifying, "OperatorSucceeded",
+            "DCM partitioned the GPUs; removing the taint so the device plugin restarts");
+    out.requeue = 1ms;
+    return;
+  }
+  if (state == "failure") {
+    s.condition("OperatorSucceeded", false, "DCMFailed", "DCM reported failure");
+    fail_keeping_cordon(in, s, out, "OperatorFailed",
+                        "DCM reported failure for profile " + in.profile.dcm_name);
+    return;
+  }
+  const auto timeout = in.item.spec.verification.timeout_seconds;
+  if (past(s, timeout)) {
+    s.condition("OperatorSucceeded", false, "DCMTimeout", "DCM did not answer");
+    fail_keeping_cordon(in, s, out, "OperatorTimeout",
+                        "DCM did not report a result within " +
+                            std::to_string(timeout_of(timeout)) + " s");
+    return;
+  }
+  s.condition("OperatorSucceeded", false, "Waiting", std::string("waiting for ") + dcm_state_label);
+  out.requeue = poll_interval;
+}
+
+void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
+  const auto& node = *in.node;
+  out.in_flight = true;
+  if (node.has_dcm_taint()) {
+    out.taint = false;
+    out.events.push_back({true, "Normal", "Untainted", "amd-dcm=up:NoExecute removed"});
+    out.requeue = poll_interval;
+    return;
+  }
+  s.condition("NodeTainted", false, "Untainted", "the taint is gone; the device plugin restarts");
+  const std::string gap = verification_gap(in);
+  if (gap.empty()) {
+    s.condition("Verified", true, "Verified", "the node reports the expected GPU resources");
+    s.status.completed_at = protocol::format_time(in.now);
+    s.error("");
+    s.enter(node_phase::succeeded, "Verified", "profile " + in.profile.dcm_name + " is in place");
+    out.events.push_back(
+        {true, "Normal", "Partitioned", "profile " + in.profile.dcm_name + " verified"});
+    restore_node(node, out, false);
+    return;
+  }
+  s.condition("Verified", false, "Mismatch", gap);
+  const auto timeout = in.profile.found ? in.profile.spec.verification.timeout_seconds
+                                        : in.item.spec.verification.timeout_seconds;
+  if (past(s, timeout)) {
+    fail_keeping_cordon(in, s, out, "VerificationFailed",
+                        "verification failed after " + std::to_string(timeout_of(timeout)) +
+                            " s: " + gap);
+    return;
+  }
+  out.requeue = poll_interval;
+}
+
+void on_succeeded(const node_inputs& in, status_editor& s, node_step& out) {
+  if (s.status.observed_hash != in.item.spec.desired_hash) {
+    s.enter(node_phase::pending, "SpecChanged",
+            "the desired profile or policy changed: re-running");
+    out.requeue = 1ms;
+    return;
+  }
+  // Finish returning the node: uncordon (unless an admin had cordoned it).
+  if (restore_node(*in.node, out, false))
+    out.requeue = poll_interval;
+}
+
+void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
+  if (!reached_applying(s.status)) {
+    // Nothing on the GPUs was touched: the node goes back to service, and a failure of
+    // preflight clears itself once the cause is fixed.
+    if (restore_node(*in.node, out, false))
+      out.requeue = poll_interval;
+    const auto& history = s.status.history;
+    const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
+    if (preflight_failure && preflight(in).empty()) {
+      s.condition("Preflight", true, "PreflightPassed", "the preflight finding was resolved");
+      s.error("");
+      s.enter(node_phase::pending, "PreflightPassed", "the cause was fixed: starting over");
+      out.requeue = 1ms;
+    } else if (preflight_failure) {
+      out.requeue = 10s;
+    }
+    return;
+  }
+  // The GPUs are in an unknown state: keep the cordon, lift the taint so the device
+  // plugin and labeller report what they see.
+  if (in.node->has_dcm_taint())
+    out.taint = false;
+}
+
+void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
+  const node_phase phase = s.phase();
+  const bool touched_gpus =
+      (phase == node_phase::applying || phase == node_phase::waiting_operator ||
+       phase == node_phase::verifying ||
+       (phase == node_phase::failed && reached_applying(s.status)));
+  if (in.node) {
+    if (touched_gpus) {
+      out.events.push_back({true, "Warning", "LeftCordoned",
+                            "NodePartitioning deleted while in " + std::string(phase_name(phase)) +
+                                ": the node stays cordoned (its GPUs may be mid-change); "
+                                "uncordon it once checked"});
+      out.events.push_back({false, "Warning", "LeftCordoned",
+                            "deleted in " + std::string(phase_name(phase)) + ": node " +
+                                in.item.spec.node_name + " left cordoned"});
+      if (in.node->has_dcm_taint() && annotation(*in.node, was_unschedulable_annotation))
+        out.taint = false;
+    } else if (restore_node(*in.node, out, false)) {
+      // Undo first; the finalizer goes on the next step, once the node is back.
+      out.requeue = poll_interval;
+      return;
+    }
+  }
+  out.remove_finalizer = true;
+}
+
+} // namespace
+
+std::vector<pod_info> evictable_pods(const std::vector<pod_info>& pods) {
+  std::vector<pod_info> out;
+  for (const auto& p : pods)
+    if (!p.daemon_set && !p.mirror && !p.finished() && !p.tolerates_dcm_taint())
+      out.push_back(p);
+  return out;
+}
+
+std::vector<std::string> preflight(const node_inputs& in) {
+  std::vector<std::string> findings;
+  const auto& profile = in.profile;
+  if (!profile.found) {
+    findings.push_back("ProfileNotFound: PartitioningProfile \"" + profile.name +
+                       "\" does not exist");
+    return findings;
+  }
+  if (!profile.payload) {
+    findings.push_back("PayloadNotFound: " + profile.payload_problem);
+  } else if (auto problem = payload_problem(*profile.payload)) {
+    findings.push_back("PayloadInvalid: " + *problem);
+  }
+  if (in.dcm.found && !dcm_config_with(in.dcm.config_json, profile.dcm_name, "{}"))
+    findings.push_back("DCMConfigInvalid: " + in.dcm.ns + "/" + in.dcm.name +
+                       " config.json is not a JSON object with gpu-config-profiles");
+  if (in.node && profile.spec.target_selector &&
+      !matches(*profile.spec.target_selector, in.node->labels))
+    findings.push_back("TargetMismatch: node " + in.node->name +
+                       " does not match the targetSelector of profile " + profile.name);
+  return findings;
+}
+
+std::string verification_gap(const node_inputs& in) {
+  const auto& node = *in.node;
+  std::vector<std::string> gaps;
+  for (const auto& ready :
+       {in.item.spec.verification.gpu_ready_label,
+        in.profile.found ? in.profile.spec.verification.ready_label : std::string{}})
+    if (!has_ready_label(node, ready))
+      gaps.push_back("ready label " + ready + " missing");
+  if (in.profile.found)
+    for (const auto& want : in.profile.spec.expected_resources) {
+      auto it = node.allocatable.find(want.name);
+      auto have = it == node.allocatable.end() ? std::nullopt : whole(it->second);
+      if (!have || *have != want.count)
+        gaps.push_back("expected " + want.name + "=" + std::to_string(want.count) + ", found " +
+                       (it == node.allocatable.end() ? std::string("none") : it->second));
+    }
+  for (const auto& name : in.item.spec.verification.require_plugin_resources) {
+    auto it = node.allocatable.find(name);
+    auto have = it == node.allocatable.end() ? std::nullopt : whole(it->second);
+    if (!have || *have == 0)
+      gaps.push_back("plugin resource " + name + " not reported");
+  }
+  std::string out;
+  for (const auto& g : gaps)
+    out += (out.empty() ? "" : "; ") + g;
+  return out;
+}
+
+bool in_target_state(const node_inputs& in) {
+  if (!in.node || !in.profile.found)
+    return false;
+  const auto& node = *in.node;
+  return label(node, dcm_profile_label) == in.profile.dcm_name &&
+         label(node, dcm_state_label) == "success" && !node.has_dcm_taint() &&
+         verification_gap(in).empty();
+}
+
+node_step step_node(const node_inputs& in) {
+  node_step out;
+  status_editor s{in.item.status, in.item.status, in.now, out};
+  if (!s.status.phase)
+    s.status.phase = node_phase::pending;
+
+  if (in.item.metadata.deletion_timestamp) {
+    on_deleting(in, s, out);
+    s.finish();
+    return out;
+  }
+  if (!has_finalizer(in.item))
+    out.add_finalizer = true;
+  if (!in.node) {
+    const bool flying = s.phase() != node_phase::pending && s.phase() != node_phase::succeeded &&
+                        s.phase() != node_phase::failed;
+    s.error("node " + in.item.spec.node_name + " not found");
+    if (flying)
+      s.enter(node_phase::failed, "NodeGone", "the node disappeared", true);
+    s.finish();
+    return out;
+  }
+  const bool retry = in.item.metadata.annotations.count(retry_annotation) > 0;
+  if (retry) {
+    out.clear_retry = true;
+    if (s.phase() == node_phase::failed) {
+      s.error("");
+      s.status.drain = {};
+      s.enter(node_phase::pending, "Retry", "retry requested by " + std::string(retry_annotation));
+    }
+  }
+  switch (s.phase()) {
+  case node_phase::pending:
+    on_pending(in, s, out);
+    break;
+  case node_phase::draining:
+    on_draining(in, s, out);
+    break;
+  case node_phase::applying:
+    on_applying(in, s, out);
+    break;
+  case node_phase::waiting_operator:
+    on_waiting_operator(in, s, out);
+    break;
+  case node_phase::verifying:
+    on_verifying(in, s, out);
+    break;
+  case node_phase::succeeded:
+    on_succeeded(in, s, out);
+    break;
+  case node_phase::failed:
+    on_failed(in, s, out);
+    break;
+  }
+  s.finish();
+  return out;
+}
+
+} // namespace gpu_partitioner::controller

@@ -1,0 +1,152 @@
+#pragma once
+
+// DESIGN.md section 4: one node's way from Pending to Succeeded or Failed. A pure
+// function of what was observed (the NodePartitioning, its Node, the pods on it, PDBs,
+// the profile, DCM's config) and the time; it returns the writes to make and when to
+// look again. Every step is idempotent: a controller restarted at any instant re-reads
+// the same state and continues.
+
+#include "controller/observed.hpp"
+#include "protocol/node_partitioning.hpp"
+#include "protocol/partitioning_profile.hpp"
+#include "protocol/timestamp.hpp"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpu_partitioner::controller {
+
+// -- names the operator writes --
+inline constexpr const char* item_finalizer = "infrastructure.silogen.ai/node-partitioning";
+/// On the Node while we hold it: "true" if it was already cordoned before we came (an
+/// admin's cordon, which we never lift), "false" if we cordoned it.
+inline constexpr const char* was_unschedulable_annotation =
+    "infrastructure.silogen.ai/was-unschedulable";
+/// On the Node: the desiredHash whose profile label we set, so a restart knows the
+/// label is ours and current.
+inline constexpr const char* applied_hash_annotation = "infrastructure.silogen.ai/applied-hash";
+/// On a NodePartitioning: set (to any value) to retry a Failed node.
+inline constexpr const char* retry_annotation = "infrastructure.silogen.ai/retry";
+inline constexpr const char* dcm_profile_label = "dcm.amd.com/gpu-config-profile";
+inline constexpr const char* dcm_state_label = "dcm.amd.com/gpu-config-profile-state";
+
+/// The profile a node is to get, as far as it could be resolved.
+struct resolved_profile {
+  std::string name;
+  /// The PartitioningProfile exists (and decoded).
+  bool found = false;
+  protocol::partitioning_profile_spec spec;
+  /// DCM's profile name: operatorPayload.profileName, else the profile's name.
+  std::string dcm_name;
+  /// The payload ConfigMap's data["profile.json"], if it was found.
+  std::optional<std::string> payload;
+  /// Why the payload is missing, when it is ("ConfigMap kube-amd-gpu/x not found").
+  std::string payload_problem;
+};
+
+/// DCM's config ConfigMap as observed.
+struct dcm_config_state {
+  std::string ns;
+  std::string name;
+  bool found = false;
+  std::string config_json;
+};
+
+/// The outcome of the last eviction attempt for a pod, kept by the worker between steps.
+struct eviction_memory {
+  protocol::wall_clock::time_point at{};
+  bool blocked = false;
+  bool done = false;
+  std::string message;
+};
+
+struct node_inputs {
+  protocol::node_partitioning item;
+  std::optional<node_info> node;
+  std::vector<pod_info> pods;
+  std::vector<pdb_info> pdbs;
+  resolved_profile profile;
+  dcm_config_state dcm;
+  /// The plan's RolloutGovernor granted this node a token.
+  bool token = false;
+  /// Keyed by "namespace/name".
+  std::map<std::string, eviction_memory> evictions;
+  protocol::wall_clock::time_point now{};
+};
+
+/// One merge patch of the Node: cordon state, labels, annotations (nullopt removes).
+struct node_patch {
+  std::optional<bool> unschedulable;
+  std::map<std::string, std::optional<std::string>> labels;
+  std::map<std::string, std::optional<std::string>> annotations;
+  bool empty() const { return !unschedulable && labels.empty() && annotations.empty(); }
+};
+
+struct pod_removal {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  /// Through the Eviction API (PDBs respected); false: a plain delete.
+  bool evict = true;
+};
+
+/// Ensure `gpu-config-profiles.<profile_name>` of DCM's config holds `profile_json`.
+struct dcm_config_write {
+  std::string ns;
+  std::string name;
+  std::string profile_name;
+  std::string profile_json;
+};
+
+struct event_record {
+  /// On the Node (true) or on the NodePartitioning (false).
+  bool on_node = false;
+  std::string type = "Normal";
+  std::string reason;
+  std::string message;
+};
+
+struct node_step {
+  std::optional<node_patch> patch;
+  /// Add (true) or remove (false) amd-dcm=up:NoExecute.
+  std::optional<bool> taint;
+  std::vector<pod_removal> removals;
+  std::optional<dcm_config_write> dcm;
+  /// The status to write, if it changed.
+  std::optional<protocol::node_partitioning_status> status;
+  std::vector<event_record> events;
+  bool add_finalizer = false;
+  bool remove_finalizer = false;
+  bool clear_retry = false;
+  /// Asks the governor for a token (Pending, ready to start).
+  bool wants_token = false;
+  /// In flight: counts against maxParallel until it ends.
+  bool in_flight = false;
+  /// Look again after this long even if nothing changes; zero: only on a change.
+  std::chrono::milliseconds requeue{0};
+};
+
+/// The one step function of the node state machine.
+node_step step_node(const node_inputs& in);
+
+// -- pieces the step is made of, exposed for tests and for dry runs --
+
+/// Preflight findings ("ProfileNotFound: ..."); empty when the node may start.
+std::vector<std::string> preflight(const node_inputs& in);
+
+/// The node already has the target partitioning: profile label, DCM success, ready
+/// labels, and the expected allocatable.
+bool in_target_state(const node_inputs& in);
+
+/// Pods that the taint would otherwise kill and a drain must evict: not tolerating
+/// amd-dcm=up:NoExecute, not DaemonSet pods, not mirror pods, not finished.
+std::vector<pod_info> evictable_pods(const std::vector<pod_info>& pods);
+
+/// Why the node does not verify yet ("expected amd.com/gpu=63, found 64"); empty when
+/// it does.
+std::string verification_gap(const node_inputs& in);
+
+} // namespace gpu_partitioner::controller

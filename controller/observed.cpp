@@ -1,0 +1,57 @@
+#include "controller/observed.hpp"
+
+#include <algorithm>
+
+namespace gpu_partitioner::controller {
+
+bool node_info::has_dcm_taint() const {
+  return std::any_of(taints.begin(), taints.end(), [](const taint& t) {
+    return t.key == dcm_taint_key && t.effect == "NoExecute";
+  });
+}
+
+bool node_info::is_control_plane() const {
+  return labels.count("node-role.kubernetes.io/control-plane") > 0 ||
+         labels.count("node-role.kubernetes.io/master") > 0;
+}
+
+bool tolerates(const toleration& t, const taint& taint) {
+  if (!t.effect.empty() && t.effect != taint.effect)
+    return false;
+  // An empty key with Exists tolerates everything.
+  if (t.key.empty())
+    return t.op == "Exists";
+  if (t.key != taint.key)
+    return false;
+  if (t.op == "Exists")
+    return true;
+  return t.value == taint.value;
+}
+
+bool pod_info::tolerates_dcm_taint() const {
+  const taint dcm{dcm_taint_key, dcm_taint_value, "NoExecute"};
+  return std::any_of(tolerations.begin(), tolerations.end(),
+                     [&](const toleration& t) { return !t.bounded && tolerates(t, dcm); });
+}
+
+bool pdb_info::covers(const pod_info& pod) const {
+  if (selects_nothing || pod.ns != ns)
+    return false;
+  for (const auto& [k, v] : match_labels) {
+    auto it = pod.labels.find(k);
+    if (it == pod.labels.end() || it->second != v)
+      return false;
+  }
+  for (const auto& r : match_expressions) {
+    auto it = pod.labels.find(r.key);
+    const bool has = it != pod.labels.end();
+    const bool in =
+        has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+    if ((r.op == "In" && !in) || (r.op == "NotIn" && in) || (r.op == "Exists" && !has) ||
+        (r.op == "DoesNotExist" && has))
+      return false;
+  }
+  return true;
+}
+
+} // namespace gpu_partitioner::controller

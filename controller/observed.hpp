@@ -1,0 +1,95 @@
+#pragma once
+
+// What the operator has observed of the cluster's built-in objects, reduced to what the
+// decisions read. The Watcher fills these from list+watch streams; the decisions in this
+// folder take them (and the time) and return actions.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpu_partitioner::controller {
+
+/// The taint the DCM procedure uses: pods that do not tolerate it are removed, the GPU
+/// operator's device plugin and labeller among them.
+inline constexpr const char* dcm_taint_key = "amd-dcm";
+inline constexpr const char* dcm_taint_value = "up";
+
+struct taint {
+  std::string key;
+  std::string value;
+  std::string effect; // NoSchedule, PreferNoSchedule, NoExecute
+  bool operator==(const taint& o) const {
+    return key == o.key && value == o.value && effect == o.effect;
+  }
+};
+
+struct node_info {
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  bool unschedulable = false;
+  std::vector<taint> taints;
+  /// status.allocatable, as quantities written by the API server ("64", "2Ti").
+  std::map<std::string, std::string> allocatable;
+  /// The Ready condition is True.
+  bool ready = true;
+
+  bool has_dcm_taint() const;
+  bool is_control_plane() const;
+};
+
+struct toleration {
+  std::string key;
+  std::string op = "Equal"; // Equal or Exists
+  std::string value;
+  std::string effect; // empty: all effects
+  /// For NoExecute: tolerated only this long, then evicted anyway (without regard for
+  /// PDBs), so such a pod counts as not tolerating the taint.
+  bool bounded = false;
+};
+
+/// Whether a toleration tolerates a taint (the rules of core/v1 Toleration).
+bool tolerates(const toleration& t, const taint& taint);
+
+struct pod_info {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string node_name;
+  std::map<std::string, std::string> labels;
+  std::string phase; // Pending, Running, Succeeded, Failed
+  bool deleting = false;
+  /// Owned by a DaemonSet (its controller would put it back at once).
+  bool daemon_set = false;
+  /// A static pod's mirror (kubernetes.io/config.mirror): the API cannot remove it.
+  bool mirror = false;
+  std::vector<toleration> tolerations;
+  /// amd.com/gpu requested by its containers.
+  long long gpus = 0;
+
+  bool tolerates_dcm_taint() const;
+  bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+struct pdb_info {
+  std::string ns;
+  std::string name;
+  std::map<std::string, std::string> match_labels;
+  /// matchExpressions reduced to the selector string form; empty if none.
+  struct requirement {
+    std::string key;
+    std::string op; // In, NotIn, Exists, DoesNotExist
+    std::vector<std::string> values;
+  };
+  std::vector<requirement> match_expressions;
+  bool selects_nothing = false; // a nil selector
+  int disruptions_allowed = 0;
+
+  bool covers(const pod_info& pod) const;
+};
+
+} // namespace gpu_partitioner::controller

@@ -1,0 +1,151 @@
+#include "controller/plan_status.hpp"
+
+namespace gpu_partitioner::controller {
+
+using protocol::condition_status;
+using protocol::node_phase;
+using protocol::plan_phase;
+
+namespace {
+
+void set_condition(protocol::partitioning_plan_status& st, const std::string& type, bool on,
+                   const std::string& reason, const std::string& message,
+                   protocol::wall_clock::time_point now, std::int64_t generation) {
+  const auto wanted = on ? condition_status::true_ : condition_status::false_;
+  for (auto& c : st.conditions)
+    if (c.type == type) {
+      if (c.status != wanted)
+        c.last_transition_time = protocol::format_time(now);
+      c.status = wanted;
+      c.reason = reason;
+      c.message = message;
+      c.observed_generation = generation;
+      return;
+    }
+  st.conditions.push_back({type, wanted, generation, protocol::format_time(now), reason, message});
+}
+
+void remember(protocol::partitioning_plan_status& st,
+              const protocol::partitioning_plan_status& previous,
+              protocol::wall_clock::time_point now) {
+  st.history = previous.history;
+  if (!previous.phase || *previous.phase != *st.phase) {
+    static const char* names[] = {"Pending", "Progressing", "Paused", "Completed", "Degraded"};
+    st.history.push_back({protocol::format_time(now), names[static_cast<int>(*st.phase)],
+                          std::to_string(st.nodes.succeeded) + "/" +
+                              std::to_string(st.nodes.total) + " nodes done, " +
+                              std::to_string(st.nodes.failed) + " failed"});
+    while (st.history.size() > protocol::partitioning_plan_status::history_limit)
+      st.history.erase(st.history.begin());
+  }
+}
+
+} // namespace
+
+protocol::partitioning_plan_status
+aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolution& resolution,
+                      const std::map<std::string, const protocol::node_partitioning*>& items,
+                      const protocol::partitioning_plan_status& previous,
+                      protocol::wall_clock::time_point now) {
+  protocol::partitioning_plan_status st;
+  st.conditions = previous.conditions;
+  st.observed_generation = plan.metadata.generation;
+  const auto gen = plan.metadata.generation;
+  for (const auto& sel : resolution.selected)
+    st.order.push_back(sel.node);
+  st.conflicts = resolution.conflicts;
+  std::string failed_nodes;
+  for (const auto& [name, item] : items) {
+    if (item->metadata.deletion_timestamp)
+      continue;
+    ++st.nodes.total;
+    switch (item->status.phase.value_or(node_phase::pending)) {
+    case node_phase::pending:
+      ++st.nodes.pending;
+      break;
+    case node_phase::draining:
+      ++st.nodes.draining;
+      break;
+    case node_phase::applying:
+      ++st.nodes.applying;
+      break;
+    case node_phase::waiting_operator:
+      ++st.nodes.waiting_operator;
+      break;
+    case node_phase::verifying:
+      ++st.nodes.verifying;
+      break;
+    case node_phase::succeeded:
+      ++st.nodes.succeeded;
+      break;
+    case node_phase::failed:
+      ++st.nodes.failed;
+      failed_nodes += (failed_nodes.empty() ? "" : ", ") + item->spec.node_name +
+                      (item->status.last_error.empty() ? "" : " (" + item->status.last_error + ")");
+      break;
+    }
+  }
+  const auto in_flight =
+      st.nodes.draining + st.nodes.applying + st.nodes.waiting_operator + st.nodes.verifying;
+
+  if (!resolution.problems.empty()) {
+    std::string all;
+    for (const auto& p : resolution.problems)
+      all += (all.empty() ? "" : "; ") + p;
+    set_condition(st, "Invalid", true, "InvalidSpec", all, now, gen);
+  } else {
+    set_condition(st, "Invalid", false, "Valid", "the plan resolves", now, gen);
+  }
+  if (!st.conflicts.empty()) {
+    std::string which;
+    for (const auto& c : st.conflicts)
+      which += (which.empty() ? "" : "; ") + c.node + ": " + c.reason;
+    set_condition(st, "Conflict", true, "NodesSelectedTwice",
+                  std::to_string(st.conflicts.size()) + " node(s) left alone: " + which, now, gen);
+  } else {
+    set_condition(st, "Conflict", false, "NoConflict", "no node is selected twice", now, gen);
+  }
+  set_condition(st, "Degraded", st.nodes.failed > 0,
+                st.nodes.failed > 0 ? "NodesFailed" : "NoFailures",
+                st.nodes.failed > 0 ? "failed: " + failed_nodes + "; no further nodes start"
+                                    : "no node failed",
+                now, gen);
+  set_condition(st, "Paused", plan.spec.paused, plan.spec.paused ? "Paused" : "Running",
+                plan.spec.paused ? "spec.paused: no node starts; nodes in flight finish"
+                                 : "not paused",
+                now, gen);
+  const bool complete = st.nodes.total > 0 && st.nodes.succeeded == st.nodes.total;
+  set_condition(st, "Completed", complete, complete ? "AllNodesSucceeded" : "InProgress",
+                std::to_string(st.nodes.succeeded) + "/" + std::to_string(st.nodes.total) +
+                    " nodes succeeded",
+                now, gen);
+  set_condition(st, "Progressing", in_flight > 0, in_flight > 0 ? "NodesInFlight" : "Idle",
+                std::to_string(in_flight) + " node(s) in flight", now, gen);
+
+  if (!resolution.problems.empty())
+    st.phase = plan_phase::degraded;
+  else if (st.nodes.failed > 0)
+    st.phase = plan_phase::degraded;
+  else if (complete)
+    st.phase = plan_phase::completed;
+  else if (plan.spec.paused)
+    st.phase = plan_phase::paused;
+  else if (in_flight > 0 || st.nodes.succeeded > 0)
+    st.phase = plan_phase::progressing;
+  else
+    st.phase = plan_phase::pending;
+  remember(st, previous, now);
+  return st;
+}
+
+protocol::partitioning_plan_status
+invalid_plan_status(const protocol::partitioning_plan_status& previous, const std::string& problem,
+                    protocol::wall_clock::time_point now) {
+  protocol::partitioning_plan_status st = previous;
+  set_condition(st, "Invalid", true, "InvalidSpec", problem + "; the plan is not acted on", now, 0);
+  st.phase = plan_phase::degraded;
+  remember(st, previous, now);
+  return st;
+}
+
+} // namespace gpu_partitioner::controller

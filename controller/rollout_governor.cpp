@@ -1,0 +1,106 @@
+#include "controller/rollout_governor.hpp"
+
+namespace gpu_partitioner::controller {
+
+const char* to_string(hold_reason reason) {
+  switch (reason) {
+  case hold_reason::none:
+    return "None";
+  case hold_reason::paused:
+    return "Paused";
+  case hold_reason::failed_node:
+    return "NodeFailed";
+  case hold_reason::max_parallel:
+    return "MaxParallelReached";
+  case hold_reason::max_unavailable:
+    return "MaxUnavailableReached";
+  case hold_reason::no_candidates:
+    return "NothingToStart";
+  }
+  return "None";
+}
+
+void rollout_governor::observe(const std::string& node, const governor_node& facts) {
+  nodes_[node] = facts;
+  if (facts.in_flight)
+    tokens_.insert(node);
+}
+
+void rollout_governor::forget(const std::string& node) {
+  nodes_.erase(node);
+  tokens_.erase(node);
+}
+
+void rollout_governor::release(const std::string& node) {
+  tokens_.erase(node);
+  auto it = nodes_.find(node);
+  if (it != nodes_.end()) {
+    // Done: neither in flight nor asking, until an observation says otherwise.
+    it->second.in_flight = false;
+    it->second.wants_token = false;
+  }
+}
+
+std::int32_t rollout_governor::in_flight() const {
+  return static_cast<std::int32_t>(tokens_.size());
+}
+
+bool rollout_governor::counts_unavailable(const std::string& node,
+                                          const governor_node& facts) const {
+  return facts.unavailable || facts.in_flight || tokens_.count(node) > 0;
+}
+
+std::int32_t rollout_governor::unavailable() const {
+  std::int32_t n = 0;
+  for (const auto& [name, facts] : nodes_)
+    if (counts_unavailable(name, facts))
+      ++n;
+  return n;
+}
+
+hold_reason rollout_governor::check(const std::string& candidate,
+                                    const governor_node& facts) const {
+  if (limits_.paused)
+    return hold_reason::paused;
+  if (limits_.stop_on_failure)
+    for (const auto& [name, n] : nodes_)
+      if (n.failed)
+        return hold_reason::failed_node;
+  if (in_flight() + 1 > limits_.max_parallel)
+    return hold_reason::max_parallel;
+  // A node that is already unavailable (an admin cordoned it) takes no more capacity
+  // down by starting, so it does not add one.
+  const std::int32_t after = unavailable() + (counts_unavailable(candidate, facts) ? 0 : 1);
+  if (after > max_unavailable())
+    return hold_reason::max_unavailable;
+  return hold_reason::none;
+}
+
+std::vector<std::string> rollout_governor::grant() {
+  std::vector<std::string> granted;
+  for (const auto& [name, facts] : nodes_) {
+    if (!facts.wants_token || tokens_.count(name) > 0 || facts.failed)
+      continue;
+    if (check(name, facts) != hold_reason::none)
+      continue;
+    tokens_.insert(name);
+    granted.push_back(name);
+  }
+  return granted;
+}
+
+hold_reason rollout_governor::holding() const {
+  hold_reason first = hold_reason::no_candidates;
+  for (const auto& [name, facts] : nodes_) {
+    if (!facts.wants_token || tokens_.count(name) > 0 || facts.failed)
+      continue;
+    hold_reason r = check(name, facts);
+    if (r == hold_reason::none)
+      return r;
+    if (first == hold_reason::no_candidates)
+      first = r;
+  }
+  return first;
+}
+
+} // namespace gpu_partitioner::controller

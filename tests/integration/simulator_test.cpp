@@ -1,0 +1,713 @@
+// gpu-sim against the real local control plane: DCM's label-driven runs and their
+// answers (state label and Events), DCM's validation, injected faults, the device plugin
+// under the amd-dcm taint, GPU pods blocking a run, and kubelet for pods that the real
+// kube-scheduler places. Each case runs its own gpu-sim (posix_spawn, SIGTERM at the end)
+// over its own nodes (label simtest=<id>, kept to themselves by a simtest=<id>:NoSchedule
+// taint) and its own DCM ConfigMap in its own namespace, so cases can run side by side
+// with anything else on the cluster.
+#include "kube/list_watch.hpp"
+#include "tests/integration/support/cluster.hpp"
+
+#include <boost/test/results_collector.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+using namespace gpu_partitioner;
+using namespace gpu_partitioner::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// -- what the real AMD stack reads and writes --
+const std::string profile_label = "dcm.amd.com/gpu-config-profile";
+const std::string state_label = "dcm.amd.com/gpu-config-profile-state";
+const std::string ready_label = "amd.com/gpu.ready";
+const std::string partition_label = "amd.com/gpu.compute-memory-partition";
+const std::string fault_label = "sim.gpu-partitioner.io/fault";
+const std::string partition_annotation = "sim.gpu-partitioner.io/partition";
+const std::string dcm_component = "amd-device-config-manager";
+const std::string dcm_config_name = "config-manager-config";
+
+// At --time-scale 0.02: a memory change 2.8 s, a compute change 0.2 s, the plugin's
+// restart 0.1 s (1 s when slow), DCM's retry period 1.2 s.
+const char* time_scale = "0.02";
+const auto memory_run = 2800ms;
+
+const kube::resource deployments{"apps", "v1", "deployments", true};
+
+std::string runfile(const std::string& path) {
+  const char* dir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  if (dir != nullptr && workspace != nullptr)
+    return std::string(dir) + "/" + workspace + "/" + path;
+  return path;
+}
+
+std::string quoted(const std::string& s) {
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  return b.GetString();
+}
+
+/// {"k":"v","gone":null}
+std::string json_map(const std::map<std::string, std::optional<std::string>>& m) {
+  std::string out = "{";
+  for (const auto& [k, v] : m)
+    out += (out.size() > 1 ? "," : "") + quoted(k) + ":" + (v ? quoted(*v) : "null");
+  return out + "}";
+}
+
+/// The repo's DCM config plus `bad-count`, a profile that assigns 7 of 8 GPUs.
+std::string dcm_config_json() {
+  auto text = kube::read_file(runfile("tools/simulator/dcm-config.json"));
+  BOOST_REQUIRE_MESSAGE(text.ok(), (text.ok() ? "" : text.error().describe()));
+  rapidjson::Document doc;
+  doc.Parse(text.value().c_str());
+  BOOST_REQUIRE(!doc.HasParseError() && doc.HasMember("gpu-config-profiles"));
+  rapidjson::Document bad(&doc.GetAllocator());
+  bad.Parse(R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
+            R"("memoryPartition":"NPS4","numGPUsAssigned":7}]})");
+  doc["gpu-config-profiles"].AddMember("bad-count", bad.Move(), doc.GetAllocator());
+  return kube::to_json(doc);
+}
+
+std::string config_map_body(const std::string& ns, const std::string& config_json) {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" + quoted(dcm_config_name) +
+         R"(,"namespace":)" + quoted(ns) + R"(},"data":{"config.json":)" + quoted(config_json) +
+         "}}";
+}
+
+/// gpu-sim as a child of the test, stopped with SIGTERM when it goes out of scope.
+class simulator_process {
+public:
+  simulator_process(const std::vector<std::string>& args, std::string log_path)
+      : log_path_(std::move(log_path)) {
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, log_path_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (const auto& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int rc = ::posix_spawn(&pid_, argv[0], &files, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&files);
+    BOOST_REQUIRE_MESSAGE(rc == 0, "cannot start " << args[0] << ": " << std::strerror(rc));
+  }
+  simulator_process(const simulator_process&) = delete;
+  simulator_process& operator=(const simulator_process&) = delete;
+  ~simulator_process() { stop(); }
+
+  /// Still running (not exited, not yet reaped).
+  bool alive() {
+    if (pid_ <= 0)
+      return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      status_ = status;
+      return false;
+    }
+    return true;
+  }
+
+  /// SIGTERM, then up to 10 s for a clean exit, then SIGKILL. The wait status.
+  int stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      const auto until = std::chrono::steady_clock::now() + 10s;
+      int status = 0;
+      pid_t got = 0;
+      while ((got = ::waitpid(pid_, &status, WNOHANG)) == 0 &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(20ms);
+      if (got == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+      }
+      status_ = status;
+      pid_ = -1;
+    }
+    return status_;
+  }
+
+  std::string log() const {
+    std::ifstream in(log_path_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+private:
+  std::string log_path_;
+  pid_t pid_ = -1;
+  int status_ = -1;
+};
+
+bool current_test_passed() {
+  using namespace boost::unit_test;
+  return results_collector.results(framework::current_test_case().p_id).passed();
+}
+
+bool pod_ready(const rapidjson::Value& pod) {
+  const auto* status = kube::find_path(pod, {"status"});
+  if (status == nullptr || kube::string_at(*status, "phase") != "Running")
+    return false;
+  if (const auto* conds = kube::find_path(*status, {"conditions"}); conds && conds->IsArray())
+    for (const auto& c : conds->GetArray())
+      if (kube::string_at(c, "type") == "Ready")
+        return kube::string_at(c, "status") == "True";
+  return false;
+}
+
+/// One test's simulated GPU cluster: a namespace with DCM's ConfigMap, nodes that only
+/// this test's gpu-sim plays, and the gpu-sim process. Removed again at the end.
+struct sim_cluster {
+  connection conn{cluster::admin()};
+  kube::client& api = conn.api;
+  std::string id = unique_name("simtest"); // simtest-<random>
+  std::string selector_value = id.substr(std::string("simtest-").size());
+  std::string ns = id;
+  std::vector<std::string> nodes;
+  std::unique_ptr<simulator_process> sim;
+
+  /// One node per entry, with that value of the fault label ("" for none).
+  sim_cluster(std::initializer_list<std::string> node_faults) {
+    try {
+      set_up(node_faults);
+    } catch (...) {
+      tear_down();
+      throw;
+    }
+  }
+
+  ~sim_cluster() { tear_down(); }
+
+  void set_up(const std::vector<std::string>& faults) {
+    auto made = api.create(kube::resources::namespaces(), "",
+                           R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":)" +
+                               quoted(ns) + "}}");
+    BOOST_REQUIRE_MESSAGE(made.ok(), (made.ok() ? "" : made.error().describe()));
+    auto cm =
+        api.create(kube::resources::config_maps(), ns, config_map_body(ns, dcm_config_json()));
+    BOOST_REQUIRE_MESSAGE(cm.ok(), (cm.ok() ? "" : cm.error().describe()));
+    for (std::size_t i = 0; i < faults.size(); ++i) {
+      const std::string name = id + "-" + std::to_string(i + 1);
+      std::map<std::string, std::optional<std::string>> labels{
+          {"simtest", selector_value},
+          {"kubernetes.io/hostname", name},
+          {"kubernetes.io/os", "linux"},
+      };
+      if (!faults[i].empty())
+        labels[fault_label] = faults[i];
+      auto node = api.create(kube::resources::nodes(), "",
+                             R"({"apiVersion":"v1","kind":"Node","metadata":{"name":)" +
+                                 quoted(name) + R"(,"labels":)" + json_map(labels) +
+                                 R"(},"spec":{"taints":)" + taints(false) + "}}");
+      BOOST_REQUIRE_MESSAGE(node.ok(), (node.ok() ? "" : node.error().describe()));
+      nodes.push_back(name);
+    }
+    const char* kubeconfig = std::getenv("KUBECONFIG");
+    BOOST_REQUIRE_MESSAGE(kubeconfig != nullptr, "KUBECONFIG is not set");
+    const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
+    const std::string log =
+        std::string(outputs != nullptr ? outputs : "/tmp") + "/gpu-sim-" + id + ".log";
+    sim = std::make_unique<simulator_process>(
+        std::vector<std::string>{runfile("tools/simulator/gpu-sim"), "--node-selector",
+                                 "simtest=" + selector_value, "--dcm-config",
+                                 ns + "/" + dcm_config_name, "--time-scale", time_scale,
+                                 "--kubeconfig", kubeconfig},
+        log);
+    // kubelet registers each node, then the plugin reports SPX: 8 GPUs, ready.
+    for (const auto& n : nodes)
+      BOOST_REQUIRE_MESSAGE(eventually([&] { return gpus(n) == 8 && label(n, ready_label); }, 60s),
+                            "node " << n << " never reported amd.com/gpu=8\n"
+                                    << sim->log());
+  }
+
+  void tear_down() {
+    // Pods end while gpu-sim still plays kubelet; then gpu-sim stops; then the nodes go.
+    (void)api.remove(kube::resources::namespaces(), "", ns);
+    eventually(
+        [&] {
+          kube::list_options o;
+          o.field_selector = "metadata.namespace=" + ns;
+          auto pods = api.list(kube::resources::pods(), "", o);
+          return pods.ok() && pods.value()["items"].Empty();
+        },
+        15s);
+    if (sim) {
+      const int status = sim->stop();
+      BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0),
+                 "gpu-sim did not exit cleanly on SIGTERM (wait status " << status << ")");
+      if (!current_test_passed())
+        std::cerr << "---- gpu-sim log (" << id << ") ----\n" << sim->log() << "----\n";
+      sim.reset();
+    }
+    for (const auto& n : nodes) {
+      kube::list_options o;
+      o.field_selector = "involvedObject.name=" + n;
+      if (auto events = api.list(kube::resources::events(), "default", o); events.ok())
+        for (const auto& e : events.value()["items"].GetArray())
+          (void)api.remove(kube::resources::events(), "default",
+                           kube::string_at(e["metadata"], "name"));
+      (void)api.remove(kube::resources::nodes(), "", n);
+    }
+    nodes.clear();
+  }
+
+  // -- nodes --
+
+  /// Our own NoSchedule taint keeps other tests' pods off these nodes.
+  std::string taints(bool dcm) const {
+    std::string out =
+        R"([{"key":"simtest","value":)" + quoted(selector_value) + R"(,"effect":"NoSchedule"})";
+    if (dcm)
+      out += R"(,{"key":"amd-dcm","value":"up","effect":"NoExecute"})";
+    return out + "]";
+  }
+
+  std::optional<rapidjson::Document> node(const std::string& name) {
+    auto got = api.get(kube::resources::nodes(), "", name);
+    if (!got)
+      return std::nullopt;
+    return std::move(got.value());
+  }
+
+  std::optional<std::string> label(const std::string& name, const std::string& key) {
+    auto n = node(name);
+    const auto* v = n ? kube::find_path(*n, {"metadata", "labels", key.c_str()}) : nullptr;
+    if (v == nullptr || !v->IsString())
+      return std::nullopt;
+    return std::string(v->GetString());
+  }
+
+  std::string annotation(const std::string& name, const std::string& key) {
+    auto n = node(name);
+    const auto* v = n ? kube::find_path(*n, {"metadata", "annotations", key.c_str()}) : nullptr;
+    return v != nullptr && v->IsString() ? v->GetString() : "";
+  }
+
+  /// status.allocatable["amd.com/gpu"], -1 if absent.
+  long long gpus(const std::string& name) {
+    auto n = node(name);
+    const auto* v = n ? kube::find_path(*n, {"status", "allocatable", "amd.com/gpu"}) : nullptr;
+    return v != nullptr && v->IsString() ? std::atoll(v->GetString()) : -1;
+  }
+
+  std::string state(const std::string& name) { return label(name, state_label).value_or(""); }
+
+  void patch_node(const std::string& name, const std::string& body) {
+    auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge, body);
+    BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
+  }
+
+  void set_labels(const std::string& name,
+                  const std::map<std::string, std::optional<std::string>>& labels) {
+    patch_node(name, R"({"metadata":{"labels":)" + json_map(labels) + "}}");
+  }
+
+  /// The operator's one patch: the profile, and no stale state.
+  void request(const std::string& name, const std::string& profile) {
+    set_labels(name, {{profile_label, profile}, {state_label, std::nullopt}});
+  }
+
+  void set_dcm_taint(const std::string& name, bool on) {
+    patch_node(name, R"({"spec":{"taints":)" + taints(on) + "}}");
+  }
+
+  /// Taints the node as the operator does before the profile, and waits for the
+  /// plugin to go down.
+  void taint_and_wait_for_plugin_down(const std::string& name) {
+    set_dcm_taint(name, true);
+    BOOST_REQUIRE_MESSAGE(eventually([&] { return !label(name, ready_label); }),
+                          "the ready label stayed on tainted node " << name);
+  }
+
+  /// Waits for DCM's answer; "" if none came in `timeout`.
+  std::string await_state(const std::string& name, std::chrono::milliseconds timeout = 30s) {
+    std::string s;
+    eventually(
+        [&] {
+          s = state(name);
+          return !s.empty();
+        },
+        timeout);
+    return s;
+  }
+
+  /// DCM's Events about the node: reason -> occurrences (aggregated counts summed).
+  std::map<std::string, long long> dcm_events(const std::string& name) {
+    kube::list_options o;
+    o.field_selector = "involvedObject.kind=Node,involvedObject.name=" + name;
+    auto events = api.list(kube::resources::events(), "default", o);
+    BOOST_REQUIRE_MESSAGE(events.ok(), (events.ok() ? "" : events.error().describe()));
+    std::map<std::string, long long> out;
+    for (const auto& e : events.value()["items"].GetArray()) {
+      const auto* source = kube::find_path(e, {"source"});
+      if (source == nullptr || kube::string_at(*source, "component") != dcm_component)
+        continue;
+      const auto* count = kube::find_path(e, {"count"});
+      out[kube::string_at(e, "reason")] += count != nullptr && count->IsInt() ? count->GetInt() : 1;
+    }
+    return out;
+  }
+
+  bool has_event(const std::string& name, const std::string& reason) {
+    return eventually([&] { return dcm_events(name).count(reason) > 0; }, 10s);
+  }
+
+  // -- the DCM ConfigMap --
+
+  void replace_config(const std::string& config_json) {
+    auto r = api.patch(kube::resources::config_maps(), ns, dcm_config_name, kube::patch_type::merge,
+                       R"({"data":{"config.json":)" + quoted(config_json) + "}}");
+    BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
+  }
+
+  // -- workloads --
+
+  void await_default_service_account() {
+    BOOST_REQUIRE(eventually(
+        [&] { return bool(api.get(kube::resources::service_accounts(), ns, "default")); }));
+  }
+
+  std::vector<rapidjson::Document> pods_with(const std::string& selector) {
+    kube::list_options o;
+    o.label_selector = selector;
+    auto list = api.list(kube::resources::pods(), ns, o);
+    std::vector<rapidjson::Document> out;
+    if (!list)
+      return out;
+    for (const auto& item : list.value()["items"].GetArray()) {
+      rapidjson::Document d;
+      d.CopyFrom(item, d.GetAllocator());
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+};
+
+std::string name_of(const rapidjson::Value& object) {
+  return kube::string_at(object["metadata"], "name");
+}
+
+std::string node_of(const rapidjson::Value& pod) {
+  const auto* n = kube::find_path(pod, {"spec", "nodeName"});
+  return n != nullptr && n->IsString() ? n->GetString() : "";
+}
+
+bool deleting(const rapidjson::Value& object) {
+  return kube::find_path(object, {"metadata", "deletionTimestamp"}) != nullptr;
+}
+
+std::string describe(const std::map<std::string, long long>& events) {
+  std::string out;
+  for (const auto& [reason, count] : events)
+    out += reason + "x" + std::to_string(count) + " ";
+  return out.empty() ? "none" : out;
+}
+
+/// Requests `profile` until DCM answers failure (a success means gpu-sim had not yet
+/// seen the ConfigMap change: request another profile), at most a few times.
+std::string request_until_failure(sim_cluster& c, const std::string& node) {
+  const char* profiles[] = {"qpx-nps1", "cpx-nps1", "spx-nps1", "qpx-nps1", "cpx-nps1"};
+  for (const char* p : profiles) {
+    c.request(node, p);
+    const std::string s = c.await_state(node);
+    if (s != "success")
+      return s;
+    BOOST_TEST_MESSAGE("gpu-sim had not seen the ConfigMap change yet; requesting again");
+  }
+  return "success";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(simulator)
+
+// -- DCM runs and the device plugin --
+
+BOOST_AUTO_TEST_CASE(a_profile_run_under_the_taint_succeeds_and_untainting_brings_cpx_counts,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{""};
+  const auto& n = c.nodes[0];
+  BOOST_TEST(c.label(n, partition_label).value_or("") == "spx_nps1");
+  c.taint_and_wait_for_plugin_down(n);
+  BOOST_TEST(c.gpus(n) == 8); // the plugin is down; the resources stay as they were
+
+  c.request(n, "cpx-nps4");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  BOOST_TEST(c.has_event(n, "SuccessfullyPartitioned"), describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "CPX/NPS4");
+  BOOST_TEST(!c.label(n, ready_label)); // still tainted: still down
+  BOOST_TEST(c.gpus(n) == 8);
+
+  c.set_dcm_taint(n, false);
+  BOOST_TEST(eventually([&] {
+               return c.gpus(n) == 64 && c.label(n, ready_label).value_or("") == "true" &&
+                      c.label(n, partition_label).value_or("") == "cpx_nps4";
+             }),
+             "after untaint: amd.com/gpu=" << c.gpus(n) << ", partition "
+                                           << c.label(n, partition_label).value_or("<none>"));
+}
+
+BOOST_AUTO_TEST_CASE(writing_the_same_profile_again_starts_no_second_run,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{""};
+  const auto& n = c.nodes[0];
+  c.request(n, "qpx-nps1");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  BOOST_REQUIRE(c.has_event(n, "SuccessfullyPartitioned"));
+  const auto before = c.dcm_events(n);
+
+  // Same value, stale state dropped: DCM sees no change and stays silent for well over
+  // several runs' worth of time.
+  c.request(n, "qpx-nps1");
+  BOOST_TEST(!eventually([&] { return !c.state(n).empty(); }, 4 * memory_run),
+             "a state label came back: " << c.state(n));
+  BOOST_TEST(c.dcm_events(n) == before, describe(c.dcm_events(n)));
+
+  // Removing the label and setting the same value again is a new request.
+  c.set_labels(n, {{profile_label, std::nullopt}});
+  std::this_thread::sleep_for(1s); // let gpu-sim see the removal on its own
+  c.request(n, "qpx-nps1");
+  BOOST_TEST(c.await_state(n) == "success");
+  BOOST_TEST(c.has_event(n, "RequestedPartitionConfigAlreadyExists"), describe(c.dcm_events(n)));
+}
+
+// -- DCM's validation --
+
+BOOST_AUTO_TEST_CASE(an_unknown_profile_fails_with_NonExistentProfile,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{""};
+  const auto& n = c.nodes[0];
+  c.request(n, "no-such-profile");
+  BOOST_TEST(c.await_state(n) == "failure");
+  BOOST_TEST(c.has_event(n, "NonExistentProfile"), describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+}
+
+BOOST_AUTO_TEST_CASE(a_profile_with_bad_counts_fails_with_InvalidProfileInfo,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{""};
+  const auto& n = c.nodes[0];
+  c.request(n, "bad-count");
+  BOOST_TEST(c.await_state(n) == "failure");
+  BOOST_TEST(c.has_event(n, "InvalidProfileInfo"), describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+}
+
+BOOST_AUTO_TEST_CASE(a_config_map_made_invalid_fails_runs_with_InvalidJSONInConfigMap,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{""};
+  const auto& n = c.nodes[0];
+  c.request(n, "spx-nps1"); // the config is read and good
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  c.replace_config(R"({"gpu-config-profiles": {"cpx-nps4": )");
+  BOOST_TEST(request_until_failure(c, n) == "failure");
+  BOOST_TEST(c.has_event(n, "InvalidJSONInConfigMap"), describe(c.dcm_events(n)));
+}
+
+BOOST_AUTO_TEST_CASE(a_deleted_config_map_fails_runs_with_ConfigMapNotPresent,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{""};
+  const auto& n = c.nodes[0];
+  c.request(n, "spx-nps1");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  BOOST_REQUIRE(c.api.remove(kube::resources::config_maps(), c.ns, dcm_config_name));
+  BOOST_TEST(request_until_failure(c, n) == "failure");
+  BOOST_TEST(c.has_event(n, "ConfigMapNotPresent"), describe(c.dcm_events(n)));
+}
+
+// -- injected faults --
+
+BOOST_AUTO_TEST_CASE(dcm_failure_fails_the_run_with_AMDSMIAPIFailure,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{"dcm-failure"};
+  const auto& n = c.nodes[0];
+  c.request(n, "cpx-nps4");
+  BOOST_TEST(c.await_state(n) == "failure");
+  BOOST_TEST(c.has_event(n, "AMDSMIAPIFailure"), describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+}
+
+BOOST_AUTO_TEST_CASE(dcm_stuck_never_writes_a_state_label_while_a_healthy_node_succeeds,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{"dcm-stuck", ""};
+  const auto& stuck = c.nodes[0];
+  const auto& healthy = c.nodes[1];
+  c.request(stuck, "cpx-nps4");
+  c.request(healthy, "cpx-nps4");
+  BOOST_REQUIRE_EQUAL(c.await_state(healthy), "success");
+  BOOST_TEST(!eventually([&] { return !c.state(stuck).empty(); }, 3 * memory_run),
+             "stuck node answered " << c.state(stuck));
+  BOOST_TEST(c.dcm_events(stuck).empty(), describe(c.dcm_events(stuck)));
+}
+
+BOOST_AUTO_TEST_CASE(wrong_count_reports_63_instead_of_64_for_cpx,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{"wrong-count"};
+  const auto& n = c.nodes[0];
+  c.taint_and_wait_for_plugin_down(n);
+  c.request(n, "cpx-nps4");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  c.set_dcm_taint(n, false);
+  // Labels and resources are separate writes: wait for both.
+  BOOST_TEST(
+      eventually([&] { return c.label(n, ready_label).value_or("") == "true" && c.gpus(n) != 8; }));
+  BOOST_TEST(c.gpus(n) == 63);
+  BOOST_TEST(c.label(n, partition_label).value_or("") == "cpx_nps4");
+}
+
+BOOST_AUTO_TEST_CASE(slow_plugin_comes_back_after_a_normal_plugin_untainted_later,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{"slow-plugin", ""};
+  const auto& slow = c.nodes[0];
+  const auto& normal = c.nodes[1];
+  for (const auto& n : c.nodes) {
+    c.taint_and_wait_for_plugin_down(n);
+    c.request(n, "cpx-nps4");
+  }
+  for (const auto& n : c.nodes)
+    BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  // The slow one is untainted first, and still comes back last.
+  c.set_dcm_taint(slow, false);
+  c.set_dcm_taint(normal, false);
+  BOOST_REQUIRE(eventually([&] { return c.gpus(normal) == 64; }));
+  BOOST_TEST(!c.label(slow, ready_label), "the slow plugin was back as early as a normal one");
+  BOOST_TEST(c.gpus(slow) == 8);
+  BOOST_TEST(eventually([&] { return c.gpus(slow) == 64 && c.label(slow, ready_label); }));
+}
+
+// -- GPU pods --
+
+BOOST_AUTO_TEST_CASE(gpu_pods_on_the_node_fail_the_run_until_they_are_gone,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{""};
+  const auto& n = c.nodes[0];
+  c.await_default_service_account();
+  const std::string pod =
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"gpu-user","labels":{"app":"gpu-user"}},)"
+      R"("spec":{"nodeName":)" +
+      quoted(n) +
+      R"(,"automountServiceAccountToken":false,"terminationGracePeriodSeconds":5,)"
+      R"("containers":[{"name":"c","image":"rocm/pytorch:sim",)"
+      R"("resources":{"requests":{"amd.com/gpu":"1"},"limits":{"amd.com/gpu":"1"}}}]}})";
+  auto created = c.api.create(kube::resources::pods(), c.ns, pod);
+  BOOST_REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+  BOOST_REQUIRE(eventually([&] {
+    auto p = c.api.get(kube::resources::pods(), c.ns, "gpu-user");
+    return p.ok() && pod_ready(p.value());
+  }));
+
+  c.request(n, "qpx-nps1");
+  BOOST_TEST(c.await_state(n) == "failure");
+  BOOST_TEST(c.has_event(n, "PartitionFailure"), describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+
+  // DCM retries; once the pod has terminated, a retry succeeds.
+  BOOST_REQUIRE(c.api.remove(kube::resources::pods(), c.ns, "gpu-user"));
+  BOOST_TEST(eventually([&] { return c.state(n) == "success"; }),
+             "state " << c.state(n) << ", events " << describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "QPX/NPS1");
+}
+
+// -- workloads with the real scheduler --
+
+BOOST_AUTO_TEST_CASE(a_deployment_runs_and_an_evicted_pod_moves_to_another_schedulable_node,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{"", "", ""};
+  c.await_default_service_account();
+  const std::string deployment =
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"gpu-work"},)"
+      R"("spec":{"replicas":2,"selector":{"matchLabels":{"app":"gpu-work"}},)"
+      R"("template":{"metadata":{"labels":{"app":"gpu-work"}},"spec":{)"
+      R"("automountServiceAccountToken":false,"terminationGracePeriodSeconds":5,)"
+      R"("nodeSelector":{"simtest":)" +
+      quoted(c.selector_value) +
+      R"(},"tolerations":[{"key":"simtest","operator":"Equal","value":)" +
+      quoted(c.selector_value) +
+      R"(,"effect":"NoSchedule"}],)"
+      R"("containers":[{"name":"worker","image":"rocm/pytorch:sim",)"
+      R"("resources":{"requests":{"amd.com/gpu":"1"},"limits":{"amd.com/gpu":"1"}}}]}}}})";
+  auto created = c.api.create(deployments, c.ns, deployment);
+  BOOST_REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+
+  auto ready_pods = [&] {
+    std::vector<rapidjson::Document> out;
+    for (auto& p : c.pods_with("app=gpu-work"))
+      if (!deleting(p) && pod_ready(p))
+        out.push_back(std::move(p));
+    return out;
+  };
+  auto ready_replicas = [&] {
+    auto d = c.api.get(deployments, c.ns, "gpu-work");
+    const auto* r = d.ok() ? kube::find_path(d.value(), {"status", "readyReplicas"}) : nullptr;
+    return r != nullptr && r->IsInt() ? r->GetInt() : 0;
+  };
+  BOOST_REQUIRE_MESSAGE(eventually([&] { return ready_pods().size() == 2u; }, 60s),
+                        "the Deployment's pods did not become Running and Ready");
+  BOOST_TEST(eventually([&] { return ready_replicas() == 2; }));
+  const std::set<std::string> ours(c.nodes.begin(), c.nodes.end());
+  std::set<std::string> first_pods;
+  for (const auto& p : ready_pods()) {
+    BOOST_TEST(ours.count(node_of(p)) == 1u, "pod scheduled on " << node_of(p));
+    first_pods.insert(name_of(p));
+  }
+
+  // Cordon the node of one pod and evict that pod: its replacement goes elsewhere.
+  const auto victims = ready_pods();
+  BOOST_REQUIRE(!victims.empty());
+  const std::string victim = name_of(victims[0]);
+  const std::string cordoned = node_of(victims[0]);
+  c.patch_node(cordoned, R"({"spec":{"unschedulable":true}})");
+  auto evicted = c.api.evict(c.ns, victim);
+  BOOST_REQUIRE_MESSAGE(evicted.ok(), (evicted.ok() ? "" : evicted.error().describe()));
+  BOOST_REQUIRE((evicted->outcome == kube::eviction_outcome::evicted));
+
+  std::string replacement, placed_on;
+  BOOST_TEST(eventually(
+                 [&] {
+                   for (const auto& p : ready_pods())
+                     if (!first_pods.count(name_of(p))) {
+                       replacement = name_of(p);
+                       placed_on = node_of(p);
+                       return true;
+                     }
+                   return false;
+                 },
+                 60s),
+             "no replacement pod became Ready");
+  BOOST_TEST(!replacement.empty());
+  BOOST_TEST(placed_on != cordoned);
+  BOOST_TEST(ours.count(placed_on) == 1u, "replacement scheduled on " << placed_on);
+  // The evicted pod finished terminating (gpu-sim's kubelet) and the Deployment is whole.
+  BOOST_TEST(eventually([&] {
+    return !c.api.get(kube::resources::pods(), c.ns, victim).ok() && ready_replicas() == 2;
+  }));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,301 @@
+// controller::resolve_plan (DESIGN.md section 5): which nodes a plan selects, with which
+// entry and profile, which it must leave alone as conflicts, and which plan problems
+// stop it from selecting anything.
+#include "controller/plan_resolution.hpp"
+
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace gc = gpu_partitioner::controller;
+namespace gp = gpu_partitioner::protocol;
+namespace bdata = boost::unit_test::data;
+
+using labels = std::map<std::string, std::string>;
+using node_map = std::map<std::string, gc::node_info>;
+
+namespace {
+
+constexpr auto in = gp::selector_operator::in;
+constexpr auto not_in = gp::selector_operator::not_in;
+constexpr auto exists = gp::selector_operator::exists;
+constexpr auto does_not_exist = gp::selector_operator::does_not_exist;
+
+gp::label_selector_requirement req(std::string key, gp::selector_operator op,
+                                   std::vector<std::string> values = {}) {
+  return {std::move(key), op, std::move(values)};
+}
+
+gp::label_selector sel(labels match_labels,
+                       std::vector<gp::label_selector_requirement> expressions = {}) {
+  return {std::move(match_labels), std::move(expressions)};
+}
+
+gp::partitioning entry(std::string name, gp::label_selector selector, std::string profile,
+                       std::optional<gp::label_selector> exclude = std::nullopt) {
+  gp::partitioning e;
+  e.name = std::move(name);
+  e.selector = std::move(selector);
+  e.exclude = std::move(exclude);
+  e.profile_ref.name = std::move(profile);
+  return e;
+}
+
+gp::partitioning_plan plan(std::string name, std::vector<gp::partitioning> entries) {
+  gp::partitioning_plan p;
+  p.metadata.name = std::move(name);
+  p.spec.partitionings = std::move(entries);
+  return p;
+}
+
+node_map nodes(std::vector<std::pair<std::string, labels>> list) {
+  node_map out;
+  for (auto& [name, l] : list) {
+    gc::node_info n;
+    n.name = name;
+    n.labels = std::move(l);
+    out.emplace(name, std::move(n));
+  }
+  return out;
+}
+
+// "node:entry:profile" per selected node, in the resolution's order.
+std::string selected(const gc::plan_resolution& r) {
+  std::string out;
+  for (const auto& s : r.selected)
+    out += (out.empty() ? "" : ",") + s.node + ":" + s.entry + ":" + s.profile;
+  return out;
+}
+
+// Only the node names, in the resolution's order.
+std::string selected_names(const gc::plan_resolution& r) {
+  std::string out;
+  for (const auto& s : r.selected)
+    out += (out.empty() ? "" : ",") + s.node;
+  return out;
+}
+
+std::string conflict_nodes(const gc::plan_resolution& r) {
+  std::string out;
+  for (const auto& c : r.conflicts)
+    out += (out.empty() ? "" : ",") + c.node;
+  return out;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// A small GPU pool used by most cases.
+const node_map pool = nodes({
+    {"gpu-1", {{"gpu", "mi300x"}, {"pool", "training"}}},
+    {"gpu-2", {{"gpu", "mi300x"}, {"pool", "inference"}}},
+    {"gpu-3", {{"gpu", "mi250"}}},
+    {"cpu-1", {{"cpu", "epyc"}}},
+});
+
+struct expression_row {
+  const char* behaviour;
+  gp::label_selector selector;
+  const char* expected;
+};
+
+std::ostream& operator<<(std::ostream& os, const expression_row& r) {
+  return os << r.behaviour;
+}
+
+const std::vector<expression_row> expression_rows{
+    {"In selects nodes with a listed value", sel({}, {req("pool", in, {"training", "inference"})}),
+     "gpu-1,gpu-2"},
+    {"NotIn selects nodes with another value or without the key",
+     sel({}, {req("pool", not_in, {"training"})}), "cpu-1,gpu-2,gpu-3"},
+    {"Exists selects nodes carrying the key", sel({}, {req("gpu", exists)}), "gpu-1,gpu-2,gpu-3"},
+    {"DoesNotExist selects nodes lacking the key", sel({}, {req("gpu", does_not_exist)}), "cpu-1"},
+    {"expressions are ANDed", sel({}, {req("gpu", exists), req("pool", does_not_exist)}), "gpu-3"},
+    {"matchLabels and expressions are ANDed",
+     sel({{"gpu", "mi300x"}}, {req("pool", not_in, {"training"})}), "gpu-2"},
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(plan_resolution)
+
+BOOST_AUTO_TEST_CASE(match_labels_select_nodes_with_entry_and_profile) {
+  auto r =
+      gc::resolve_plan(plan("p", {entry("train", sel({{"gpu", "mi300x"}}), "cpx-nps4")}), {}, pool);
+  BOOST_TEST(selected(r) == "gpu-1:train:cpx-nps4,gpu-2:train:cpx-nps4");
+  BOOST_TEST(r.conflicts.empty());
+  BOOST_TEST(r.problems.empty());
+}
+
+BOOST_DATA_TEST_CASE(match_expressions_select_nodes, bdata::make(expression_rows), row) {
+  auto r = gc::resolve_plan(plan("p", {entry("e", row.selector, "prof")}), {}, pool);
+  BOOST_TEST(selected_names(r) == row.expected, row.behaviour);
+  BOOST_TEST(r.problems.empty());
+  BOOST_TEST(r.conflicts.empty());
+}
+
+BOOST_AUTO_TEST_CASE(exclude_removes_nodes_the_selector_matches) {
+  auto r = gc::resolve_plan(
+      plan("p", {entry("e", sel({}, {req("gpu", exists)}), "prof", sel({{"pool", "inference"}}))}),
+      {}, pool);
+  BOOST_TEST(selected_names(r) == "gpu-1,gpu-3");
+  BOOST_TEST(r.conflicts.empty());
+  BOOST_TEST(r.problems.empty());
+}
+
+BOOST_AUTO_TEST_CASE(exclude_with_expressions_removes_nodes) {
+  auto r = gc::resolve_plan(plan("p", {entry("e", sel({}, {req("gpu", exists)}), "prof",
+                                             sel({}, {req("gpu", in, {"mi250"})}))}),
+                            {}, pool);
+  BOOST_TEST(selected_names(r) == "gpu-1,gpu-2");
+}
+
+BOOST_AUTO_TEST_CASE(empty_exclude_removes_no_node) {
+  // `exclude: {}` is read as "nothing excluded", not "every node excluded".
+  auto r = gc::resolve_plan(plan("p", {entry("e", sel({}, {req("gpu", exists)}), "prof", sel({}))}),
+                            {}, pool);
+  BOOST_TEST(selected_names(r) == "gpu-1,gpu-2,gpu-3");
+}
+
+BOOST_AUTO_TEST_CASE(control_plane_nodes_are_never_selected_even_if_the_selector_matches) {
+  auto cluster = nodes({
+      {"cp-1", {{"gpu", "mi300x"}, {"node-role.kubernetes.io/control-plane", ""}}},
+      {"master-1", {{"gpu", "mi300x"}, {"node-role.kubernetes.io/master", "true"}}},
+      {"worker-1", {{"gpu", "mi300x"}}},
+  });
+  auto r = gc::resolve_plan(plan("p", {entry("e", sel({{"gpu", "mi300x"}}), "prof")}), {}, cluster);
+  BOOST_TEST(selected_names(r) == "worker-1");
+  BOOST_TEST(r.conflicts.empty());
+
+  // Even a selector that names the control-plane role selects nothing.
+  auto by_role = gc::resolve_plan(
+      plan("p",
+           {entry("cp", sel({}, {req("node-role.kubernetes.io/control-plane", exists)}), "prof"),
+            entry("m", sel({{"node-role.kubernetes.io/master", "true"}}), "prof")}),
+      {}, cluster);
+  BOOST_TEST(by_role.selected.empty());
+  BOOST_TEST(by_role.conflicts.empty());
+  BOOST_TEST(by_role.problems.empty());
+}
+
+BOOST_AUTO_TEST_CASE(node_matched_by_two_entries_is_a_conflict_naming_both_and_not_selected) {
+  auto r = gc::resolve_plan(plan("p", {entry("training", sel({{"pool", "training"}}), "cpx"),
+                                       entry("all-mi300x", sel({{"gpu", "mi300x"}}), "spx")}),
+                            {}, pool);
+  BOOST_TEST(selected(r) == "gpu-2:all-mi300x:spx");
+  BOOST_TEST_REQUIRE(r.conflicts.size() == 1u);
+  BOOST_TEST(r.conflicts[0].node == "gpu-1");
+  BOOST_TEST(contains(r.conflicts[0].reason, "training"), r.conflicts[0].reason);
+  BOOST_TEST(contains(r.conflicts[0].reason, "all-mi300x"), r.conflicts[0].reason);
+  BOOST_TEST(r.problems.empty());
+}
+
+BOOST_AUTO_TEST_CASE(node_matched_by_two_plans_is_a_conflict_in_both_and_selected_by_neither) {
+  auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
+  auto b = plan("plan-b", {entry("mi300x", sel({{"gpu", "mi300x"}}), "spx")});
+  auto cluster = pool;
+  cluster["gpu-4"] = nodes({{"gpu-4", {{"gpu", "mi250"}, {"pool", "training"}}}}).at("gpu-4");
+
+  auto ra = gc::resolve_plan(a, {a, b}, cluster);
+  auto rb = gc::resolve_plan(b, {a, b}, cluster);
+
+  BOOST_TEST(selected_names(ra) == "gpu-4");
+  BOOST_TEST(selected_names(rb) == "gpu-2");
+  BOOST_TEST_REQUIRE(ra.conflicts.size() == 1u);
+  BOOST_TEST_REQUIRE(rb.conflicts.size() == 1u);
+  BOOST_TEST(ra.conflicts[0].node == "gpu-1");
+  BOOST_TEST(rb.conflicts[0].node == "gpu-1");
+  BOOST_TEST(contains(ra.conflicts[0].reason, "plan-b"), ra.conflicts[0].reason);
+  BOOST_TEST(contains(rb.conflicts[0].reason, "plan-a"), rb.conflicts[0].reason);
+}
+
+BOOST_AUTO_TEST_CASE(the_plan_itself_among_other_plans_is_no_conflict) {
+  auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
+  auto r = gc::resolve_plan(a, {a}, pool);
+  BOOST_TEST(selected_names(r) == "gpu-1");
+  BOOST_TEST(r.conflicts.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_another_plan_excludes_is_no_conflict) {
+  auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
+  auto b = plan("plan-b",
+                {entry("mi300x", sel({{"gpu", "mi300x"}}), "spx", sel({{"pool", "training"}}))});
+  auto ra = gc::resolve_plan(a, {b}, pool);
+  auto rb = gc::resolve_plan(b, {a}, pool);
+  BOOST_TEST(selected_names(ra) == "gpu-1");
+  BOOST_TEST(selected_names(rb) == "gpu-2");
+  BOOST_TEST(ra.conflicts.empty());
+  BOOST_TEST(rb.conflicts.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_being_deleted_still_claims_its_nodes) {
+  auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
+  auto old = plan("plan-old", {entry("all", sel({{"gpu", "mi300x"}}), "spx")});
+  old.metadata.deletion_timestamp = "2024-05-01T10:00:00Z";
+  auto r = gc::resolve_plan(a, {old}, pool);
+  BOOST_TEST(r.selected.empty());
+  BOOST_TEST(conflict_nodes(r) == "gpu-1");
+}
+
+BOOST_AUTO_TEST_CASE(empty_selector_is_a_problem_and_nothing_is_selected) {
+  auto r = gc::resolve_plan(plan("p", {entry("good", sel({{"gpu", "mi300x"}}), "cpx"),
+                                       entry("everything", sel({}), "spx")}),
+                            {}, pool);
+  BOOST_TEST(r.selected.empty());
+  BOOST_TEST(r.conflicts.empty());
+  BOOST_TEST_REQUIRE(r.problems.size() == 1u);
+  BOOST_TEST(contains(r.problems[0], "spec.partitionings[1].selector"), r.problems[0]);
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_entry_names_are_a_problem_and_nothing_is_selected) {
+  auto r = gc::resolve_plan(plan("p", {entry("same", sel({{"pool", "training"}}), "cpx"),
+                                       entry("same", sel({{"pool", "inference"}}), "spx")}),
+                            {}, pool);
+  BOOST_TEST(r.selected.empty());
+  BOOST_TEST_REQUIRE(r.problems.size() == 1u);
+  BOOST_TEST(contains(r.problems[0], "\"same\""), r.problems[0]);
+  BOOST_TEST(contains(r.problems[0], "spec.partitionings[1].name"), r.problems[0]);
+}
+
+BOOST_AUTO_TEST_CASE(another_plans_empty_selector_claims_no_node) {
+  auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
+  auto broken = plan("plan-broken", {entry("everything", sel({}), "spx")});
+  auto r = gc::resolve_plan(a, {broken}, pool);
+  BOOST_TEST(selected_names(r) == "gpu-1");
+  BOOST_TEST(r.conflicts.empty());
+}
+
+BOOST_AUTO_TEST_CASE(selection_is_in_node_name_order_whatever_the_entry_order) {
+  auto cluster = nodes({
+      {"node-c", {{"set", "z"}}},
+      {"node-a", {{"set", "z"}}},
+      {"node-b", {{"set", "a"}}},
+      {"node-d", {{"set", "a"}}},
+  });
+  auto r = gc::resolve_plan(plan("p", {entry("z-entry", sel({{"set", "z"}}), "pz"),
+                                       entry("a-entry", sel({{"set", "a"}}), "pa")}),
+                            {}, cluster);
+  BOOST_TEST(selected(r) ==
+             "node-a:z-entry:pz,node-b:a-entry:pa,node-c:z-entry:pz,node-d:a-entry:pa");
+}
+
+BOOST_AUTO_TEST_CASE(selector_matching_nothing_gives_empty_selection_without_problems) {
+  auto r = gc::resolve_plan(plan("p", {entry("none", sel({{"gpu", "mi355x"}}), "cpx")}), {}, pool);
+  BOOST_TEST(r.selected.empty());
+  BOOST_TEST(r.conflicts.empty());
+  BOOST_TEST(r.problems.empty());
+
+  auto no_nodes =
+      gc::resolve_plan(plan("p", {entry("e", sel({{"gpu", "mi300x"}}), "cpx")}), {}, {});
+  BOOST_TEST(no_nodes.selected.empty());
+  BOOST_TEST(no_nodes.problems.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,185 @@
+// The simulated kubelet (step_pods): bound pods start after the startup delay and are
+// not asked for again while the write is in flight; deleted pods go after their grace
+// period, capped and scaled; pods that vanish are forgotten; finished pods are left alone.
+#include "tools/simulator/kubelet_model.hpp"
+
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <ostream>
+#include <string>
+
+namespace sim = gpu_partitioner::sim;
+namespace bdata = boost::unit_test::data;
+using namespace std::chrono_literals;
+
+namespace {
+
+const sim::sim_time t0 = sim::sim_time{} + 1h;
+
+struct kubelet_fixture {
+  sim::sim_timing timing;
+  std::map<sim::pod_key, sim::pod_memory> memory;
+  std::map<sim::pod_key, sim::observed_pod> pods;
+
+  sim::observed_pod& bind(const std::string& name, const std::string& phase = "Pending") {
+    sim::observed_pod p;
+    p.ns = "work";
+    p.name = name;
+    p.uid = "uid-" + name;
+    p.node = "gpu-node-01";
+    p.phase = phase;
+    return pods[{p.ns, p.name}] = p;
+  }
+  sim::observed_pod& pod(const std::string& name) { return pods.at({"work", name}); }
+
+  sim::pod_actions step(sim::sim_time now) { return sim::step_pods(memory, pods, now, timing); }
+};
+
+bool names(const std::vector<sim::observed_pod>& pods, const std::string& name) {
+  return pods.size() == 1u && pods[0].name == name;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(starting)
+
+BOOST_AUTO_TEST_CASE(a_bound_pod_starts_after_the_scaled_startup_delay_and_not_before) {
+  kubelet_fixture k;
+  k.timing.scale = 0.5;
+  k.bind("a");
+  BOOST_TEST(k.step(t0).start.empty());
+  BOOST_TEST(k.step(t0 + 499ms).start.empty());
+  auto a = k.step(t0 + 500ms);
+  BOOST_TEST(names(a.start, "a"));
+  BOOST_TEST(a.remove.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_start_in_flight_is_not_asked_for_again_until_resend_after) {
+  kubelet_fixture k;
+  k.bind("a");
+  k.step(t0);
+  BOOST_TEST(names(k.step(t0 + 1s).start, "a"));
+  // The watch has not shown Running yet: the write is in flight.
+  BOOST_TEST(k.step(t0 + 1s + 1ms).start.empty());
+  BOOST_TEST(k.step(t0 + 3s).start.empty());
+  BOOST_TEST(k.step(t0 + 4s - 1ms).start.empty());
+  // Three seconds later it is asked for once more.
+  BOOST_TEST(names(k.step(t0 + 4s).start, "a"));
+  BOOST_TEST(k.step(t0 + 5s).start.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_running_and_ready_pod_is_not_started_again) {
+  kubelet_fixture k;
+  k.bind("a");
+  k.step(t0);
+  BOOST_TEST(names(k.step(t0 + 1s).start, "a"));
+  k.pod("a").phase = "Running";
+  k.pod("a").ready = true;
+  for (auto t = t0 + 2s; t < t0 + 1min; t += 1s)
+    BOOST_TEST_REQUIRE(k.step(t).start.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_running_pod_that_is_not_ready_is_reported_ready) {
+  kubelet_fixture k;
+  k.bind("a", "Running");
+  k.step(t0);
+  BOOST_TEST(names(k.step(t0 + 1s).start, "a"));
+}
+
+BOOST_AUTO_TEST_CASE(finished_pods_are_left_alone) {
+  kubelet_fixture k;
+  k.bind("done", "Succeeded");
+  k.bind("crashed", "Failed");
+  for (auto t = t0; t < t0 + 1min; t += 1s) {
+    auto a = k.step(t);
+    BOOST_TEST_REQUIRE(a.start.empty());
+    BOOST_TEST_REQUIRE(a.remove.empty());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_pod_that_disappears_is_forgotten_and_starts_afresh_if_it_returns) {
+  kubelet_fixture k;
+  k.bind("a");
+  k.step(t0);
+  BOOST_TEST(names(k.step(t0 + 1s).start, "a"));
+  k.pods.clear();
+  k.step(t0 + 2s);
+  BOOST_TEST(k.memory.empty());
+  // A new pod of the same name is a new pod: a full startup delay from now.
+  k.bind("a");
+  BOOST_TEST(k.step(t0 + 10s).start.empty());
+  BOOST_TEST(k.step(t0 + 11s - 1ms).start.empty());
+  BOOST_TEST(names(k.step(t0 + 11s).start, "a"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// -- termination --
+
+namespace {
+
+struct grace_row {
+  long long grace_seconds;
+  double scale;
+  std::chrono::milliseconds gone_after;
+};
+
+std::ostream& operator<<(std::ostream& os, const grace_row& r) {
+  return os << "grace " << r.grace_seconds << "s at scale " << r.scale;
+}
+
+const grace_row grace_rows[] = {
+    {10, 1.0, 10s},     {10, 0.1, 1s}, {30, 1.0, 30s}, {300, 1.0, 30s},
+    {300, 0.02, 600ms}, {0, 1.0, 0ms}, {-5, 1.0, 0ms},
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(terminating)
+
+BOOST_DATA_TEST_CASE(a_deleted_pod_goes_after_min_of_grace_and_max_termination_scaled,
+                     bdata::make(grace_rows), row) {
+  kubelet_fixture k;
+  k.timing.scale = row.scale;
+  k.bind("a", "Running").ready = true;
+  k.step(t0);
+  auto& p = k.pod("a");
+  p.deleting = true;
+  p.grace_seconds = row.grace_seconds;
+  const auto since = t0 + 5s;
+  if (row.gone_after > 0ms) {
+    BOOST_TEST(k.step(since).remove.empty());
+    BOOST_TEST(k.step(since + row.gone_after - 1ms).remove.empty());
+  }
+  auto gone = k.step(since + row.gone_after);
+  BOOST_TEST(names(gone.remove, "a"));
+  BOOST_TEST(gone.start.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_removal_in_flight_is_not_asked_for_again_until_resend_after) {
+  kubelet_fixture k;
+  k.bind("a", "Running").ready = true;
+  k.step(t0);
+  k.pod("a").deleting = true;
+  k.pod("a").grace_seconds = 0;
+  BOOST_TEST(names(k.step(t0 + 1s).remove, "a"));
+  BOOST_TEST(k.step(t0 + 2s).remove.empty());
+  BOOST_TEST(names(k.step(t0 + 4s).remove, "a"));
+}
+
+BOOST_AUTO_TEST_CASE(a_deleting_pod_is_never_started) {
+  kubelet_fixture k;
+  auto& p = k.bind("a");
+  p.deleting = true;
+  p.grace_seconds = 30;
+  for (auto t = t0; t < t0 + 29s; t += 1s) {
+    auto a = k.step(t);
+    BOOST_TEST_REQUIRE(a.start.empty());
+    BOOST_TEST_REQUIRE(a.remove.empty());
+  }
+  BOOST_TEST(names(k.step(t0 + 30s).remove, "a"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
