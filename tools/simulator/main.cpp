@@ -98,6 +98,16 @@ struct node_watch : kube::watch_handler {
     observed_node n;
     n.name = d.key.name;
     n.labels = string_map(kube::find_path(*d.object, {"metadata", "labels"}));
+    // Count every change of the profile label, as DCM's informer sees each one.
+    if (auto prev = view.nodes.find(n.name); prev != view.nodes.end()) {
+      n.profile_changes = prev->second.profile_changes;
+      auto before = prev->second.labels.find(profile_label);
+      auto after = n.labels.find(profile_label);
+      const bool had = before != prev->second.labels.end();
+      const bool has = after != n.labels.end();
+      if (had != has || (had && has && before->second != after->second))
+        ++n.profile_changes;
+    }
     n.annotations = string_map(kube::find_path(*d.object, {"metadata", "annotations"}));
     if (const auto* taints = kube::find_path(*d.object, {"spec", "taints"});
         taints != nullptr && taints->IsArray())

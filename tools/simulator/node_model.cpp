@@ -59,13 +59,36 @@ std::string lower(std::string s) {
   return s;
 }
 
+std::string json_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20)
+        out += ' ';
+      else
+        out += c;
+    }
+  }
+  return out;
+}
+
 // The per-GPU status DCM puts in its Event message, as JSON.
 std::string per_gpu_message(const std::string& profile, const std::string& status, int gpus,
                             const std::string& compute, const std::string& memory,
                             const std::string& detail) {
-  std::string out = "{\"profile\":\"" + profile + "\",\"status\":\"" + status + "\"";
+  std::string out = "{\"profile\":\"" + json_escape(profile) + "\",\"status\":\"" + status + "\"";
   if (!detail.empty())
-    out += ",\"reason\":\"" + detail + "\"";
+    out += ",\"reason\":\"" + json_escape(detail) + "\"";
   out += ",\"gpus\":{";
   for (int i = 0; i < gpus; ++i)
     out += (i ? "," : "") + std::string("\"") + std::to_string(i) + "\":\"" + compute + "/" +
@@ -107,11 +130,24 @@ void plan_run(node_memory& m, const observed_node& node, const observed_world& w
                   true);
   m.target_compute = compute_mode(found->second);
   m.target_memory = memory_mode(found->second);
+  m.target_resources =
+      gpu_resources(found->second) +
+      static_cast<long long>(found->second.skipped_gpus.size()) * partitions_per_gpu(m.compute);
   m.no_change = m.target_compute == m.compute && m.target_memory == m.memory;
   const auto delay = m.no_change                   ? timing.no_change
                      : m.target_memory != m.memory ? timing.memory_change
                                                    : timing.compute_change;
   m.due = now + timing.scaled(delay);
+}
+
+// The device plugin's amd.com/gpu count for what the GPUs are in now.
+long long plugin_count(const node_memory& m, int gpus, const node_faults& faults) {
+  long long count =
+      m.resources >= 0 ? m.resources : static_cast<long long>(gpus) * partitions_per_gpu(m.compute);
+  // The real CPX bug: a DRM minor taken by the BMC's video driver hides one partition.
+  if (faults.wrong_count && count > 0)
+    count -= 1;
+  return count;
 }
 
 } // namespace
@@ -135,10 +171,13 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
     // A profile label without a state is a request not yet answered (DCM restarted
     // mid-run, or never saw it): answer it. Otherwise it was handled before.
     m.last_profile = label_or(node, state_label).empty() ? std::string{} : profile;
+    m.profile_changes_seen = node.profile_changes;
     m.plugin_up = !node.dcm_taint;
+    if (!m.plugin_up && node.labels.count(ready_label))
+      out.labels[ready_label] = std::nullopt;
     if (m.plugin_up && !node.gpu_capacity) {
       // A new node: the plugin starts and reports what the GPUs are in.
-      out.gpu_resources = gpus * partitions_per_gpu(m.compute);
+      out.gpu_resources = plugin_count(m, gpus, faults);
       out.labels[ready_label] = "true";
       out.labels[partition_label] = lower(m.compute + "_" + m.memory);
     }
@@ -147,7 +186,12 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
   }
 
   // -- DCM --
-  if (!profile.empty() && profile != m.last_profile) {
+  // A label removed and set again since the last step is a new request, even if the
+  // value is the same as before.
+  const bool relabelled = node.profile_changes != m.profile_changes_seen &&
+                          m.profile_changes_seen + 1 < node.profile_changes;
+  m.profile_changes_seen = node.profile_changes;
+  if (!profile.empty() && (profile != m.last_profile || relabelled)) {
     m.last_profile = profile;
     m.run_profile = profile;
     m.retry_until = now + timing.scaled(timing.retry_window);
@@ -179,6 +223,7 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
     } else {
       m.compute = m.target_compute;
       m.memory = m.target_memory;
+      m.resources = m.target_resources;
       m.running = false;
       out.labels[state_label] = "success";
       out.annotations[partition_annotation] = m.compute + "/" + m.memory;
@@ -205,11 +250,7 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
   if (m.plugin_restarting && now >= m.plugin_ready_at) {
     m.plugin_restarting = false;
     m.plugin_up = true;
-    long long count = static_cast<long long>(gpus) * partitions_per_gpu(m.compute);
-    // The real CPX bug: a DRM minor taken by the BMC's video driver hides one partition.
-    if (faults.wrong_count && count > 0)
-      count -= 1;
-    out.gpu_resources = count;
+    out.gpu_resources = plugin_count(m, gpus, faults);
     out.labels[ready_label] = "true";
     out.labels[partition_label] = lower(m.compute + "_" + m.memory);
   }

@@ -3,6 +3,7 @@
 #include "tools/simulator/dcm_config.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -71,6 +72,9 @@ struct observed_node {
   bool dcm_taint = false;
   /// status.capacity["amd.com/gpu"], or nothing.
   std::optional<long long> gpu_capacity;
+  /// Counts changes of the profile label seen on the watch (a removal and a re-add
+  /// between two steps are two changes, as DCM's informer delivers both).
+  std::uint64_t profile_changes = 0;
 };
 
 /// What the simulator sees of the rest: DCM's ConfigMap and the GPU pods per node.
@@ -88,6 +92,7 @@ struct node_memory {
   bool seen = false;
   /// The profile label value DCM last acted on (a re-write of it does nothing).
   std::string last_profile;
+  std::uint64_t profile_changes_seen = 0;
   std::string compute = "SPX";
   std::string memory = "NPS1";
 
@@ -100,6 +105,10 @@ struct node_memory {
   sim_time retry_until{};
   std::string target_compute;
   std::string target_memory;
+  /// What the plugin will count after this run: skipped GPUs keep their mode.
+  long long target_resources = -1;
+  /// What the plugin counts now; -1 means every GPU in `compute`.
+  long long resources = -1;
   bool no_change = false;
 
   bool plugin_up = true;
