@@ -55,9 +55,12 @@ controller::resolved_profile resolve_profile(const cluster_snapshot& view,
 
 caf::behavior node_worker(caf::event_based_actor* self, node_worker_config config) {
   auto s = std::make_shared<worker_state>();
+  auto writer = [config] { return caf::actor_cast<caf::actor>(config.writer); };
 
-  // One step: build the inputs from the latest view, decide, and act.
+  // One step: build the inputs from the latest view, decide, and act. A weak self
+  // reference: the function must not keep itself (and the handles it names) alive.
   auto step = std::make_shared<std::function<void()>>();
+  std::weak_ptr<std::function<void()>> weak_step = step;
   *step = [=] {
     if (!s->view)
       return;
@@ -103,7 +106,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
 
     if (out.status) {
       s->status = out.status;
-      self->send(config.writer, status_atom_v, config.item, *out.status);
+      self->send(writer(), status_atom_v, config.item, *out.status);
       if (out.status->phase != s->logged_phase) {
         s->logged_phase = out.status->phase;
         const auto& h = out.status->history;
@@ -130,7 +133,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       ev.type = e.type;
       ev.reason = e.reason;
       ev.message = e.message;
-      self->send(config.writer, event_atom_v, ev);
+      self->send(writer(), event_atom_v, ev);
     }
     // Tell the governor where we stand; it answers with a grant when one is free.
     controller::governor_node facts;
@@ -158,8 +161,13 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     const bool writes = io.patch || io.taint || !io.removals.empty() || io.dcm ||
                         io.add_finalizer || io.remove_finalizer || io.clear_retry;
     if (writes) {
+      auto executor = caf::actor_cast<caf::actor>(config.io);
+      if (!executor)
+        return; // shutting down
       s->busy = true;
-      self->request(config.io, std::chrono::seconds(120), io_atom_v, io)
+      // No request timeout: its timer would hold this worker for that long after
+      // shutdown. A dead executor answers with an error instead.
+      self->request(executor, caf::infinite, io_atom_v, io)
           .then(
               [=](const node_io_result& r) {
                 s->busy = false;

@@ -11,8 +11,10 @@ struct node_worker_config {
   std::string plan;
   std::string dcm_namespace;
   std::string dcm_name;
-  caf::actor io;
-  caf::actor writer;
+  /// Weak handles: a worker's pending timers keep the worker alive for a while after
+  /// shutdown, and it must not keep the io threads waiting with it.
+  caf::actor_addr io;
+  caf::actor_addr writer;
   caf::actor governor;
 };
 

@@ -158,8 +158,8 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             c.plan = config.plan;
             c.dcm_namespace = config.dcm_namespace;
             c.dcm_name = config.dcm_name;
-            c.io = config.io;
-            c.writer = config.writer;
+            c.io = config.io.address();
+            c.writer = config.writer.address();
             c.governor = s->governor;
             worker = self->spawn<caf::linked>(node_worker, c);
           }
@@ -189,14 +189,17 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
 
 caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string plan) {
   auto governor = std::make_shared<controller::rollout_governor>();
-  auto workers = std::make_shared<std::map<std::string, caf::actor>>();
+  // Weak handles: workers hold the governor, so strong ones both ways would keep each
+  // other (and the io executors they name) alive after shutdown.
+  auto workers = std::make_shared<std::map<std::string, caf::actor_addr>>();
   auto grant = [=] {
     for (const auto& node : governor->grant()) {
       log_info("token granted (" + std::to_string(governor->in_flight()) + " in flight, " +
                    std::to_string(governor->unavailable()) + " unavailable)",
                plan, node);
       if (auto it = workers->find(node); it != workers->end())
-        self->send(it->second, grant_atom_v);
+        if (auto worker = caf::actor_cast<caf::actor>(it->second))
+          self->send(worker, grant_atom_v);
     }
   };
   return {
@@ -208,7 +211,7 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
       },
       [=](want_atom, const std::string& item, const controller::governor_node& facts,
           const caf::actor& worker) {
-        (*workers)[item] = worker;
+        (*workers)[item] = worker.address();
         governor->observe(item, facts);
         if (!facts.in_flight && governor->holds(item) && !facts.wants_token)
           governor->release(item);
