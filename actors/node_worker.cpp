@@ -15,6 +15,8 @@ struct worker_state {
   std::optional<protocol::node_partitioning_status> status;
   /// The Node as our last write left it, until the watch shows that version.
   std::shared_ptr<const controller::node_info> written_node;
+  /// The resourceVersion the view had when we wrote.
+  std::string written_over;
   protocol::wall_clock::time_point written_at{};
   std::map<std::string, controller::eviction_memory> evictions;
   bool token = false;
@@ -78,8 +80,9 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       in.item.status = *s->status;
     in.now = protocol::wall_clock::now();
     if (auto node = view.nodes.find(in.item.spec.node_name); node != view.nodes.end()) {
-      // Read our own writes until the watch has them (or for at most 5 s).
-      if (s->written_node && node->second->resource_version != s->written_node->resource_version &&
+      // Read our own writes until the watch has moved past the version we wrote over
+      // (it delivers in order, so any later version includes our write), or for 5 s.
+      if (s->written_node && node->second->resource_version == s->written_over &&
           in.now - s->written_at < 5s)
         in.node = *s->written_node;
       else
@@ -161,6 +164,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     const bool writes = io.patch || io.taint || !io.removals.empty() || io.dcm ||
                         io.add_finalizer || io.remove_finalizer || io.clear_retry;
     if (writes) {
+      const std::string observed_rv = in.node ? in.node->resource_version : std::string{};
       auto executor = caf::actor_cast<caf::actor>(config.io);
       if (!executor)
         return; // shutting down
@@ -173,6 +177,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
                 s->busy = false;
                 if (r.node) {
                   s->written_node = r.node;
+                  s->written_over = observed_rv;
                   s->written_at = protocol::wall_clock::now();
                 }
                 for (const auto& [pod, outcome] : r.evictions)

@@ -321,7 +321,11 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
           reason = "PodDisruptionBudget " + pdbs.front().namespace_ + "/" + pdbs.front().name +
                    " does not allow it now";
         blocking.push_back({pod.ns, pod.name, reason});
-        if (in.now - mem->second.at < eviction_retry)
+        // Retry after 5 s, or at once when the budget now allows a disruption.
+        const bool budget_open = std::any_of(in.pdbs.begin(), in.pdbs.end(), [&](const auto& pdb) {
+          return pdb.covers(pod) && pdb.disruptions_allowed > 0;
+        });
+        if (in.now - mem->second.at < eviction_retry && !budget_open)
           continue;
       }
       out.removals.push_back({pod.ns, pod.name, pod.uid, evict});
@@ -337,6 +341,12 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
     s.status.drain.pods_evicted = evicted;
     s.status.drain.pods_total = std::max<std::int32_t>(
         s.status.drain.pods_total, evicted + static_cast<std::int32_t>(evictable.size()));
+    if (!blocking.empty() && !(blocking == s.original.drain.blocking_pods)) {
+      std::string who;
+      for (const auto& b : blocking)
+        who += (who.empty() ? "" : "; ") + b.namespace_ + "/" + b.name + ": " + b.reason;
+      out.events.push_back({false, "Warning", "DrainBlocked", who});
+    }
     s.status.drain.pods_blocked = static_cast<std::int32_t>(blocking.size());
     s.status.drain.blocking_pdbs = blocking_pdbs;
     s.status.drain.blocking_pods = blocking;

@@ -1,0 +1,888 @@
+#include "tests/e2e/support/e2e.hpp"
+
+#include <boost/test/results_collector.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <set>
+#include <sstream>
+
+extern char** environ;
+
+namespace gpu_partitioner::e2e {
+
+using namespace std::chrono_literals;
+
+const kube::resource plans{"infrastructure.silogen.ai", "v1alpha1", "partitioningplans", false};
+const kube::resource profiles{"infrastructure.silogen.ai", "v1alpha1", "partitioningprofiles",
+                              false};
+const kube::resource items{"infrastructure.silogen.ai", "v1alpha1", "nodepartitionings", false};
+const kube::resource deployments{"apps", "v1", "deployments", true};
+
+// -- JSON and files --
+
+std::string quoted(const std::string& s) {
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  return b.GetString();
+}
+
+std::string json_map(const std::map<std::string, std::optional<std::string>>& m) {
+  std::string out = "{";
+  for (const auto& [k, v] : m)
+    out += (out.size() > 1 ? "," : "") + quoted(k) + ":" + (v ? quoted(*v) : "null");
+  return out + "}";
+}
+
+rapidjson::Document parse_json(const std::string& text) {
+  rapidjson::Document d;
+  d.Parse(text.c_str());
+  BOOST_REQUIRE_MESSAGE(!d.HasParseError(), "not JSON: " << text.substr(0, 200));
+  return d;
+}
+
+std::string runfile(const std::string& path) {
+  const char* dir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  if (dir != nullptr && workspace != nullptr)
+    return std::string(dir) + "/" + workspace + "/" + path;
+  return path;
+}
+
+std::string read_text(const std::string& path) {
+  auto text = kube::read_file(path);
+  BOOST_REQUIRE_MESSAGE(text.ok(), "reading " << path << ": "
+                                              << (text.ok() ? "" : text.error().describe()));
+  return text.value();
+}
+
+namespace {
+
+void yaml_to_json(const YAML::Node& n, rapidjson::Value& out, rapidjson::Document::AllocatorType& a) {
+  switch (n.Type()) {
+  case YAML::NodeType::Map:
+    out.SetObject();
+    for (const auto& kv : n) {
+      rapidjson::Value k(kv.first.Scalar().c_str(), a);
+      rapidjson::Value v;
+      yaml_to_json(kv.second, v, a);
+      out.AddMember(k, v, a);
+    }
+    return;
+  case YAML::NodeType::Sequence:
+    out.SetArray();
+    for (const auto& e : n) {
+      rapidjson::Value v;
+      yaml_to_json(e, v, a);
+      out.PushBack(v, a);
+    }
+    return;
+  case YAML::NodeType::Scalar: {
+    const std::string& s = n.Scalar();
+    if (n.Tag() != "!") { // plain (unquoted) scalars may be numbers, booleans, null
+      if (s == "true" || s == "false") {
+        out.SetBool(s == "true");
+        return;
+      }
+      if (s == "null" || s == "~") {
+        out.SetNull();
+        return;
+      }
+      if (!s.empty() && s.find_first_not_of("0123456789-") == std::string::npos &&
+          s.find('-', 1) == std::string::npos) {
+        out.SetInt64(std::atoll(s.c_str()));
+        return;
+      }
+    }
+    out.SetString(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), a);
+    return;
+  }
+  default:
+    out.SetNull();
+  }
+}
+
+} // namespace
+
+std::vector<std::string> yaml_documents_as_json(const std::string& path) {
+  std::vector<std::string> out;
+  for (const auto& doc : YAML::LoadAllFromFile(path)) {
+    if (!doc.IsMap())
+      continue;
+    rapidjson::Document d;
+    yaml_to_json(doc, d, d.GetAllocator());
+    out.push_back(kube::to_json(d));
+  }
+  return out;
+}
+
+std::string str(const rapidjson::Value& v, std::initializer_list<const char*> path) {
+  const auto* x = kube::find_path(v, path);
+  return x != nullptr && x->IsString() ? x->GetString() : "";
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds interval) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (condition())
+      return true;
+    std::this_thread::sleep_for(interval);
+  }
+  return condition();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// -- child processes --
+
+child_process::child_process(std::vector<std::string> args, std::string log_path)
+    : args_(std::move(args)), log_path_(std::move(log_path)) {
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, log_path_.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char*> argv;
+  for (auto& a : args_)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int rc = ::posix_spawn(&pid_, argv[0], &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  BOOST_REQUIRE_MESSAGE(rc == 0, "cannot start " << args_[0] << ": " << std::strerror(rc));
+}
+
+child_process::~child_process() {
+  stop();
+}
+
+bool child_process::alive() {
+  if (pid_ <= 0)
+    return false;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    status_ = status;
+    return false;
+  }
+  return true;
+}
+
+void child_process::signal(int sig) {
+  if (pid_ > 0)
+    ::kill(pid_, sig);
+}
+
+void child_process::kill_now() {
+  if (pid_ <= 0)
+    return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  status_ = status;
+  pid_ = -1;
+}
+
+int child_process::stop() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGCONT); // in case a test stopped it
+    ::kill(pid_, SIGTERM);
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    int status = 0;
+    pid_t got = 0;
+    while ((got = ::waitpid(pid_, &status, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(20ms);
+    if (got == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+    }
+    status_ = status;
+    pid_ = -1;
+  }
+  return status_;
+}
+
+std::string child_process::tail(std::size_t lines) const {
+  std::ifstream in(log_path_);
+  std::deque<std::string> last;
+  std::string line;
+  while (std::getline(in, line)) {
+    last.push_back(line);
+    if (last.size() > lines)
+      last.pop_front();
+  }
+  std::string out;
+  for (const auto& l : last)
+    out += l + "\n";
+  return out;
+}
+
+// -- views --
+
+namespace {
+
+std::map<std::string, std::string> string_map(const rapidjson::Value* v) {
+  std::map<std::string, std::string> out;
+  if (v != nullptr && v->IsObject())
+    for (const auto& m : v->GetObject())
+      if (m.value.IsString())
+        out[m.name.GetString()] = m.value.GetString();
+  return out;
+}
+
+std::string json_of(const rapidjson::Value* v) {
+  return v == nullptr ? std::string{} : kube::to_json(*v);
+}
+
+bool current_test_passed() {
+  using namespace boost::unit_test;
+  return results_collector.results(framework::current_test_case().p_id).passed();
+}
+
+std::string random_key() {
+  static std::mt19937_64 rng(std::random_device{}());
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 8; ++i)
+    out.push_back(digits[rng() % 16]);
+  return out;
+}
+
+std::vector<rapidjson::Document> list_items(kube::client& api, const kube::resource& r,
+                                            const std::string& ns, const std::string& selector) {
+  kube::list_options o;
+  o.label_selector = selector;
+  std::vector<rapidjson::Document> out;
+  auto list = api.list(r, ns, o);
+  if (!list)
+    return out;
+  for (const auto& item : list.value()["items"].GetArray()) {
+    rapidjson::Document d;
+    d.CopyFrom(item, d.GetAllocator());
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+} // namespace
+
+std::string node_view::label(const std::string& key) const {
+  auto it = labels.find(key);
+  return it == labels.end() ? std::string{} : it->second;
+}
+
+std::string node_view::fingerprint() const {
+  std::string out = "unschedulable=" + std::string(unschedulable ? "true" : "false") + "\nlabels:";
+  for (const auto& [k, v] : labels)
+    out += " " + k + "=" + v;
+  out += "\nannotations:";
+  for (const auto& [k, v] : annotations)
+    out += " " + k + "=" + v;
+  out += "\ntaints:";
+  for (const auto& t : taints)
+    out += " " + t;
+  return out;
+}
+
+node_view to_node_view(const rapidjson::Value& node) {
+  node_view n;
+  n.name = str(node, {"metadata", "name"});
+  n.labels = string_map(kube::find_path(node, {"metadata", "labels"}));
+  n.annotations = string_map(kube::find_path(node, {"metadata", "annotations"}));
+  if (const auto* u = kube::find_path(node, {"spec", "unschedulable"}); u && u->IsBool())
+    n.unschedulable = u->GetBool();
+  if (const auto* taints = kube::find_path(node, {"spec", "taints"}); taints && taints->IsArray())
+    for (const auto& t : taints->GetArray()) {
+      const std::string key = kube::string_at(t, "key");
+      const std::string effect = kube::string_at(t, "effect");
+      n.taints.push_back(key + "=" + kube::string_at(t, "value") + ":" + effect);
+      if (key == "amd-dcm" && effect == "NoExecute")
+        n.dcm_taint = true;
+    }
+  if (const auto* g = kube::find_path(node, {"status", "allocatable", "amd.com/gpu"});
+      g && g->IsString())
+    n.gpus = std::atoll(g->GetString());
+  return n;
+}
+
+bool item_view::in_flight() const {
+  return phase == "Draining" || phase == "Applying" || phase == "WaitingOperator" ||
+         phase == "Verifying";
+}
+
+item_view to_item_view(const rapidjson::Value& item) {
+  item_view v;
+  v.name = str(item, {"metadata", "name"});
+  v.plan = str(item, {"spec", "planRef", "name"});
+  v.node = str(item, {"spec", "nodeName"});
+  v.desired_hash = str(item, {"spec", "desiredHash"});
+  v.deleting = kube::find_path(item, {"metadata", "deletionTimestamp"}) != nullptr;
+  if (const auto* st = kube::find_path(item, {"status"}); st && st->IsObject()) {
+    v.phase = kube::string_at(*st, "phase");
+    v.last_error = kube::string_at(*st, "lastError");
+    v.started_at = kube::string_at(*st, "startedAt");
+    v.completed_at = kube::string_at(*st, "completedAt");
+    v.observed_hash = kube::string_at(*st, "observedHash");
+    if (const auto* h = kube::find_path(*st, {"history"}); h && h->IsArray())
+      for (const auto& e : h->GetArray()) {
+        v.reasons.push_back(kube::string_at(e, "reason"));
+        v.phases.push_back(kube::string_at(e, "phase"));
+      }
+    v.preview = json_of(kube::find_path(*st, {"preview"}));
+    v.drain = json_of(kube::find_path(*st, {"drain"}));
+  }
+  return v;
+}
+
+pod_view to_pod_view(const rapidjson::Value& pod) {
+  pod_view p;
+  p.name = str(pod, {"metadata", "name"});
+  p.node = str(pod, {"spec", "nodeName"});
+  p.labels = string_map(kube::find_path(pod, {"metadata", "labels"}));
+  p.deleting = kube::find_path(pod, {"metadata", "deletionTimestamp"}) != nullptr;
+  if (str(pod, {"status", "phase"}) == "Running")
+    if (const auto* conds = kube::find_path(pod, {"status", "conditions"});
+        conds && conds->IsArray())
+      for (const auto& c : conds->GetArray())
+        if (kube::string_at(c, "type") == "Ready")
+          p.ready = kube::string_at(c, "status") == "True";
+  return p;
+}
+
+kube::connection_config admin_config() {
+  const char* path = std::getenv("KUBECONFIG");
+  if (path == nullptr || *path == '\0')
+    BOOST_FAIL("KUBECONFIG is not set: run the e2e tests with --test_env=KUBECONFIG=... or "
+               "through tools/test");
+  auto config = kube::load_kubeconfig(path);
+  if (!config)
+    BOOST_FAIL(config.error().message);
+  return config.value();
+}
+
+// -- e2e_cluster --
+
+e2e_cluster::e2e_cluster()
+    : conn(admin_config()), api(conn.api), key(random_key()), id("e2e-" + key), ns(id) {
+  kubeconfig_ = std::getenv("KUBECONFIG");
+  try {
+    set_up();
+  } catch (...) {
+    tear_down();
+    throw;
+  }
+}
+
+e2e_cluster::~e2e_cluster() {
+  tear_down();
+}
+
+void e2e_cluster::set_up() {
+  // Other plans in the cluster would conflict with ours over nodepool=... labels.
+  if (auto existing = api.list(plans, ""); existing.ok())
+    for (const auto& p : existing.value()["items"].GetArray())
+      BOOST_TEST_MESSAGE("note: a PartitioningPlan not made by this test exists: "
+                         << str(p, {"metadata", "name"}));
+  auto made = api.create(kube::resources::namespaces(), "",
+                         R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":)" +
+                             quoted(ns) + R"(,"labels":{"e2e":)" + quoted(key) + "}}}");
+  BOOST_REQUIRE_MESSAGE(made.ok(), (made.ok() ? "" : made.error().describe()));
+  const std::string config = read_text(runfile("tools/simulator/dcm-config.json"));
+  auto cm = api.create(kube::resources::config_maps(), ns,
+                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" +
+                           quoted(dcm_config_name) + R"(},"data":{"config.json":)" +
+                           quoted(config) + "}}");
+  BOOST_REQUIRE_MESSAGE(cm.ok(), (cm.ok() ? "" : cm.error().describe()));
+  // The sample payloads, moved into this namespace.
+  for (const auto& text :
+       yaml_documents_as_json(runfile("manifests/samples/dcm-payload-configmaps.yaml"))) {
+    auto doc = parse_json(text);
+    if (str(doc, {"kind"}) != "ConfigMap")
+      continue;
+    doc["metadata"]["namespace"].SetString(ns.c_str(), doc.GetAllocator());
+    auto r = api.create(kube::resources::config_maps(), ns, kube::to_json(doc));
+    BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
+  }
+  const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
+  op_log_ = std::string(outputs != nullptr ? outputs : "/tmp") + "/operator-" + id + ".log";
+}
+
+void e2e_cluster::tear_down() {
+  const bool passed = current_test_passed();
+  if (!passed) {
+    if (op_ || !op_log_.empty())
+      std::cerr << "---- operator log (" << op_log_ << "), last lines ----\n"
+                << operator_log(150) << "----\n";
+    if (sim_)
+      std::cerr << "---- gpu-sim log (" << sim_->log_path() << "), last lines ----\n"
+                << sim_->tail(60) << "----\n";
+  }
+  // Plans first, while the operator still runs: their items' finalizers return nodes.
+  if (op_ && !op_->alive() && !plans_.empty())
+    start_operator();
+  for (const auto& p : plans_)
+    (void)api.remove(plans, "", p);
+  auto ours = [&] {
+    std::vector<item_view> left;
+    if (auto list = api.list(items, ""); list.ok())
+      for (const auto& i : list.value()["items"].GetArray()) {
+        auto v = to_item_view(i);
+        if (v.name.rfind(id, 0) == 0)
+          left.push_back(v);
+      }
+    return left;
+  };
+  if (!eventually([&] { return ours().empty(); }, 30s, 100ms)) {
+    for (const auto& i : ours()) {
+      BOOST_TEST_MESSAGE("teardown: removing the finalizer of " << i.name << " by hand");
+      (void)api.patch(items, "", i.name, kube::patch_type::merge,
+                      R"({"metadata":{"finalizers":null}})");
+      (void)api.remove(items, "", i.name);
+    }
+  }
+  plans_.clear();
+  for (const auto& p : profiles_)
+    (void)api.remove(profiles, "", p);
+  profiles_.clear();
+  if (op_) {
+    const int status = op_->stop();
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && status != -1)
+      BOOST_TEST_MESSAGE("note: the operator did not exit cleanly on SIGTERM (wait status "
+                         << status << ")");
+    op_.reset();
+  }
+  // Pods end while gpu-sim still plays kubelet; then gpu-sim stops; then the nodes go.
+  (void)api.remove(kube::resources::namespaces(), "", ns);
+  eventually(
+      [&] {
+        kube::list_options o;
+        o.field_selector = "metadata.namespace=" + ns;
+        auto pods = api.list(kube::resources::pods(), "", o);
+        return pods.ok() && pods.value()["items"].Empty();
+      },
+      20s, 100ms);
+  if (sim_) {
+    sim_->stop();
+    sim_.reset();
+  }
+  for (const auto& n : nodes)
+    (void)api.remove(kube::resources::nodes(), "", n);
+  nodes.clear();
+  // Events about our nodes, items and plans (the operator's and DCM's).
+  if (auto events = api.list(kube::resources::events(), ""); events.ok())
+    for (const auto& e : events.value()["items"].GetArray()) {
+      const std::string about = str(e, {"involvedObject", "name"});
+      if (about.rfind(id, 0) == 0)
+        (void)api.remove(kube::resources::events(), str(e, {"metadata", "namespace"}),
+                         str(e, {"metadata", "name"}));
+    }
+}
+
+void e2e_cluster::add_nodes(const std::vector<std::pair<std::string, node_spec>>& specs) {
+  for (const auto& [suffix, spec] : specs) {
+    const std::string name = id + "-" + suffix;
+    std::map<std::string, std::optional<std::string>> labels{
+        {"e2e", key},
+        {"kubernetes.io/hostname", name},
+        {"kubernetes.io/os", "linux"},
+        {"kubernetes.io/arch", "amd64"},
+        {"gpu.vendor", "amd"},
+        {"gpu.family", "mi300x"},
+        {"nodepool", spec.pool},
+    };
+    if (!spec.fault.empty())
+      labels[fault_label] = spec.fault;
+    for (const auto& [k, v] : spec.labels)
+      labels[k] = v;
+    std::map<std::string, std::optional<std::string>> annotations;
+    for (const auto& [k, v] : spec.annotations)
+      annotations[k] = v;
+    const std::string body =
+        R"({"apiVersion":"v1","kind":"Node","metadata":{"name":)" + quoted(name) +
+        R"(,"labels":)" + json_map(labels) + R"(,"annotations":)" + json_map(annotations) +
+        R"(},"spec":{"unschedulable":)" + (spec.cordoned ? "true" : "false") +
+        R"(,"taints":[{"key":"e2e","value":)" + quoted(key) + R"(,"effect":"NoSchedule"}]}})";
+    auto made = api.create(kube::resources::nodes(), "", body);
+    BOOST_REQUIRE_MESSAGE(made.ok(), (made.ok() ? "" : made.error().describe()));
+    nodes.push_back(name);
+  }
+}
+
+void e2e_cluster::start_simulator(const std::string& time_scale) {
+  const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
+  const std::string log =
+      std::string(outputs != nullptr ? outputs : "/tmp") + "/gpu-sim-" + id + ".log";
+  sim_ = std::make_unique<child_process>(
+      std::vector<std::string>{runfile("tools/simulator/gpu-sim"), "--node-selector",
+                               "e2e=" + key, "--dcm-config", ns + "/" + dcm_config_name,
+                               "--time-scale", time_scale, "--kubeconfig", kubeconfig_},
+      log);
+  for (const auto& n : nodes)
+    BOOST_REQUIRE_MESSAGE(eventually(
+                              [&] {
+                                auto v = node(n);
+                                return v.gpus > 0 && !v.label(ready_label).empty();
+                              },
+                              60s, 100ms),
+                          "node " << n << " never reported amd.com/gpu\n"
+                                  << sim_->tail());
+}
+
+void e2e_cluster::start_operator() {
+  op_.reset();
+  {
+    std::ofstream mark(op_log_, std::ios::app);
+    mark << "==== e2e: starting the operator ====\n";
+  }
+  op_ = std::make_unique<child_process>(
+      std::vector<std::string>{runfile("gpu-partitioner"), "--kubeconfig", kubeconfig_,
+                               "--dcm-config", ns + "/" + dcm_config_name, "--log-level", "debug",
+                               "--metrics-addr", "0"},
+      op_log_);
+}
+
+void e2e_cluster::kill_operator() {
+  if (op_) {
+    op_->kill_now();
+    std::ofstream mark(op_log_, std::ios::app);
+    mark << "==== e2e: operator killed with SIGKILL ====\n";
+  }
+}
+
+std::string e2e_cluster::operator_log(std::size_t lines) const {
+  std::ifstream in(op_log_);
+  std::deque<std::string> last;
+  std::string line;
+  while (std::getline(in, line)) {
+    last.push_back(line);
+    if (last.size() > lines)
+      last.pop_front();
+  }
+  std::string out;
+  for (const auto& l : last)
+    out += l + "\n";
+  return out;
+}
+
+std::string e2e_cluster::create_profile(const std::string& suffix, const std::string& spec_json) {
+  const std::string name = id + "-" + suffix;
+  auto r = api.create(profiles, "",
+                      R"({"apiVersion":"infrastructure.silogen.ai/v1alpha1","kind":)"
+                      R"("PartitioningProfile","metadata":{"name":)" +
+                          quoted(name) + R"(},"spec":)" + spec_json + "}");
+  BOOST_REQUIRE_MESSAGE(r.ok(), "profile " << name << ": " << (r.ok() ? "" : r.error().describe()));
+  profiles_.push_back(name);
+  return name;
+}
+
+std::string
+e2e_cluster::create_sample_profile(const std::string& suffix, const std::string& file,
+                                   const std::function<void(rapidjson::Document&)>& edit) {
+  auto docs = yaml_documents_as_json(runfile("manifests/samples/" + file));
+  BOOST_REQUIRE_EQUAL(docs.size(), 1u);
+  auto doc = parse_json(docs[0]);
+  auto& a = doc.GetAllocator();
+  const std::string name = id + "-" + suffix;
+  doc["metadata"]["name"].SetString(name.c_str(), a);
+  doc["spec"]["operatorPayload"]["namespace"].SetString(ns.c_str(), a);
+  if (edit)
+    edit(doc);
+  auto r = api.create(profiles, "", kube::to_json(doc));
+  BOOST_REQUIRE_MESSAGE(r.ok(), "profile " << name << ": " << (r.ok() ? "" : r.error().describe()));
+  profiles_.push_back(name);
+  return name;
+}
+
+void e2e_cluster::create_payload(const std::string& name, const std::string& profile_json) {
+  auto r = api.create(kube::resources::config_maps(), ns,
+                      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" +
+                          quoted(name) + R"(},"data":{"profile.json":)" + quoted(profile_json) +
+                          "}}");
+  BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
+}
+
+std::string e2e_cluster::create_plan(const std::string& suffix, const std::string& spec_json) {
+  const std::string name = id + "-" + suffix;
+  auto r = api.create(plans, "",
+                      R"({"apiVersion":"infrastructure.silogen.ai/v1alpha1","kind":)"
+                      R"("PartitioningPlan","metadata":{"name":)" +
+                          quoted(name) + R"(},"spec":)" + spec_json + "}");
+  BOOST_REQUIRE_MESSAGE(r.ok(), "plan " << name << ": " << (r.ok() ? "" : r.error().describe()));
+  plans_.push_back(name);
+  return name;
+}
+
+std::string
+e2e_cluster::create_sample_plan(const std::string& suffix,
+                                const std::map<std::string, std::string>& profile_names,
+                                const std::function<void(rapidjson::Document&)>& edit) {
+  auto docs = yaml_documents_as_json(runfile("manifests/samples/plan-training-pool-partition.yaml"));
+  BOOST_REQUIRE_EQUAL(docs.size(), 1u);
+  auto doc = parse_json(docs[0]);
+  auto& a = doc.GetAllocator();
+  const std::string name = id + "-" + suffix;
+  doc["metadata"]["name"].SetString(name.c_str(), a);
+  for (auto& entry : doc["spec"]["partitionings"].GetArray()) {
+    entry["selector"]["matchLabels"].AddMember("e2e", rapidjson::Value(key.c_str(), a), a);
+    auto& ref = entry["profileRef"]["name"];
+    auto mapped = profile_names.find(ref.GetString());
+    BOOST_REQUIRE_MESSAGE(mapped != profile_names.end(), "no profile for " << ref.GetString());
+    ref.SetString(mapped->second.c_str(), a);
+  }
+  if (edit)
+    edit(doc);
+  auto r = api.create(plans, "", kube::to_json(doc));
+  BOOST_REQUIRE_MESSAGE(r.ok(), "plan " << name << ": " << (r.ok() ? "" : r.error().describe()));
+  plans_.push_back(name);
+  return name;
+}
+
+void e2e_cluster::patch(const kube::resource& r, const std::string& name,
+                        const std::string& merge_patch, const std::string& in_ns) {
+  auto done = api.patch(r, in_ns, name, kube::patch_type::merge, merge_patch);
+  BOOST_REQUIRE_MESSAGE(done.ok(), "patching " << name << ": "
+                                               << (done.ok() ? "" : done.error().describe()));
+}
+
+void e2e_cluster::delete_plan(const std::string& name) {
+  auto done = api.remove(plans, "", name);
+  BOOST_REQUIRE_MESSAGE(done.ok(), "deleting plan " << name << ": "
+                                                    << (done.ok() ? "" : done.error().describe()));
+}
+
+std::string e2e_cluster::selector(const std::map<std::string, std::string>& extra) const {
+  std::map<std::string, std::optional<std::string>> labels{{"e2e", key}};
+  for (const auto& [k, v] : extra)
+    labels[k] = v;
+  return R"({"matchLabels":)" + json_map(labels) + "}";
+}
+
+std::optional<rapidjson::Document> e2e_cluster::get(const kube::resource& r,
+                                                    const std::string& name,
+                                                    const std::string& in_ns) {
+  auto got = api.get(r, in_ns, name);
+  if (!got)
+    return std::nullopt;
+  return std::move(got.value());
+}
+
+node_view e2e_cluster::node(const std::string& name) {
+  auto n = get(kube::resources::nodes(), name);
+  if (!n)
+    return node_view{name};
+  return to_node_view(*n);
+}
+
+std::vector<node_view> e2e_cluster::test_nodes() {
+  std::vector<node_view> out;
+  for (const auto& n : list_items(api, kube::resources::nodes(), "", "e2e=" + key))
+    out.push_back(to_node_view(n));
+  return out;
+}
+
+std::vector<item_view> e2e_cluster::plan_items(const std::string& plan) {
+  std::vector<item_view> out;
+  for (const auto& i : list_items(api, items, "", "")) {
+    auto v = to_item_view(i);
+    if (v.plan == plan)
+      out.push_back(v);
+  }
+  return out;
+}
+
+std::optional<item_view> e2e_cluster::item(const std::string& plan, const std::string& node) {
+  auto got = get(items, plan + "-" + node);
+  if (!got)
+    return std::nullopt;
+  return to_item_view(*got);
+}
+
+std::string e2e_cluster::plan_phase(const std::string& plan) {
+  auto p = get(plans, plan);
+  return p ? str(*p, {"status", "phase"}) : std::string{};
+}
+
+std::vector<pod_view> e2e_cluster::pods(const std::string& label_selector) {
+  std::vector<pod_view> out;
+  for (const auto& p : list_items(api, kube::resources::pods(), ns, label_selector))
+    out.push_back(to_pod_view(p));
+  return out;
+}
+
+bool e2e_cluster::await_items(const std::string& plan, std::size_t count, const std::string& phase,
+                              std::chrono::milliseconds timeout) {
+  return eventually(
+      [&] {
+        auto all = plan_items(plan);
+        if (all.size() != count)
+          return false;
+        for (const auto& i : all)
+          if (i.phase != phase)
+            return false;
+        return true;
+      },
+      timeout, 200ms);
+}
+
+bool e2e_cluster::await_plan_phase(const std::string& plan, const std::string& phase,
+                                   std::chrono::milliseconds timeout) {
+  return eventually([&] { return plan_phase(plan) == phase; }, timeout, 200ms);
+}
+
+std::string e2e_cluster::describe(const std::string& plan) {
+  std::ostringstream out;
+  out << "plan " << plan << ": phase " << plan_phase(plan) << "\n";
+  for (const auto& i : plan_items(plan)) {
+    out << "  item " << i.name << ": " << i.phase_or_pending();
+    if (!i.last_error.empty())
+      out << " (" << i.last_error << ")";
+    out << " history:";
+    for (std::size_t k = 0; k < i.phases.size(); ++k)
+      out << " " << i.phases[k] << "/" << i.reasons[k];
+    out << "\n";
+  }
+  for (const auto& n : test_nodes())
+    out << "  node " << n.name << ": unschedulable=" << n.unschedulable
+        << " dcm-taint=" << n.dcm_taint << " gpus=" << n.gpus
+        << " profile=" << n.label(profile_label) << " state=" << n.label(state_label) << "\n";
+  return out.str();
+}
+
+void e2e_cluster::await_default_service_account() {
+  BOOST_REQUIRE_MESSAGE(
+      eventually([&] { return bool(api.get(kube::resources::service_accounts(), ns, "default")); },
+                 30s),
+      "no default ServiceAccount in " << ns);
+}
+
+void e2e_cluster::create_deployment(const std::string& name, int replicas,
+                                    const std::map<std::string, std::string>& node_selector,
+                                    int grace_seconds) {
+  std::map<std::string, std::optional<std::string>> selector{{"e2e", key}};
+  for (const auto& [k, v] : node_selector)
+    selector[k] = v;
+  const std::string body =
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":)" + quoted(name) +
+      R"(},"spec":{"replicas":)" + std::to_string(replicas) +
+      R"(,"selector":{"matchLabels":{"app":)" + quoted(name) +
+      R"(}},"template":{"metadata":{"labels":{"app":)" + quoted(name) +
+      R"(}},"spec":{"automountServiceAccountToken":false,"terminationGracePeriodSeconds":)" +
+      std::to_string(grace_seconds) + R"(,"nodeSelector":)" + json_map(selector) +
+      R"(,"tolerations":[{"key":"e2e","operator":"Equal","value":)" + quoted(key) +
+      R"(,"effect":"NoSchedule"}],)"
+      R"("containers":[{"name":"worker","image":"rocm/pytorch:sim",)"
+      R"("resources":{"requests":{"amd.com/gpu":"1"},"limits":{"amd.com/gpu":"1"}}}]}}}})";
+  auto r = api.create(deployments, ns, body);
+  BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
+}
+
+void e2e_cluster::create_pdb(const std::string& name, const std::string& app, int min_available) {
+  auto r = api.create(kube::resources::pod_disruption_budgets(), ns,
+                      R"({"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":)"
+                      R"({"name":)" +
+                          quoted(name) + R"(},"spec":{"minAvailable":)" +
+                          std::to_string(min_available) + R"(,"selector":{"matchLabels":{"app":)" +
+                          quoted(app) + "}}}}");
+  BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
+}
+
+int e2e_cluster::healthy_pods(const std::string& app) {
+  int n = 0;
+  for (const auto& p : pods("app=" + app))
+    if (p.healthy())
+      ++n;
+  return n;
+}
+
+// -- sampler --
+
+sampler::sampler(const e2e_cluster& cluster, std::vector<std::string> plans_to_watch,
+                 check_fn check, bool with_pods)
+    : config_(admin_config()), key_(cluster.key), ns_(cluster.ns),
+      plans_(std::move(plans_to_watch)), check_(std::move(check)), with_pods_(with_pods) {
+  thread_ = std::thread([this] { run(); });
+}
+
+sampler::~sampler() {
+  stop();
+}
+
+std::vector<std::string> sampler::stop() {
+  stopping_ = true;
+  if (thread_.joinable())
+    thread_.join();
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < violations_.size() && i < 20; ++i)
+    out.push_back(violations_[i]);
+  if (violations_.size() > 20)
+    out.push_back("... and " + std::to_string(violations_.size() - 20) + " more");
+  return out;
+}
+
+void sampler::run() {
+  connection c(config_);
+  const std::set<std::string> watched(plans_.begin(), plans_.end());
+  while (!stopping_) {
+    const auto started = std::chrono::steady_clock::now();
+    sample s;
+    s.at = started;
+    bool ok = true;
+    // Items first, then nodes: a node seen cordoned after its item was seen is a
+    // conservative reading for "unavailable" checks.
+    kube::list_options all;
+    if (auto list = c.api.list(items, "", all); list.ok()) {
+      for (const auto& i : list.value()["items"].GetArray()) {
+        auto v = to_item_view(i);
+        if (watched.count(v.plan))
+          s.items.push_back(v);
+      }
+    } else {
+      ok = false;
+    }
+    kube::list_options by_label;
+    by_label.label_selector = "e2e=" + key_;
+    if (auto list = c.api.list(kube::resources::nodes(), "", by_label); list.ok()) {
+      for (const auto& n : list.value()["items"].GetArray())
+        s.nodes.push_back(to_node_view(n));
+    } else {
+      ok = false;
+    }
+    if (with_pods_) {
+      if (auto list = c.api.list(kube::resources::pods(), ns_, all); list.ok()) {
+        for (const auto& p : list.value()["items"].GetArray())
+          s.pods.push_back(to_pod_view(p));
+      } else {
+        ok = false;
+      }
+    }
+    if (ok) {
+      check_(s, violations_);
+      ++samples_;
+    }
+    const auto next = started + std::chrono::milliseconds(100);
+    while (!stopping_ && std::chrono::steady_clock::now() < next)
+      std::this_thread::sleep_for(10ms);
+  }
+}
+
+} // namespace gpu_partitioner::e2e

@@ -1,0 +1,1874 @@
+// controller::step_node (DESIGN.md section 4): one node from Pending to Succeeded or
+// Failed, phase by phase, as the code implements it; resuming from every phase after a
+// restart; dry runs; deletion; and a seeded property test that drives the machine
+// through a small model of the cluster (node, pods, PDBs, DCM, device plugin) and
+// checks the safety rules at every step. Time is fixed (`t0` and offsets from it).
+#include "controller/node_machine.hpp"
+
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gc = gpu_partitioner::controller;
+namespace gp = gpu_partitioner::protocol;
+namespace bdata = boost::unit_test::data;
+using namespace std::chrono_literals;
+using gp::node_phase;
+
+namespace {
+
+// -- fixed names and values --
+
+const gp::wall_clock::time_point t0 = gp::wall_clock::from_time_t(1800000000);
+const std::string hash_a = "sha256:" + std::string(64, 'a');
+const std::string hash_b = "sha256:" + std::string(64, 'b');
+const std::string other_hash = "sha256:" + std::string(64, 'c');
+const std::string node_name = "gpu-1";
+const std::string dcm_name = "cpx-nps4";
+const std::string cpx_payload =
+    R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":8}]})";
+// The same object with its keys in another order.
+const std::string cpx_payload_reordered =
+    R"({"profiles":[{"numGPUsAssigned":8,"memoryPartition":"NPS4","computePartition":"CPX"}],"skippedGPUs":{"ids":[]}})";
+const std::string spx_payload =
+    R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"SPX","memoryPartition":"NPS1","numGPUsAssigned":8}]})";
+const char* const ready_label = "amd.com/gpu.ready";
+const char* const gpu = "amd.com/gpu";
+
+const gc::taint dcm_taint{gc::dcm_taint_key, gc::dcm_taint_value, "NoExecute"};
+
+// -- builders --
+
+gc::pod_info pod(const std::string& name, const std::string& app = "web") {
+  gc::pod_info p;
+  p.ns = "team";
+  p.name = name;
+  p.uid = "uid-" + name;
+  p.node_name = node_name;
+  p.labels = {{"app", app}};
+  p.phase = "Running";
+  return p;
+}
+
+gc::pod_info daemon_pod(const std::string& name) {
+  auto p = pod(name, "device-plugin");
+  p.ns = "kube-amd-gpu";
+  p.daemon_set = true;
+  return p;
+}
+
+gc::toleration tolerate_dcm(bool bounded = false) {
+  gc::toleration t;
+  t.key = gc::dcm_taint_key;
+  t.op = "Exists";
+  t.effect = "NoExecute";
+  t.bounded = bounded;
+  return t;
+}
+
+gc::pdb_info pdb(const std::string& name, const std::string& app, int allowed) {
+  gc::pdb_info b;
+  b.ns = "team";
+  b.name = name;
+  b.match_labels = {{"app", app}};
+  b.disruptions_allowed = allowed;
+  return b;
+}
+
+// The node, its item, the profile and DCM's config as a test starts them: a MI300X node
+// on SPX/NPS1 (8 GPUs), to become CPX/NPS4 (64), schedulable, nothing of ours on it.
+struct world {
+  gc::node_inputs in;
+
+  world() {
+    auto& item = in.item;
+    item.metadata.name = "plan-" + node_name;
+    item.metadata.uid = "item-uid";
+    item.metadata.finalizers = {gc::item_finalizer};
+    item.spec.plan_ref = {"plan", "plan-uid"};
+    item.spec.node_name = node_name;
+    item.spec.desired_hash = hash_a;
+    item.spec.profile_ref.name = "mi300x-cpx-nps4";
+
+    gc::node_info node;
+    node.name = node_name;
+    node.uid = "node-uid";
+    node.resource_version = "1";
+    node.labels = {{"amd.com/gpu.product", "MI300X"},
+                   {gc::dcm_profile_label, "spx-nps1"},
+                   {gc::dcm_state_label, "success"},
+                   {ready_label, "true"}};
+    node.allocatable = {{gpu, "8"}, {"cpu", "96"}};
+    in.node = node;
+
+    auto& profile = in.profile;
+    profile.name = "mi300x-cpx-nps4";
+    profile.found = true;
+    gp::label_selector target;
+    target.match_labels = {{"amd.com/gpu.product", "MI300X"}};
+    profile.spec.target_selector = target;
+    profile.spec.expected_resources = {{gpu, 64}};
+    profile.spec.verification.ready_label = ready_label;
+    profile.spec.verification.timeout_seconds = 300;
+    profile.spec.operator_payload.name = "cpx-nps4";
+    profile.spec.operator_payload.namespace_ = "kube-amd-gpu";
+    profile.spec.operator_payload.profile_name = dcm_name;
+    profile.dcm_name = dcm_name;
+    profile.payload = cpx_payload;
+
+    in.dcm.ns = "kube-amd-gpu";
+    in.dcm.name = "config-manager-config";
+    in.dcm.found = true;
+    in.dcm.config_json = R"({"gpu-config-profiles":{"spx-nps1":)" + spx_payload + "}}";
+    in.now = t0;
+  }
+
+  gc::node_info& node() { return *in.node; }
+  gp::node_partitioning_status& status() { return in.item.status; }
+
+  // Status as if the item went Pending -> ... -> `p`, entering `p` at `entered`.
+  world& at(node_phase p, gp::wall_clock::time_point entered = t0) {
+    static const std::vector<node_phase> path{node_phase::pending, node_phase::draining,
+                                              node_phase::applying, node_phase::waiting_operator,
+                                              node_phase::verifying, node_phase::succeeded};
+    auto& st = status();
+    st.phase = p;
+    st.observed_hash = in.item.spec.desired_hash;
+    st.history.clear();
+    if (p == node_phase::failed)
+      return *this; // see failed_in()
+    for (auto q : path) {
+      st.history.push_back({q, gp::format_time(entered), "Test", ""});
+      if (q == p)
+        break;
+    }
+    if (p != node_phase::pending)
+      st.started_at = gp::format_time(entered);
+    return *this;
+  }
+
+  // Failed after reaching `last` (Draining: before the GPUs were touched).
+  world& failed_in(node_phase last, const std::string& reason,
+                   gp::wall_clock::time_point when = t0) {
+    at(last, when);
+    auto& st = status();
+    st.phase = node_phase::failed;
+    st.history.push_back({node_phase::failed, gp::format_time(when), reason, "failed"});
+    st.last_error = "failed";
+    return *this;
+  }
+
+  // -- node states --
+  world& cordoned_by_us() {
+    node().unschedulable = true;
+    node().annotations[gc::was_unschedulable_annotation] = "false";
+    return *this;
+  }
+  world& admin_cordoned() {
+    node().unschedulable = true;
+    return *this;
+  }
+  world& cordoned_over_admin() {
+    node().unschedulable = true;
+    node().annotations[gc::was_unschedulable_annotation] = "true";
+    return *this;
+  }
+  world& tainted() {
+    node().taints.push_back(dcm_taint);
+    node().labels.erase(ready_label); // the labeller is gone while tainted
+    node().allocatable.erase(gpu);
+    return *this;
+  }
+  world& dcm_config_has_profile() {
+    in.dcm.config_json = R"({"gpu-config-profiles":{"spx-nps1":)" + spx_payload +
+                         R"(,"cpx-nps4":)" + cpx_payload + "}}";
+    return *this;
+  }
+  world& label_ours() {
+    dcm_config_has_profile();
+    node().labels[gc::dcm_profile_label] = dcm_name;
+    node().labels.erase(gc::dcm_state_label);
+    node().annotations[gc::applied_hash_annotation] = in.item.spec.desired_hash;
+    return *this;
+  }
+  world& dcm_says(const std::string& state) {
+    node().labels[gc::dcm_state_label] = state;
+    return *this;
+  }
+  // The device plugin and labeller report the new partitions.
+  world& reports(const std::string& count) {
+    node().labels[ready_label] = "true";
+    node().allocatable[gpu] = count;
+    return *this;
+  }
+  // Everything a finished run leaves on the node, before the last uncordon.
+  world& partitioned() {
+    label_ours();
+    dcm_says("success");
+    reports("64");
+    return *this;
+  }
+  world& with(gc::pod_info p) {
+    in.pods.push_back(std::move(p));
+    return *this;
+  }
+  world& with(gc::pdb_info b) {
+    in.pdbs.push_back(std::move(b));
+    return *this;
+  }
+  world& later(std::chrono::seconds d) {
+    in.now = t0 + d;
+    return *this;
+  }
+
+  gc::node_step step() const { return gc::step_node(in); }
+};
+
+// -- reading a step --
+
+std::string name_of(node_phase p) {
+  return std::string(gp::codec::to_string(p));
+}
+
+// The phase after the step.
+std::string phase_after(const world& w, const gc::node_step& s) {
+  const auto& st = s.status ? *s.status : w.in.item.status;
+  return name_of(st.phase.value_or(node_phase::pending));
+}
+
+const gp::node_partitioning_status& status_after(const world& w, const gc::node_step& s) {
+  return s.status ? *s.status : w.in.item.status;
+}
+
+std::string last_reason(const world& w, const gc::node_step& s) {
+  const auto& h = status_after(w, s).history;
+  return h.empty() ? std::string{} : h.back().reason;
+}
+
+const gp::condition* condition(const gp::node_partitioning_status& st, const std::string& type) {
+  for (const auto& c : st.conditions)
+    if (c.type == type)
+      return &c;
+  return nullptr;
+}
+
+// "True/Reason", "False/Reason" or "-".
+std::string condition_of(const world& w, const gc::node_step& s, const std::string& type) {
+  const auto* c = condition(status_after(w, s), type);
+  if (c == nullptr)
+    return "-";
+  return std::string(gp::codec::to_string(c->status)) + "/" + c->reason;
+}
+
+bool no_node_writes(const gc::node_step& s) {
+  return !s.patch && !s.taint && s.removals.empty() && !s.dcm;
+}
+
+// "cordon", "uncordon" or "-".
+std::string cordon_write(const gc::node_step& s) {
+  if (!s.patch || !s.patch->unschedulable)
+    return "-";
+  return *s.patch->unschedulable ? "cordon" : "uncordon";
+}
+
+// "add", "remove" or "-".
+std::string taint_write(const gc::node_step& s) {
+  if (!s.taint)
+    return "-";
+  return *s.taint ? "add" : "remove";
+}
+
+std::string map_write(const std::map<std::string, std::optional<std::string>>& m,
+                      const std::string& key) {
+  auto it = m.find(key);
+  if (it == m.end())
+    return "-";
+  return it->second ? *it->second : "<remove>";
+}
+
+std::string annotation_write(const gc::node_step& s, const std::string& key) {
+  return s.patch ? map_write(s.patch->annotations, key) : "-";
+}
+
+std::string label_write(const gc::node_step& s, const std::string& key) {
+  return s.patch ? map_write(s.patch->labels, key) : "-";
+}
+
+// "ns/name:evict" or "ns/name:delete", in order.
+std::vector<std::string> removals(const gc::node_step& s) {
+  std::vector<std::string> out;
+  for (const auto& r : s.removals)
+    out.push_back(r.ns + "/" + r.name + (r.evict ? ":evict" : ":delete"));
+  return out;
+}
+
+bool has_event(const gc::node_step& s, const std::string& reason, bool on_node,
+               const std::string& type) {
+  return std::any_of(s.events.begin(), s.events.end(), [&](const gc::event_record& e) {
+    return e.reason == reason && e.on_node == on_node && e.type == type;
+  });
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Applies a step's node writes to the node, as the io executor would (patch, taint).
+void apply_node_writes(gc::node_info& node, const gc::node_step& s) {
+  if (s.patch) {
+    if (s.patch->unschedulable)
+      node.unschedulable = *s.patch->unschedulable;
+    for (const auto& [k, v] : s.patch->labels)
+      if (v)
+        node.labels[k] = *v;
+      else
+        node.labels.erase(k);
+    for (const auto& [k, v] : s.patch->annotations)
+      if (v)
+        node.annotations[k] = *v;
+      else
+        node.annotations.erase(k);
+  }
+  if (s.taint) {
+    auto& t = node.taints;
+    t.erase(std::remove(t.begin(), t.end(), dcm_taint), t.end());
+    if (*s.taint)
+      t.push_back(dcm_taint);
+  }
+}
+
+// The step's status becomes the item's (the status writer wrote it).
+void keep_status(world& w, const gc::node_step& s) {
+  if (s.status)
+    w.in.item.status = *s.status;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(finalizer)
+
+BOOST_AUTO_TEST_CASE(finalizer_is_added_when_missing) {
+  world w;
+  w.in.item.metadata.finalizers.clear();
+  auto s = w.step();
+  BOOST_TEST(s.add_finalizer);
+  BOOST_TEST(!s.remove_finalizer);
+}
+
+BOOST_AUTO_TEST_CASE(finalizer_is_not_added_twice) {
+  world w;
+  BOOST_TEST(!w.step().add_finalizer);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(pending)
+
+struct preflight_case {
+  const char* cause;
+  void (*break_it)(world&);
+  void (*fix_it)(world&);
+};
+
+std::ostream& operator<<(std::ostream& os, const preflight_case& c) {
+  return os << c.cause;
+}
+
+const std::vector<preflight_case> preflight_cases{
+    {"ProfileNotFound", [](world& w) { w.in.profile.found = false; },
+     [](world& w) { w.in.profile.found = true; }},
+    {"PayloadNotFound",
+     [](world& w) {
+       w.in.profile.payload.reset();
+       w.in.profile.payload_problem = "ConfigMap kube-amd-gpu/cpx-nps4 not found";
+     },
+     [](world& w) { w.in.profile.payload = cpx_payload; }},
+    {"PayloadInvalid", [](world& w) { w.in.profile.payload = R"({"profiles":[)"; },
+     [](world& w) { w.in.profile.payload = cpx_payload; }},
+    {"TargetMismatch", [](world& w) { w.node().labels["amd.com/gpu.product"] = "MI250"; },
+     [](world& w) { w.node().labels["amd.com/gpu.product"] = "MI300X"; }},
+    {"DCMConfigInvalid", [](world& w) { w.in.dcm.config_json = R"(["not","an","object"])"; },
+     [](world& w) { w.in.dcm.config_json = R"({"gpu-config-profiles":{}})"; }},
+};
+
+BOOST_DATA_TEST_CASE(preflight_failure_fails_before_anything_is_written_to_the_node,
+                     bdata::make(preflight_cases), c) {
+  world w;
+  w.with(pod("web-0"));
+  c.break_it(w);
+  w.in.token = true; // even with a token
+  auto s = w.step();
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.wants_token);
+  BOOST_TEST(!s.in_flight);
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "PreflightFailed");
+  BOOST_TEST(condition_of(w, s, "Preflight") == std::string("False/") + c.cause);
+  BOOST_TEST(status_after(w, s).last_error.rfind(std::string(c.cause) + ": ", 0) == 0);
+  BOOST_TEST(status_after(w, s).started_at.empty());
+}
+
+BOOST_DATA_TEST_CASE(preflight_findings_name_the_cause, bdata::make(preflight_cases), c) {
+  world w;
+  c.break_it(w);
+  auto findings = gc::preflight(w.in);
+  BOOST_TEST_REQUIRE(findings.size() == 1u);
+  BOOST_TEST(findings.front().rfind(std::string(c.cause) + ": ", 0) == 0);
+}
+
+BOOST_DATA_TEST_CASE(preflight_failure_clears_itself_when_the_cause_is_fixed,
+                     bdata::make(preflight_cases), c) {
+  world w;
+  c.break_it(w);
+  auto failed = w.step();
+  keep_status(w, failed);
+  BOOST_TEST_REQUIRE(phase_after(w, failed) == "Failed");
+
+  // Still broken: stays Failed, looks again later, writes nothing.
+  w.later(30s);
+  auto still = w.step();
+  BOOST_TEST(phase_after(w, still) == "Failed");
+  BOOST_TEST(no_node_writes(still));
+  BOOST_TEST(still.requeue.count() > 0);
+
+  c.fix_it(w);
+  auto fixed = w.step();
+  BOOST_TEST(no_node_writes(fixed));
+  BOOST_TEST(phase_after(w, fixed) == "Pending");
+  BOOST_TEST(last_reason(w, fixed) == "PreflightPassed");
+  BOOST_TEST(status_after(w, fixed).last_error.empty());
+  BOOST_TEST(condition_of(w, fixed, "Preflight") == "True/PreflightPassed");
+}
+
+BOOST_AUTO_TEST_CASE(preflight_accepts_a_missing_dcm_config_and_a_profile_without_target) {
+  world w;
+  w.in.dcm.found = false;
+  w.in.dcm.config_json.clear();
+  w.in.profile.spec.target_selector.reset();
+  w.node().labels.erase("amd.com/gpu.product");
+  BOOST_TEST(gc::preflight(w.in).empty());
+}
+
+BOOST_AUTO_TEST_CASE(node_already_in_target_state_succeeds_without_node_writes) {
+  world w;
+  w.partitioned();
+  w.node().annotations.clear(); // partitioned by hand earlier, not by us
+  w.with(pod("web-0"));
+  BOOST_TEST(gc::in_target_state(w.in));
+  auto s = w.step();
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.wants_token);
+  BOOST_TEST(!s.in_flight);
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(last_reason(w, s) == "AlreadyInTargetState");
+  BOOST_TEST(status_after(w, s).observed_hash == hash_a);
+  BOOST_TEST(condition_of(w, s, "Verified") == "True/AlreadyInTargetState");
+}
+
+BOOST_AUTO_TEST_CASE(a_tainted_or_unverified_node_is_not_in_target_state) {
+  world w;
+  w.partitioned();
+  w.node().taints.push_back(dcm_taint);
+  BOOST_TEST(!gc::in_target_state(w.in));
+  world x;
+  x.partitioned();
+  x.reports("63");
+  BOOST_TEST(!gc::in_target_state(x.in));
+  world y;
+  y.partitioned();
+  y.dcm_says("failure");
+  BOOST_TEST(!gc::in_target_state(y.in));
+}
+
+BOOST_AUTO_TEST_CASE(pending_without_token_asks_for_one_and_does_nothing_else) {
+  world w;
+  w.with(pod("web-0"));
+  auto s = w.step();
+  BOOST_TEST(s.wants_token);
+  BOOST_TEST(!s.in_flight);
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(condition_of(w, s, "Started") == "False/WaitingForToken");
+  BOOST_TEST(status_after(w, s).started_at.empty());
+}
+
+BOOST_AUTO_TEST_CASE(pending_with_token_enters_draining_with_startedAt_and_a_history_entry) {
+  world w;
+  w.with(pod("web-0"));
+  w.in.token = true;
+  auto s = w.step();
+  BOOST_TEST_REQUIRE(s.status.has_value());
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(s.in_flight);
+  BOOST_TEST(s.wants_token);
+  BOOST_TEST(s.status->started_at == gp::format_time(t0));
+  BOOST_TEST(s.status->observed_hash == hash_a);
+  BOOST_TEST_REQUIRE(!s.status->history.empty());
+  BOOST_TEST(name_of(s.status->history.back().phase) == "Draining");
+  BOOST_TEST(s.status->history.back().time == gp::format_time(t0));
+  BOOST_TEST(condition_of(w, s, "Started") == "True/TokenGranted");
+  // Entering Draining writes nothing yet: the cordon is the next step's.
+  BOOST_TEST(no_node_writes(s));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(draining)
+
+BOOST_AUTO_TEST_CASE(first_step_cordons_and_records_false_in_one_patch) {
+  world w;
+  w.at(node_phase::draining).with(pod("web-0"));
+  auto s = w.step();
+  BOOST_TEST(cordon_write(s) == "cordon");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "false");
+  BOOST_TEST(!s.taint);
+  BOOST_TEST(s.removals.empty()); // evictions come once the cordon is seen
+  BOOST_TEST(s.in_flight);
+  BOOST_TEST(has_event(s, "Cordoned", true, "Normal"));
+}
+
+BOOST_AUTO_TEST_CASE(an_admin_cordoned_node_is_recorded_as_true) {
+  world w;
+  w.at(node_phase::draining).admin_cordoned();
+  auto s = w.step();
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "true");
+  BOOST_TEST(cordon_write(s) == "cordon"); // harmless: it is cordoned already
+}
+
+BOOST_AUTO_TEST_CASE(a_node_uncordoned_behind_our_back_is_cordoned_again_keeping_the_record) {
+  world w;
+  w.at(node_phase::draining).cordoned_over_admin();
+  w.node().unschedulable = false; // someone uncordoned it
+  auto s = w.step();
+  BOOST_TEST(cordon_write(s) == "cordon");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "-");
+}
+
+BOOST_AUTO_TEST_CASE(evicts_only_the_pods_the_taint_would_kill) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  auto ds = daemon_pod("device-plugin-x");
+  auto mirror = pod("kube-proxy-static");
+  mirror.mirror = true;
+  auto done = pod("job-done");
+  done.phase = "Succeeded";
+  auto crashed = pod("job-failed");
+  crashed.phase = "Failed";
+  auto tolerant = pod("tolerant");
+  tolerant.tolerations = {tolerate_dcm()};
+  auto tolerates_all = pod("tolerates-all");
+  gc::toleration all;
+  all.op = "Exists";
+  tolerates_all.tolerations = {all};
+  auto bounded = pod("bounded");
+  bounded.tolerations = {tolerate_dcm(true)}; // tolerationSeconds: evicted anyway
+  auto no_schedule_only = pod("no-schedule-only");
+  auto ns = tolerate_dcm();
+  ns.effect = "NoSchedule";
+  no_schedule_only.tolerations = {ns};
+  w.with(pod("web-0"))
+      .with(ds)
+      .with(mirror)
+      .with(done)
+      .with(crashed)
+      .with(tolerant)
+      .with(tolerates_all)
+      .with(bounded)
+      .with(no_schedule_only);
+  auto s = w.step();
+  const std::vector<std::string> want{"team/web-0:evict", "team/bounded:evict",
+                                      "team/no-schedule-only:evict"};
+  BOOST_TEST(removals(s) == want, boost::test_tools::per_element());
+  BOOST_TEST(!s.taint);
+  BOOST_TEST(!s.patch);
+  BOOST_TEST(condition_of(w, s, "Drained") == "False/Evicting");
+  BOOST_TEST(status_after(w, s).drain.pods_total == 3);
+  BOOST_TEST(s.removals.front().uid == "uid-web-0"); // the eviction is for this pod only
+}
+
+BOOST_AUTO_TEST_CASE(eviction_kind_delete_deletes_instead_of_evicting) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us().with(pod("web-0"));
+  w.in.item.spec.drain.kind = gp::eviction_kind::delete_pods;
+  const std::vector<std::string> want{"team/web-0:delete"};
+  BOOST_TEST(removals(w.step()) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(respectPDB_false_deletes_instead_of_evicting) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us().with(pod("web-0")).with(pdb("web-pdb", "web", 0));
+  w.in.item.spec.drain.respect_pdb = false;
+  const std::vector<std::string> want{"team/web-0:delete"};
+  BOOST_TEST(removals(w.step()) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_blocked_pod_is_not_retried_before_5s_and_is_listed_with_its_pdb) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  w.with(pod("web-0")).with(pod("db-0", "db")).with(pdb("web-pdb", "web", 0));
+  w.in.evictions["team/web-0"] = {t0, true, false, "Cannot evict pod: disruption budget"};
+  w.later(4s);
+  auto s = w.step();
+  const std::vector<std::string> only_db{"team/db-0:evict"};
+  BOOST_TEST(removals(s) == only_db, boost::test_tools::per_element());
+  const auto& drain = status_after(w, s).drain;
+  BOOST_TEST(drain.pods_blocked == 1);
+  BOOST_TEST_REQUIRE(drain.blocking_pdbs.size() == 1u);
+  BOOST_TEST(drain.blocking_pdbs[0].namespace_ == "team");
+  BOOST_TEST(drain.blocking_pdbs[0].name == "web-pdb");
+  BOOST_TEST_REQUIRE(drain.blocking_pods.size() == 1u);
+  BOOST_TEST(drain.blocking_pods[0].name == "web-0");
+  BOOST_TEST(contains(drain.blocking_pods[0].reason, "team/web-pdb"));
+  BOOST_TEST(condition_of(w, s, "Drained") == "False/EvictionBlocked");
+  BOOST_TEST(!s.taint);
+
+  w.later(5s);
+  const std::vector<std::string> both{"team/web-0:evict", "team/db-0:evict"};
+  auto retry = w.step();
+  auto got = removals(retry);
+  std::sort(got.begin(), got.end());
+  auto want = both;
+  std::sort(want.begin(), want.end());
+  BOOST_TEST(got == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(pods_being_deleted_are_not_evicted_again_but_hold_back_the_taint) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  auto leaving = pod("web-0");
+  leaving.deleting = true;
+  w.with(leaving);
+  w.in.evictions["team/web-0"] = {t0, false, true, ""};
+  auto s = w.step();
+  BOOST_TEST(s.removals.empty());
+  BOOST_TEST(!s.taint);
+  BOOST_TEST(s.requeue.count() > 0);
+  BOOST_TEST(status_after(w, s).drain.pods_evicted == 1);
+}
+
+BOOST_AUTO_TEST_CASE(taint_is_added_only_once_the_evictable_pods_are_gone) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  w.with(daemon_pod("device-plugin-x")); // the taint's to remove, not the drain's
+  auto s = w.step();
+  BOOST_TEST(taint_write(s) == "add");
+  BOOST_TEST(s.removals.empty());
+  BOOST_TEST(condition_of(w, s, "Drained") == "True/Drained");
+  BOOST_TEST(has_event(s, "Tainted", true, "Normal"));
+  BOOST_TEST(phase_after(w, s) == "Draining");
+}
+
+BOOST_AUTO_TEST_CASE(drain_disabled_taints_at_once_and_says_pdbs_are_not_respected) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us().with(pod("web-0")).with(pdb("web-pdb", "web", 0));
+  w.in.item.spec.drain.enabled = false;
+  auto s = w.step();
+  BOOST_TEST(taint_write(s) == "add");
+  BOOST_TEST(s.removals.empty());
+  BOOST_TEST(condition_of(w, s, "Drained") == "False/DrainDisabled");
+  BOOST_TEST(contains(condition(status_after(w, s), "Drained")->message, "PodDisruptionBudgets"));
+}
+
+BOOST_AUTO_TEST_CASE(drain_disabled_still_cordons_first) {
+  world w;
+  w.at(node_phase::draining).with(pod("web-0"));
+  w.in.item.spec.drain.enabled = false;
+  auto s = w.step();
+  BOOST_TEST(cordon_write(s) == "cordon");
+  BOOST_TEST(!s.taint);
+}
+
+BOOST_AUTO_TEST_CASE(waits_for_non_tolerating_pods_daemonset_ones_too_before_applying) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us().tainted();
+  auto plugin = daemon_pod("device-plugin-x");
+  plugin.deleting = true;
+  auto tolerant_ds = daemon_pod("dcm-x");
+  tolerant_ds.tolerations = {tolerate_dcm()};
+  w.with(plugin).with(tolerant_ds);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(condition_of(w, s, "Drained") == "False/WaitingForPods");
+  BOOST_TEST(no_node_writes(s));
+
+  w.in.pods = {tolerant_ds};
+  auto next = w.step();
+  BOOST_TEST(phase_after(w, next) == "Applying");
+  BOOST_TEST(last_reason(w, next) == "Drained");
+  BOOST_TEST(no_node_writes(next));
+  BOOST_TEST(next.in_flight);
+}
+
+BOOST_AUTO_TEST_CASE(drain_timeout_rolls_back_and_fails_naming_the_blocking_pdb) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  w.with(pod("web-0")).with(pdb("web-pdb", "web", 0));
+  w.in.evictions["team/web-0"] = {t0 + 595s, true, false, "blocked"};
+  w.later(599s);
+  BOOST_TEST(phase_after(w, w.step()) == "Draining");
+
+  w.later(600s);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "DrainTimeout");
+  BOOST_TEST(contains(status_after(w, s).last_error, "PodDisruptionBudget team/web-pdb"));
+  BOOST_TEST(cordon_write(s) == "uncordon");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) == "<remove>");
+  BOOST_TEST(s.removals.empty());
+  BOOST_TEST(has_event(s, "DrainTimeout", true, "Warning"));
+}
+
+BOOST_AUTO_TEST_CASE(drain_timeout_after_the_taint_removes_it) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us().tainted();
+  auto stuck = pod("web-0");
+  stuck.deleting = true;
+  w.with(stuck).later(600s);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(cordon_write(s) == "uncordon");
+}
+
+BOOST_AUTO_TEST_CASE(drain_timeout_never_uncordons_an_admin_cordoned_node) {
+  world w;
+  w.at(node_phase::draining).cordoned_over_admin().tainted();
+  w.with(pod("web-0")).with(pdb("web-pdb", "web", 0)).later(600s);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+}
+
+BOOST_AUTO_TEST_CASE(evictable_pods_keeps_input_order_and_filters) {
+  auto ds = daemon_pod("ds");
+  auto tolerant = pod("t");
+  tolerant.tolerations = {tolerate_dcm()};
+  auto out = gc::evictable_pods({pod("b"), ds, tolerant, pod("a")});
+  BOOST_TEST_REQUIRE(out.size() == 2u);
+  BOOST_TEST(out[0].name == "b");
+  BOOST_TEST(out[1].name == "a");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(applying)
+
+BOOST_AUTO_TEST_CASE(writes_dcm_config_when_the_configmap_is_missing) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted();
+  w.in.dcm.found = false;
+  w.in.dcm.config_json.clear();
+  auto s = w.step();
+  BOOST_TEST_REQUIRE(s.dcm.has_value());
+  BOOST_TEST(s.dcm->ns == "kube-amd-gpu");
+  BOOST_TEST(s.dcm->name == "config-manager-config");
+  BOOST_TEST(s.dcm->profile_name == dcm_name);
+  BOOST_TEST(s.dcm->profile_json == cpx_payload);
+  BOOST_TEST(!s.patch); // the label waits for DCM's config
+  BOOST_TEST(condition_of(w, s, "ProfileApplied") == "False/WritingDCMConfig");
+}
+
+BOOST_AUTO_TEST_CASE(writes_dcm_config_when_the_profile_is_missing_or_different) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted();
+  BOOST_TEST(w.step().dcm.has_value()); // only spx-nps1 there
+  w.in.dcm.config_json = R"({"gpu-config-profiles":{"cpx-nps4":)" + spx_payload + "}}";
+  BOOST_TEST(w.step().dcm.has_value()); // there, but different
+}
+
+BOOST_AUTO_TEST_CASE(does_not_write_dcm_config_when_equal_whatever_the_key_order) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted();
+  w.in.dcm.config_json = R"({"other":1,"gpu-config-profiles":{"cpx-nps4":)" +
+                         cpx_payload_reordered + "}}";
+  auto s = w.step();
+  BOOST_TEST(!s.dcm);
+  BOOST_TEST(label_write(s, gc::dcm_profile_label) == dcm_name);
+}
+
+BOOST_AUTO_TEST_CASE(sets_profile_label_removes_state_label_and_marks_it_ours_in_one_patch) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  auto s = w.step();
+  BOOST_TEST(label_write(s, gc::dcm_profile_label) == dcm_name);
+  BOOST_TEST(label_write(s, gc::dcm_state_label) == "<remove>");
+  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) == hash_a);
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(!s.taint);
+  BOOST_TEST(phase_after(w, s) == "Applying");
+}
+
+BOOST_AUTO_TEST_CASE(a_label_holding_the_profile_but_not_ours_is_removed_first) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  w.node().labels[gc::dcm_profile_label] = dcm_name;
+  w.node().annotations[gc::applied_hash_annotation] = other_hash; // an earlier run's
+  auto s = w.step();
+  BOOST_TEST(label_write(s, gc::dcm_profile_label) == "<remove>");
+  BOOST_TEST(label_write(s, gc::dcm_state_label) == "<remove>");
+  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) == "-");
+  BOOST_TEST(phase_after(w, s) == "Applying");
+
+  apply_node_writes(w.node(), s);
+  auto then = w.step();
+  BOOST_TEST(label_write(then, gc::dcm_profile_label) == dcm_name);
+  BOOST_TEST(annotation_write(then, gc::applied_hash_annotation) == hash_a);
+}
+
+BOOST_AUTO_TEST_CASE(a_label_holding_the_profile_without_any_mark_is_removed_first) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  w.node().labels[gc::dcm_profile_label] = dcm_name;
+  BOOST_TEST(label_write(w.step(), gc::dcm_profile_label) == "<remove>");
+}
+
+BOOST_AUTO_TEST_CASE(with_the_label_ours_enters_waiting_operator) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted().label_ours();
+  auto s = w.step();
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(phase_after(w, s) == "WaitingOperator");
+  BOOST_TEST(condition_of(w, s, "ProfileApplied") == "True/LabelSet");
+  BOOST_TEST(has_event(s, "ProfileApplied", true, "Normal"));
+  BOOST_TEST(s.in_flight);
+}
+
+BOOST_AUTO_TEST_CASE(a_profile_gone_before_dcm_was_asked_fails_and_returns_the_node) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted();
+  w.in.profile.payload.reset();
+  w.in.profile.payload_problem = "ConfigMap kube-amd-gpu/cpx-nps4 not found";
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "ProfileUnavailable");
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(cordon_write(s) == "uncordon");
+  BOOST_TEST(!s.dcm);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(waiting_operator)
+
+BOOST_AUTO_TEST_CASE(dcm_success_enters_verifying) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("success");
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Verifying");
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(condition_of(w, s, "OperatorSucceeded") == "True/DCMSucceeded");
+  BOOST_TEST(s.requeue.count() > 0);
+}
+
+BOOST_AUTO_TEST_CASE(dcm_failure_fails_keeping_the_cordon_and_lifting_the_taint) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("failure");
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "OperatorFailed");
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "-");
+  BOOST_TEST(has_event(s, "OperatorFailed", true, "Warning"));
+  BOOST_TEST(contains(status_after(w, s).last_error, dcm_name));
+}
+
+BOOST_AUTO_TEST_CASE(waits_for_dcm_until_the_plan_verification_timeout) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.in.item.spec.verification.timeout_seconds = 900;
+  w.later(899s);
+  auto waiting = w.step();
+  BOOST_TEST(phase_after(w, waiting) == "WaitingOperator");
+  BOOST_TEST(no_node_writes(waiting));
+  BOOST_TEST(waiting.requeue.count() > 0);
+  BOOST_TEST(waiting.in_flight);
+
+  w.later(900s);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "OperatorTimeout");
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(cordon_write(s) == "-");
+}
+
+BOOST_AUTO_TEST_CASE(the_operator_timeout_counts_from_entering_waiting_operator) {
+  world w;
+  w.at(node_phase::waiting_operator, t0 + 1000s).cordoned_by_us().tainted().label_ours();
+  w.status().history.front().time = gp::format_time(t0); // started long before
+  w.in.item.spec.verification.timeout_seconds = 900;
+  w.later(1899s);
+  BOOST_TEST(phase_after(w, w.step()) == "WaitingOperator");
+  w.later(1900s);
+  BOOST_TEST(phase_after(w, w.step()) == "Failed");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(verifying)
+
+BOOST_AUTO_TEST_CASE(removes_the_taint_first) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().label_ours().dcm_says("success").tainted();
+  auto s = w.step();
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(phase_after(w, s) == "Verifying");
+  BOOST_TEST(has_event(s, "Untainted", true, "Normal"));
+}
+
+BOOST_AUTO_TEST_CASE(succeeds_and_uncordons_in_the_same_step_when_everything_matches) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.in.item.spec.verification.require_plugin_resources = {gpu};
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(last_reason(w, s) == "Verified");
+  BOOST_TEST(cordon_write(s) == "uncordon");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) == "<remove>");
+  BOOST_TEST(!s.taint);
+  BOOST_TEST(status_after(w, s).completed_at == gp::format_time(t0));
+  BOOST_TEST(condition_of(w, s, "Verified") == "True/Verified");
+  BOOST_TEST(has_event(s, "Partitioned", true, "Normal"));
+}
+
+BOOST_AUTO_TEST_CASE(success_on_an_admin_cordoned_node_keeps_the_cordon) {
+  world w;
+  w.at(node_phase::verifying).cordoned_over_admin().partitioned();
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+}
+
+struct ready_case {
+  const char* behaviour;
+  std::string spec;
+  std::map<std::string, std::string> labels;
+  bool verifies;
+};
+
+std::ostream& operator<<(std::ostream& os, const ready_case& c) {
+  return os << c.behaviour;
+}
+
+const std::vector<ready_case> ready_cases{
+    {"a key alone needs only the label", "example.com/ready", {{"example.com/ready", "x"}}, true},
+    {"a key alone fails when absent", "example.com/ready", {}, false},
+    {"key=value needs that value", "example.com/ready=yes", {{"example.com/ready", "yes"}}, true},
+    {"key=value fails on another value", "example.com/ready=yes", {{"example.com/ready", "no"}},
+     false},
+    {"key=value fails when absent", "example.com/ready=yes", {}, false},
+};
+
+BOOST_DATA_TEST_CASE(plan_ready_label_in_key_and_key_value_forms, bdata::make(ready_cases), c) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.in.item.spec.verification.gpu_ready_label = c.spec;
+  for (const auto& [k, v] : c.labels)
+    w.node().labels[k] = v;
+  BOOST_TEST(gc::verification_gap(w.in).empty() == c.verifies);
+  BOOST_TEST((phase_after(w, w.step()) == "Succeeded") == c.verifies);
+}
+
+BOOST_DATA_TEST_CASE(profile_ready_label_in_key_and_key_value_forms, bdata::make(ready_cases),
+                     c) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.in.profile.spec.verification.ready_label = c.spec;
+  for (const auto& [k, v] : c.labels)
+    w.node().labels[k] = v;
+  BOOST_TEST(gc::verification_gap(w.in).empty() == c.verifies);
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_plugin_resource_does_not_verify) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.in.item.spec.verification.require_plugin_resources = {gpu, "amd.com/xgmi"};
+  BOOST_TEST(gc::verification_gap(w.in) == "plugin resource amd.com/xgmi not reported");
+  w.node().allocatable["amd.com/xgmi"] = "0";
+  BOOST_TEST(gc::verification_gap(w.in) == "plugin resource amd.com/xgmi not reported");
+  w.node().allocatable["amd.com/xgmi"] = "1";
+  BOOST_TEST(gc::verification_gap(w.in).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_resource_mismatch_is_worded_expected_found) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.in.profile.spec.expected_resources = {{gpu, 63}};
+  BOOST_TEST(gc::verification_gap(w.in) == "expected amd.com/gpu=63, found 64");
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Verifying");
+  BOOST_TEST(condition_of(w, s, "Verified") == "False/Mismatch");
+  BOOST_TEST(condition(status_after(w, s), "Verified")->message ==
+             "expected amd.com/gpu=63, found 64");
+  BOOST_TEST(no_node_writes(s));
+}
+
+BOOST_AUTO_TEST_CASE(a_resource_not_reported_is_found_none) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.node().allocatable.erase(gpu);
+  BOOST_TEST(gc::verification_gap(w.in) == "expected amd.com/gpu=64, found none");
+}
+
+BOOST_AUTO_TEST_CASE(verification_times_out_after_the_profile_timeout_keeping_the_cordon) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.in.profile.spec.expected_resources = {{gpu, 63}};
+  w.in.profile.spec.verification.timeout_seconds = 300;
+  w.in.item.spec.verification.timeout_seconds = 900; // not this one
+  w.later(299s);
+  BOOST_TEST(phase_after(w, w.step()) == "Verifying");
+  w.later(300s);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "VerificationFailed");
+  BOOST_TEST(contains(status_after(w, s).last_error, "expected amd.com/gpu=63, found 64"));
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "-");
+  BOOST_TEST(!s.taint);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(succeeded)
+
+BOOST_AUTO_TEST_CASE(a_hash_change_sends_a_succeeded_node_back_to_pending) {
+  world w;
+  w.at(node_phase::succeeded).partitioned();
+  w.node().annotations.clear();
+  w.in.item.spec.desired_hash = hash_b;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(last_reason(w, s) == "SpecChanged");
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(s.requeue.count() > 0);
+}
+
+BOOST_AUTO_TEST_CASE(finishes_uncordoning_when_an_earlier_step_did_not) {
+  world w;
+  w.at(node_phase::succeeded).cordoned_by_us().partitioned();
+  auto s = w.step();
+  BOOST_TEST(cordon_write(s) == "uncordon");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  apply_node_writes(w.node(), s);
+  auto quiet = w.step();
+  BOOST_TEST(no_node_writes(quiet));
+  BOOST_TEST(!quiet.status);
+  BOOST_TEST(quiet.requeue.count() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_settled_succeeded_node_neither_writes_nor_asks) {
+  world w;
+  w.at(node_phase::succeeded).partitioned();
+  w.node().annotations.clear();
+  auto s = w.step();
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.status);
+  BOOST_TEST(!s.wants_token);
+  BOOST_TEST(!s.in_flight);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(failed)
+
+BOOST_AUTO_TEST_CASE(the_retry_annotation_sends_a_failed_node_to_pending_and_clears_itself) {
+  world w;
+  w.failed_in(node_phase::verifying, "VerificationFailed").cordoned_by_us().label_ours();
+  w.status().drain.pods_total = 3;
+  w.in.item.metadata.annotations[gc::retry_annotation] = "1";
+  auto s = w.step();
+  BOOST_TEST(s.clear_retry);
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(last_reason(w, s) == "Retry");
+  BOOST_TEST(status_after(w, s).last_error.empty());
+  BOOST_TEST(status_after(w, s).drain.pods_total == 0);
+  BOOST_TEST(s.wants_token);
+  BOOST_TEST(cordon_write(s) == "-"); // still cordoned until the new run ends
+}
+
+BOOST_AUTO_TEST_CASE(a_retry_annotation_on_a_node_not_failed_is_only_cleared) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.in.item.metadata.annotations[gc::retry_annotation] = "";
+  auto s = w.step();
+  BOOST_TEST(s.clear_retry);
+  BOOST_TEST(phase_after(w, s) == "WaitingOperator");
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_before_applying_is_rolled_back) {
+  world w;
+  w.failed_in(node_phase::draining, "DrainTimeout").cordoned_by_us().tainted();
+  auto s = w.step();
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(cordon_write(s) == "uncordon");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  apply_node_writes(w.node(), s);
+  BOOST_TEST(no_node_writes(w.step()));
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_after_applying_keeps_the_cordon_and_lifts_the_taint) {
+  for (auto last : {node_phase::applying, node_phase::waiting_operator, node_phase::verifying}) {
+    BOOST_TEST_CONTEXT("failed in " << name_of(last)) {
+      world w;
+      w.failed_in(last, "OperatorFailed").cordoned_by_us().tainted().label_ours();
+      auto s = w.step();
+      BOOST_TEST(taint_write(s) == "remove");
+      BOOST_TEST(cordon_write(s) == "-");
+      BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "-");
+      BOOST_TEST(!s.wants_token);
+      BOOST_TEST(!s.in_flight);
+      apply_node_writes(w.node(), s);
+      auto again = w.step();
+      BOOST_TEST(no_node_writes(again));
+      BOOST_TEST(w.node().unschedulable);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_operator_failure_is_not_retried_by_itself) {
+  world w;
+  w.failed_in(node_phase::waiting_operator, "OperatorFailed").cordoned_by_us().label_ours();
+  w.later(3600s);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(!s.wants_token);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(deletion)
+
+struct deletion_case {
+  const char* behaviour;
+  void (*set_up)(world&);
+};
+
+std::ostream& operator<<(std::ostream& os, const deletion_case& c) {
+  return os << c.behaviour;
+}
+
+const std::vector<deletion_case> before_applying{
+    {"Draining, cordoned and tainted",
+     [](world& w) { w.at(node_phase::draining).cordoned_by_us().tainted(); }},
+    {"Draining, just cordoned", [](world& w) { w.at(node_phase::draining).cordoned_by_us(); }},
+    {"Failed in Draining", [](world& w) { w.failed_in(node_phase::draining, "DrainTimeout"); }},
+    {"Succeeded, uncordon not finished",
+     [](world& w) { w.at(node_phase::succeeded).cordoned_by_us().partitioned(); }},
+};
+
+BOOST_DATA_TEST_CASE(deletion_before_applying_rolls_back_then_drops_the_finalizer,
+                     bdata::make(before_applying), c) {
+  world w;
+  c.set_up(w);
+  w.cordoned_by_us();
+  w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+  auto s = w.step();
+  BOOST_TEST(!s.remove_finalizer);
+  BOOST_TEST(cordon_write(s) == "uncordon");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+  BOOST_TEST(taint_write(s) == (w.node().has_dcm_taint() ? "remove" : "-"));
+  BOOST_TEST(s.requeue.count() > 0);
+
+  apply_node_writes(w.node(), s);
+  auto then = w.step();
+  BOOST_TEST(then.remove_finalizer);
+  BOOST_TEST(no_node_writes(then));
+  BOOST_TEST(!w.node().unschedulable);
+  BOOST_TEST(!w.node().has_dcm_taint());
+}
+
+BOOST_AUTO_TEST_CASE(deletion_before_applying_keeps_an_admin_cordon) {
+  world w;
+  w.at(node_phase::draining).cordoned_over_admin().tainted();
+  w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+  auto s = w.step();
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(taint_write(s) == "remove");
+  apply_node_writes(w.node(), s);
+  BOOST_TEST(w.step().remove_finalizer);
+  BOOST_TEST(w.node().unschedulable);
+}
+
+BOOST_AUTO_TEST_CASE(deletion_of_a_pending_item_drops_the_finalizer_at_once) {
+  world w;
+  w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+  auto s = w.step();
+  BOOST_TEST(s.remove_finalizer);
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.add_finalizer);
+}
+
+const std::vector<deletion_case> gpus_touched{
+    {"Applying", [](world& w) { w.at(node_phase::applying).label_ours(); }},
+    {"WaitingOperator", [](world& w) { w.at(node_phase::waiting_operator).label_ours(); }},
+    {"Verifying", [](world& w) { w.at(node_phase::verifying).label_ours(); }},
+    {"Failed in WaitingOperator",
+     [](world& w) { w.failed_in(node_phase::waiting_operator, "OperatorFailed").label_ours(); }},
+};
+
+BOOST_DATA_TEST_CASE(deletion_after_applying_leaves_the_node_cordoned_with_a_warning,
+                     bdata::make(gpus_touched), c) {
+  world w;
+  c.set_up(w);
+  w.cordoned_by_us().tainted();
+  w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+  auto s = w.step();
+  BOOST_TEST(s.remove_finalizer);
+  BOOST_TEST(has_event(s, "LeftCordoned", true, "Warning"));
+  BOOST_TEST(has_event(s, "LeftCordoned", false, "Warning"));
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(!s.patch);
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(!s.dcm);
+}
+
+BOOST_AUTO_TEST_CASE(deletion_with_the_node_gone_drops_the_finalizer) {
+  for (auto p : {node_phase::pending, node_phase::draining, node_phase::waiting_operator}) {
+    BOOST_TEST_CONTEXT(name_of(p)) {
+      world w;
+      w.at(p);
+      w.in.node.reset();
+      w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+      auto s = w.step();
+      BOOST_TEST(s.remove_finalizer);
+      BOOST_TEST(no_node_writes(s));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_node_gone_mid_flight_fails_the_item) {
+  world w;
+  w.at(node_phase::draining);
+  w.in.node.reset();
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "NodeGone");
+  BOOST_TEST(no_node_writes(s));
+}
+
+BOOST_AUTO_TEST_CASE(a_pending_item_of_a_missing_node_waits_and_says_why) {
+  world w;
+  w.in.node.reset();
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(status_after(w, s).last_error == "node gpu-1 not found");
+  BOOST_TEST(!s.wants_token);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(dry_run)
+
+BOOST_AUTO_TEST_CASE(dry_run_previews_pods_pdbs_and_findings_and_writes_nothing_to_the_node) {
+  world w;
+  w.in.item.spec.dry_run = true;
+  w.in.token = true;
+  w.with(pod("web-0"))
+      .with(pod("db-0", "db"))
+      .with(daemon_pod("device-plugin-x"))
+      .with(pdb("web-pdb", "web", 0))
+      .with(pdb("db-pdb", "db", 1))
+      .with(pdb("other-pdb", "other", 0));
+  auto s = w.step();
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.wants_token);
+  BOOST_TEST(!s.in_flight);
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  const auto& preview = status_after(w, s).preview;
+  BOOST_TEST_REQUIRE(preview.has_value());
+  std::vector<std::string> pods;
+  for (const auto& p : preview->pods_to_evict)
+    pods.push_back(p.namespace_ + "/" + p.name);
+  std::sort(pods.begin(), pods.end());
+  const std::vector<std::string> want_pods{"team/db-0", "team/web-0"};
+  BOOST_TEST(pods == want_pods, boost::test_tools::per_element());
+  BOOST_TEST_REQUIRE(preview->blocking_pdbs.size() == 1u);
+  BOOST_TEST(preview->blocking_pdbs[0].name == "web-pdb");
+  BOOST_TEST(!preview->already_in_target_state);
+  BOOST_TEST(preview->findings.empty());
+  BOOST_TEST(condition_of(w, s, "DryRun") == "True/DryRun");
+}
+
+BOOST_AUTO_TEST_CASE(dry_run_shows_a_node_already_in_target_state) {
+  world w;
+  w.in.item.spec.dry_run = true;
+  w.partitioned();
+  auto s = w.step();
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(status_after(w, s).preview->already_in_target_state);
+}
+
+BOOST_AUTO_TEST_CASE(dry_run_lists_preflight_findings_without_failing) {
+  world w;
+  w.in.item.spec.dry_run = true;
+  w.node().labels["amd.com/gpu.product"] = "MI250";
+  auto s = w.step();
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  const auto& findings = status_after(w, s).preview->findings;
+  BOOST_TEST_REQUIRE(findings.size() == 1u);
+  BOOST_TEST(findings[0].rfind("TargetMismatch: ", 0) == 0);
+  BOOST_TEST(!status_after(w, s).preview->already_in_target_state);
+}
+
+BOOST_AUTO_TEST_CASE(a_dry_run_stays_without_writes_over_many_steps) {
+  world w;
+  w.in.item.spec.dry_run = true;
+  w.in.token = true;
+  w.with(pod("web-0"));
+  for (int i = 0; i < 5; ++i) {
+    auto s = w.step();
+    BOOST_TEST(no_node_writes(s));
+    keep_status(w, s);
+    w.later(std::chrono::seconds(10 * (i + 1)));
+  }
+  BOOST_TEST(name_of(*w.status().phase) == "Pending");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+// A controller restarted at any instant reads the same status and node and continues:
+// with the same inputs (and no memory of earlier evictions) it decides the same, or
+// something idempotent, and never rewrites the cordon record or lifts an admin's cordon.
+BOOST_AUTO_TEST_SUITE(resume)
+
+struct resume_case {
+  const char* behaviour;
+  void (*set_up)(world&, bool admin);
+};
+
+std::ostream& operator<<(std::ostream& os, const resume_case& c) {
+  return os << c.behaviour;
+}
+
+void cordon(world& w, bool admin) {
+  if (admin)
+    w.cordoned_over_admin();
+  else
+    w.cordoned_by_us();
+}
+
+const std::vector<resume_case> resume_cases{
+    {"Pending, token lost with the restart",
+     [](world& w, bool admin) {
+       if (admin)
+         w.admin_cordoned();
+       w.with(pod("web-0"));
+     }},
+    {"Draining before the cordon",
+     [](world& w, bool admin) {
+       w.at(node_phase::draining).with(pod("web-0"));
+       if (admin)
+         w.admin_cordoned();
+     }},
+    {"Draining, evicting",
+     [](world& w, bool admin) {
+       w.at(node_phase::draining).with(pod("web-0"));
+       cordon(w, admin);
+     }},
+    {"Draining, blocked by a PDB",
+     [](world& w, bool admin) {
+       w.at(node_phase::draining).with(pod("web-0")).with(pdb("web-pdb", "web", 0));
+       cordon(w, admin);
+       w.in.evictions["team/web-0"] = {t0 + 10s, true, false, "blocked"};
+       w.later(12s);
+     }},
+    {"Draining, evicted pods terminating",
+     [](world& w, bool admin) {
+       auto p = pod("web-0");
+       p.deleting = true;
+       w.at(node_phase::draining).with(p);
+       cordon(w, admin);
+       w.in.evictions["team/web-0"] = {t0, false, true, ""};
+     }},
+    {"Draining, tainted, waiting for pods",
+     [](world& w, bool admin) {
+       auto p = daemon_pod("device-plugin-x");
+       p.deleting = true;
+       w.at(node_phase::draining).with(p);
+       cordon(w, admin);
+       w.tainted();
+     }},
+    {"Draining, drain timed out",
+     [](world& w, bool admin) {
+       w.at(node_phase::draining).with(pod("web-0")).with(pdb("web-pdb", "web", 0));
+       cordon(w, admin);
+       w.tainted().later(700s);
+     }},
+    {"Applying, DCM config to write",
+     [](world& w, bool admin) {
+       w.at(node_phase::applying);
+       cordon(w, admin);
+       w.tainted();
+     }},
+    {"Applying, label to set",
+     [](world& w, bool admin) {
+       w.at(node_phase::applying);
+       cordon(w, admin);
+       w.tainted().dcm_config_has_profile();
+     }},
+    {"Applying, label set",
+     [](world& w, bool admin) {
+       w.at(node_phase::applying);
+       cordon(w, admin);
+       w.tainted().label_ours();
+     }},
+    {"WaitingOperator",
+     [](world& w, bool admin) {
+       w.at(node_phase::waiting_operator);
+       cordon(w, admin);
+       w.tainted().label_ours();
+     }},
+    {"WaitingOperator, DCM answered",
+     [](world& w, bool admin) {
+       w.at(node_phase::waiting_operator);
+       cordon(w, admin);
+       w.tainted().label_ours().dcm_says("success");
+     }},
+    {"Verifying, tainted",
+     [](world& w, bool admin) {
+       w.at(node_phase::verifying);
+       cordon(w, admin);
+       w.label_ours().dcm_says("success").tainted();
+     }},
+    {"Verifying, verified",
+     [](world& w, bool admin) {
+       w.at(node_phase::verifying);
+       cordon(w, admin);
+       w.partitioned();
+     }},
+    {"Succeeded, still cordoned",
+     [](world& w, bool admin) {
+       w.at(node_phase::succeeded);
+       cordon(w, admin);
+       w.partitioned();
+     }},
+    {"Failed in Draining, not yet returned",
+     [](world& w, bool admin) {
+       w.failed_in(node_phase::draining, "DrainTimeout");
+       cordon(w, admin);
+       w.tainted();
+     }},
+    {"Failed in WaitingOperator",
+     [](world& w, bool admin) {
+       w.failed_in(node_phase::waiting_operator, "OperatorFailed");
+       cordon(w, admin);
+       w.tainted().label_ours().dcm_says("failure");
+     }},
+};
+
+// A restart forgets the evictions; the decision about the node is the same.
+BOOST_DATA_TEST_CASE(a_restarted_controller_decides_the_same,
+                     bdata::make(resume_cases) * bdata::make({false, true}), c, admin) {
+  world w;
+  c.set_up(w, admin);
+  w.in.token = true;
+  auto before = w.step();
+  auto restarted_world = w;
+  restarted_world.in.evictions.clear();
+  restarted_world.in.token = false; // the governor restarted too
+  auto after = restarted_world.step();
+
+  BOOST_TEST(cordon_write(after) == cordon_write(before));
+  BOOST_TEST(taint_write(after) == taint_write(before));
+  BOOST_TEST(annotation_write(after, gc::was_unschedulable_annotation) ==
+             annotation_write(before, gc::was_unschedulable_annotation));
+  BOOST_TEST(label_write(after, gc::dcm_profile_label) ==
+             label_write(before, gc::dcm_profile_label));
+  BOOST_TEST(after.dcm.has_value() == before.dcm.has_value());
+  BOOST_TEST(after.remove_finalizer == before.remove_finalizer);
+  // Evictions: the restarted controller may retry a blocked one at once (idempotent), and
+  // never evicts a pod the other would not.
+  auto a = removals(after);
+  for (const auto& r : removals(before))
+    BOOST_TEST((std::find(a.begin(), a.end(), r) != a.end()), r);
+  for (const auto& r : a)
+    BOOST_TEST(gc::evictable_pods(w.in.pods).size() > 0, r);
+  // A lost token only delays the start.
+  if (std::string(c.behaviour).rfind("Pending", 0) == 0)
+    BOOST_TEST(phase_after(restarted_world, after) == "Pending");
+  else
+    BOOST_TEST(phase_after(restarted_world, after) == phase_after(w, before));
+}
+
+// Every decision after a restart, applied and stepped again, never rewrites the cordon
+// record and never uncordons a node an admin had cordoned.
+BOOST_DATA_TEST_CASE(resuming_never_overwrites_the_cordon_record_nor_lifts_an_admin_cordon,
+                     bdata::make(resume_cases) * bdata::make({false, true}), c, admin) {
+  world w;
+  c.set_up(w, admin);
+  w.in.token = true;
+  const auto recorded = w.node().annotations.count(gc::was_unschedulable_annotation)
+                            ? w.node().annotations[gc::was_unschedulable_annotation]
+                            : std::string();
+  for (int i = 0; i < 6; ++i) {
+    auto s = w.step();
+    const auto written = annotation_write(s, gc::was_unschedulable_annotation);
+    if (!recorded.empty())
+      BOOST_TEST((written == "-" || written == "<remove>"), "step " << i << " wrote " << written);
+    else if (written != "-" && written != "<remove>")
+      BOOST_TEST(written == (admin ? "true" : "false"));
+    if (admin)
+      BOOST_TEST(cordon_write(s) != "uncordon", "step " << i);
+    apply_node_writes(w.node(), s);
+    keep_status(w, s);
+    w.in.evictions.clear(); // restarted again
+    if (admin)
+      BOOST_TEST(w.node().unschedulable);
+  }
+}
+
+// The rollback's writes go in order (the patch that drops the cordon record, then the
+// untaint). A controller killed between the two, or an untaint that failed after the
+// patch went through, must still lift the taint when it resumes.
+BOOST_AUTO_TEST_CASE(a_rollback_interrupted_after_its_patch_still_lifts_the_taint) {
+  world w;
+  w.failed_in(node_phase::draining, "DrainTimeout").cordoned_by_us().tainted();
+  auto rollback = w.step();
+  BOOST_TEST_REQUIRE(taint_write(rollback) == "remove");
+  BOOST_TEST_REQUIRE(rollback.patch.has_value());
+  // Only the patch landed.
+  gc::node_step patch_only;
+  patch_only.patch = rollback.patch;
+  apply_node_writes(w.node(), patch_only);
+  BOOST_TEST_REQUIRE(w.node().has_dcm_taint());
+
+  auto resumed = w.step();
+  BOOST_TEST(taint_write(resumed) == "remove",
+             "a Failed (DrainTimeout) node left with amd-dcm=up:NoExecute and no "
+             "was-unschedulable annotation is never untainted");
+}
+
+BOOST_AUTO_TEST_CASE(a_deletion_rollback_interrupted_after_its_patch_still_lifts_the_taint) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us().tainted();
+  w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+  auto rollback = w.step();
+  BOOST_TEST_REQUIRE(taint_write(rollback) == "remove");
+  gc::node_step patch_only;
+  patch_only.patch = rollback.patch;
+  apply_node_writes(w.node(), patch_only);
+
+  auto resumed = w.step();
+  BOOST_TEST(taint_write(resumed) == "remove",
+             "the finalizer is removed while the node still carries amd-dcm=up:NoExecute");
+  BOOST_TEST(!resumed.remove_finalizer);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+// Property: random runs through a small model of the cluster. The model applies each
+// step's writes (patch, taint, evictions and deletions, DCM's config), plays the taint
+// manager, kubelet, DCM and the device plugin, moves time on, and now and then blocks
+// evictions with a PDB or restarts the controller (status kept, eviction memory lost).
+BOOST_AUTO_TEST_SUITE(property)
+
+namespace {
+
+enum class dcm_behaviour { succeeds, fails, stuck, wrong_count };
+
+struct model_pod {
+  gc::pod_info pod;
+  std::optional<gp::wall_clock::time_point> gone_at;
+};
+
+struct cluster_model {
+  std::mt19937 rng;
+  world w;
+  bool admin = false;
+  bool drain_enabled = true;
+  dcm_behaviour dcm = dcm_behaviour::succeeds;
+  std::vector<model_pod> pods;
+  std::optional<gp::wall_clock::time_point> dcm_due;
+  std::string partition = "spx-nps1"; // what the GPUs run
+  int next_pod = 0;
+
+  explicit cluster_model(unsigned seed) : rng(seed) {
+    admin = pick(4) == 0;
+    drain_enabled = pick(5) != 0;
+    dcm = static_cast<dcm_behaviour>(pick(6) < 3 ? 0 : pick(4));
+    auto& spec = w.in.item.spec;
+    spec.drain.enabled = drain_enabled;
+    spec.drain.timeout_seconds = 60 + pick(240);
+    spec.drain.kind = pick(6) == 0 ? gp::eviction_kind::delete_pods : gp::eviction_kind::eviction;
+    spec.drain.respect_pdb = pick(6) != 0;
+    spec.verification.timeout_seconds = 120 + pick(300);
+    w.in.profile.spec.verification.timeout_seconds = 120 + pick(300);
+    w.node().unschedulable = admin;
+    switch (pick(4)) {
+    case 0: // already partitioned by hand
+      partition = dcm_name;
+      w.node().labels[gc::dcm_profile_label] = dcm_name;
+      w.dcm_config_has_profile();
+      break;
+    case 1: // the label names the profile, the GPUs are on another (a stale label)
+      w.node().labels[gc::dcm_profile_label] = dcm_name;
+      break;
+    default:
+      break;
+    }
+    if (pick(3) == 0)
+      w.in.dcm.config_json = R"({"gpu-config-profiles":{"cpx-nps4":)" + spx_payload + "}}";
+    for (int i = 0, n = pick(5); i < n; ++i)
+      add_workload();
+    add(daemon_pod("device-plugin"));
+    auto dcm_ds = daemon_pod("dcm");
+    dcm_ds.tolerations = {tolerate_dcm()};
+    add(dcm_ds);
+    auto mirror = pod("static-proxy", "proxy");
+    mirror.mirror = true;
+    add(mirror);
+    w.in.pdbs = {pdb("web-pdb", "web", 1), pdb("db-pdb", "db", 1)};
+    plugin();
+  }
+
+  int pick(int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); }
+
+  void add(gc::pod_info p) { pods.push_back({std::move(p), std::nullopt}); }
+
+  void add_workload() {
+    const char* apps[] = {"web", "db", "batch"};
+    auto p = pod("w-" + std::to_string(next_pod++), apps[pick(3)]);
+    if (pick(4) == 0)
+      p.tolerations = {tolerate_dcm(pick(2) == 0)};
+    if (pick(8) == 0)
+      p.phase = "Succeeded";
+    add(p);
+  }
+
+  gc::node_info& node() { return w.node(); }
+  gp::wall_clock::time_point now() const { return w.in.now; }
+
+  // The device plugin and labeller: down while tainted.
+  void plugin() {
+    auto& n = node();
+    if (n.has_dcm_taint()) {
+      n.labels.erase(ready_label);
+      n.allocatable.erase(gpu);
+      return;
+    }
+    n.labels[ready_label] = "true";
+    int count = partition == dcm_name ? 64 : 8;
+    if (partition == dcm_name && dcm == dcm_behaviour::wrong_count)
+      count = 63;
+    n.allocatable[gpu] = std::to_string(count);
+  }
+
+  void remove_pod(model_pod& p, std::chrono::seconds grace) {
+    if (p.pod.deleting)
+      return;
+    p.pod.deleting = true;
+    p.gone_at = now() + grace;
+  }
+
+  void apply(const gc::node_step& s) {
+    auto& n = node();
+    const auto label_before = n.labels.count(gc::dcm_profile_label)
+                                  ? n.labels[gc::dcm_profile_label]
+                                  : std::string();
+    apply_node_writes(n, s);
+    const auto label_after = n.labels.count(gc::dcm_profile_label)
+                                 ? n.labels[gc::dcm_profile_label]
+                                 : std::string();
+    // DCM acts on a change of the label (a re-write of the same value is ignored).
+    if (label_after != label_before)
+      dcm_due = label_after.empty()
+                    ? std::nullopt
+                    : std::optional<gp::wall_clock::time_point>(now() +
+                                                                std::chrono::seconds(5 + pick(60)));
+    if (s.taint && *s.taint)
+      for (auto& p : pods)
+        if (!p.pod.mirror && !p.pod.finished() && !p.pod.tolerates_dcm_taint())
+          remove_pod(p, std::chrono::seconds(pick(30)));
+    for (const auto& r : s.removals) {
+      auto it = std::find_if(pods.begin(), pods.end(), [&](const model_pod& p) {
+        return p.pod.ns == r.ns && p.pod.name == r.name;
+      });
+      gc::eviction_memory m;
+      m.at = now();
+      if (it == pods.end()) {
+        m.done = true; // gone already
+      } else if (r.evict && std::any_of(w.in.pdbs.begin(), w.in.pdbs.end(),
+                                        [&](const gc::pdb_info& b) {
+                                          return b.covers(it->pod) && b.disruptions_allowed <= 0;
+                                        })) {
+        m.blocked = true;
+        m.message = "Cannot evict pod as it would violate the pod's disruption budget.";
+      } else {
+        m.done = true;
+        remove_pod(*it, std::chrono::seconds(pick(20)));
+      }
+      w.in.evictions[r.ns + "/" + r.name] = m;
+    }
+    if (s.dcm) {
+      w.in.dcm.found = true;
+      auto updated = std::string(R"({"gpu-config-profiles":{)") + "\"" + s.dcm->profile_name +
+                     "\":" + s.dcm->profile_json + "}}";
+      w.in.dcm.config_json = updated;
+    }
+    keep_status(w, s);
+    plugin();
+  }
+
+  // Time passes: pods finish terminating, DCM answers, PDBs change, pods arrive.
+  void advance() {
+    w.in.now += std::chrono::seconds(1 + pick(15));
+    for (auto it = pods.begin(); it != pods.end();)
+      if (it->gone_at && *it->gone_at <= now())
+        it = pods.erase(it);
+      else
+        ++it;
+    auto& n = node();
+    if (dcm_due && *dcm_due <= now()) {
+      dcm_due.reset();
+      const auto wanted = n.labels[gc::dcm_profile_label];
+      const bool known = contains(w.in.dcm.config_json, "\"" + wanted + "\"");
+      if (!known || dcm == dcm_behaviour::fails) {
+        n.labels[gc::dcm_state_label] = "failure";
+      } else if (dcm != dcm_behaviour::stuck) {
+        partition = wanted;
+        n.labels[gc::dcm_state_label] = "success";
+      }
+    }
+    for (auto& b : w.in.pdbs)
+      b.disruptions_allowed = pick(3) == 0 ? 0 : 1;
+    if (!n.unschedulable && !n.has_dcm_taint() && pick(10) == 0)
+      add_workload();
+    // The device plugin comes back once the taint is gone.
+    if (!n.has_dcm_taint() &&
+        std::none_of(pods.begin(), pods.end(),
+                     [](const model_pod& p) { return p.pod.name == "device-plugin"; }))
+      add(daemon_pod("device-plugin"));
+    w.in.pods.clear();
+    for (const auto& p : pods)
+      w.in.pods.push_back(p.pod);
+    plugin();
+  }
+
+  std::vector<gc::pod_info> evictable_left() const {
+    std::vector<gc::pod_info> all;
+    for (const auto& p : pods)
+      all.push_back(p.pod);
+    return gc::evictable_pods(all);
+  }
+};
+
+} // namespace
+
+constexpr int max_steps = 1500;
+
+BOOST_DATA_TEST_CASE(random_runs_keep_the_safety_rules_and_end, bdata::xrange(300), seed) {
+  cluster_model m(static_cast<unsigned>(seed) * 7919u + 17u);
+  m.advance();
+  bool token = false;
+  int step = 0;
+  auto terminal = [&] {
+    auto p = m.w.status().phase.value_or(node_phase::pending);
+    return p == node_phase::succeeded || p == node_phase::failed;
+  };
+  for (; step < max_steps && !terminal(); ++step) {
+    BOOST_TEST_CONTEXT("seed " << seed << " step " << step << " phase "
+                               << name_of(m.w.status().phase.value_or(node_phase::pending))) {
+      m.w.in.token = token;
+      const auto s = m.w.step();
+      auto& n = m.node();
+      // The taint comes only after the drain removed every evictable pod.
+      if (s.taint && *s.taint && m.drain_enabled)
+        BOOST_TEST(m.evictable_left().empty(), "tainted with evictable pods left");
+      // The profile label is set only on a cordoned, tainted node.
+      if (s.patch) {
+        auto it = s.patch->labels.find(gc::dcm_profile_label);
+        if (it != s.patch->labels.end() && it->second) {
+          BOOST_TEST(n.has_dcm_taint(), "profile label set on an untainted node");
+          BOOST_TEST(n.unschedulable, "profile label set on an uncordoned node");
+        }
+      }
+      if (m.admin)
+        BOOST_TEST(cordon_write(s) != "uncordon", "an admin's cordon lifted");
+      m.apply(s);
+      if (m.admin)
+        BOOST_TEST(n.unschedulable);
+      // The governor grants sometimes; a restart loses the token and the eviction memory.
+      if (s.wants_token && !token)
+        token = m.pick(3) == 0;
+      if (!s.wants_token && !s.in_flight)
+        token = false;
+      if (m.pick(25) == 0) {
+        m.w.in.evictions.clear();
+        token = false;
+      }
+      m.advance();
+    }
+  }
+  BOOST_TEST_REQUIRE(terminal(), "seed " << seed << " did not end within " << max_steps
+                                         << " steps; phase "
+                                         << name_of(*m.w.status().phase));
+  // Let the last writes (uncordon, untaint) happen.
+  for (int i = 0; i < 5; ++i) {
+    auto s = m.w.step();
+    if (m.admin)
+      BOOST_TEST(cordon_write(s) != "uncordon");
+    m.apply(s);
+    m.advance();
+  }
+  const auto& n = m.node();
+  const auto& st = m.w.status();
+  BOOST_TEST_CONTEXT("seed " << seed << " ended " << name_of(*st.phase) << " ("
+                             << st.history.back().reason << ")") {
+    BOOST_TEST(!n.has_dcm_taint());
+    if (m.admin)
+      BOOST_TEST(n.unschedulable);
+    if (*st.phase == node_phase::succeeded) {
+      BOOST_TEST(n.unschedulable == m.admin);
+      BOOST_TEST(n.annotations.count(gc::was_unschedulable_annotation) == 0u);
+      BOOST_TEST(m.partition == dcm_name);
+    } else {
+      bool touched = false;
+      for (auto it = st.history.rbegin(); it != st.history.rend(); ++it) {
+        if (it->phase == node_phase::applying)
+          touched = true;
+        if (it->phase == node_phase::draining || it->phase == node_phase::pending)
+          break;
+      }
+      // Failed after Applying keeps the cordon; before it, the node is back in service.
+      if (touched)
+        BOOST_TEST(n.unschedulable);
+      else
+        BOOST_TEST(n.unschedulable == m.admin);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
