@@ -178,6 +178,19 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           auto status = controller::aggregate_plan_status(*plan, resolution, mine, s->last_status,
                                                           protocol::wall_clock::now());
           if (!s->wrote_status || !(status == s->last_status)) {
+            if (status.phase != s->last_status.phase && !status.history.empty()) {
+              // An Event on the plan for each change of its phase.
+              const auto& latest = status.history.back();
+              event_io e;
+              e.api_version = std::string(protocol::api_version);
+              e.kind = std::string(protocol::partitioning_plan::kind_name);
+              e.name = config.plan;
+              e.uid = plan->metadata.uid;
+              e.type = status.phase == protocol::plan_phase::degraded ? "Warning" : "Normal";
+              e.reason = latest.type;
+              e.message = latest.message;
+              self->send(config.writer, event_atom_v, e);
+            }
             s->last_status = status;
             s->wrote_status = true;
             self->send(config.writer, plan_status_atom_v, config.plan, status);

@@ -396,17 +396,18 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   out.in_flight = true;
   const std::string& profile = in.profile.dcm_name;
-  if (!in.profile.found || !in.profile.payload) {
+  if (!in.profile.found || !in.profile.payload || !in.dcm.found) {
     // Preflight passed earlier; the profile or payload went away since.
     auto findings = preflight(in);
     const std::string why = findings.empty() ? "the profile's payload is gone" : findings.front();
+    // The GPUs were not touched yet: give the node back.
     restore_node(node, out, false);
     s.error(why);
     s.enter(node_phase::failed, "ProfileUnavailable", why + "; the node was returned to service",
             true);
     return;
   }
-  if (!in.dcm.found || !dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
+  if (!dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
     out.dcm = dcm_config_write{in.dcm.ns, in.dcm.name, profile, *in.profile.payload};
     s.condition("ProfileApplied", false, "WritingDCMConfig",
                 "adding profile " + profile + " to " + in.dcm.ns + "/" + in.dcm.name);
@@ -597,7 +598,12 @@ std::vector<std::string> preflight(const node_inputs& in) {
   } else if (auto problem = payload_problem(*profile.payload)) {
     findings.push_back("PayloadInvalid: " + *problem);
   }
-  if (in.dcm.found && !dcm_config_with(in.dcm.config_json, profile.dcm_name, "{}"))
+  // DCM reads its profiles from this ConfigMap; without it (or with garbage in it) DCM
+  // cannot apply anything, so find out before the node is disturbed.
+  if (!in.dcm.found)
+    findings.push_back("DCMConfigNotFound: DCM's ConfigMap " + in.dcm.ns + "/" + in.dcm.name +
+                       " does not exist");
+  else if (!dcm_config_with(in.dcm.config_json, profile.dcm_name, "{}"))
     findings.push_back("DCMConfigInvalid: " + in.dcm.ns + "/" + in.dcm.name +
                        " config.json is not a JSON object with gpu-config-profiles");
   if (in.node && profile.spec.target_selector &&
