@@ -3,6 +3,7 @@
 #include "actors/decode.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
+#include "actors/operator_metrics.hpp"
 #include "controller/dcm_payload.hpp"
 #include "kube/client.hpp"
 #include "kube/event_recorder.hpp"
@@ -44,6 +45,7 @@ struct executor {
       : config(std::move(c)),
         http(config.connection, std::make_shared<kube::credentials>(config.connection)), api(http) {
     manager.field_manager = config.field_manager;
+    http.set_observer(process_metrics().api_observer());
   }
 
   // The node patch: cordon state, labels and annotations in one merge patch.

@@ -2,9 +2,11 @@
 #include "actors/io_executor.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
+#include "actors/operator_metrics.hpp"
 #include "actors/operator_root.hpp"
 #include "actors/watcher.hpp"
 #include "kube/leader_election.hpp"
+#include "metrics/server.hpp"
 #include "protocol/version.hpp"
 
 #include <caf/all.hpp>
@@ -140,12 +142,27 @@ int main(int argc, char** argv) {
   const std::string identity = kube::default_identity();
   actors::log_info("gpu-partitioner " + std::string(gpu_partitioner::version) + " starting as " +
                    identity + " against " + connection->server + " (" + connection->origin + ")");
-  if (f.metrics_addr != "0")
-    actors::log_info("metrics are not served yet (--metrics-addr " + f.metrics_addr +
-                     " is accepted for the chart)");
 
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+
+  // Leadership: unknown until the elector's first decision (always leading without it).
+  std::atomic<int> leadership{f.leader_elect ? 0 : 1}; // 0 unknown, 1 leading, 2 standby
+  auto& m = actors::process_metrics();
+  metrics::server endpoint(m.registry, [&]() -> std::string {
+    if (leadership == 0)
+      return "leadership not known yet";
+    if (leadership == 1 && !m.synced)
+      return "caches not synced yet";
+    return {};
+  });
+  if (f.metrics_addr != "0") {
+    if (auto error = endpoint.start(f.metrics_addr); !error.empty()) {
+      std::cerr << "gpu-partitioner: --metrics-addr: " << error << '\n';
+      return 2;
+    }
+    actors::log_info("serving /metrics, /healthz and /readyz on " + f.metrics_addr);
+  }
 
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 2);
@@ -186,19 +203,27 @@ int main(int argc, char** argv) {
     ec.identity = identity;
     lease_http = std::make_unique<kube::http_client>(
         connection.value(), std::make_shared<kube::credentials>(connection.value()));
+    lease_http->set_observer(m.api_observer());
     lease_api = std::make_unique<kube::client>(*lease_http);
     elector = std::make_unique<kube::leader_elector>(*lease_api, ec);
     actors::log_info("waiting to lead (Lease " + ec.lease_namespace + "/" + ec.lease_name + ")");
     elector_thread = std::thread([&] {
       elector->run(
-          elector_stop, [&] { leading = true; },
+          elector_stop,
           [&] {
+            leading = true;
+            leadership = 1;
+            m.leader.set({}, 1);
+          },
+          [&] {
+            m.leader.set({}, 0);
             if (!elector_stop)
               leadership_lost = true;
           });
     });
   } else {
     leading = true;
+    m.leader.set({}, 1);
   }
 
   bool acting = false;
@@ -208,8 +233,12 @@ int main(int argc, char** argv) {
       start_acting();
       acting = true;
     }
+    // A replica that read the lease and does not lead is a known standby.
+    if (f.leader_elect && !leading && leadership == 0 && elector && elector->observed())
+      leadership = 2;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  endpoint.stop();
   if (leadership_lost)
     actors::log_error("lost leadership: stopping so that only the new leader acts");
   else

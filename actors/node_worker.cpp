@@ -2,6 +2,7 @@
 
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
+#include "actors/operator_metrics.hpp"
 
 namespace gpu_partitioner::actors {
 
@@ -110,6 +111,21 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (out.status) {
       s->status = out.status;
       self->send(writer(), status_atom_v, config.item, *out.status);
+      auto& m = process_metrics();
+      m.blocked_pods.set({config.plan, in.item.spec.node_name}, out.status->drain.pods_blocked);
+      if (out.status->phase != s->logged_phase && s->logged_phase) {
+        // Leaving a phase: how long it took, from the history's timestamps.
+        const auto& h = out.status->history;
+        if (h.size() >= 2)
+          if (auto from = protocol::parse_time(h[h.size() - 2].time))
+            if (auto to = protocol::parse_time(h.back().time))
+              m.phase_seconds.observe(
+                  {std::string(protocol::codec::to_string(h[h.size() - 2].phase))},
+                  std::chrono::duration<double>(*to - *from).count());
+      }
+      if (out.status->phase != s->logged_phase && out.status->phase)
+        m.transitions.add(
+            {config.plan, std::string(protocol::codec::to_string(*out.status->phase))});
       if (out.status->phase != s->logged_phase) {
         s->logged_phase = out.status->phase;
         const auto& h = out.status->history;
@@ -180,10 +196,17 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
                   s->written_over = observed_rv;
                   s->written_at = protocol::wall_clock::now();
                 }
-                for (const auto& [pod, outcome] : r.evictions)
+                auto& m = process_metrics();
+                for (const auto& [pod, outcome] : r.evictions) {
                   s->evictions[pod] = outcome;
-                if (!r.error.empty())
+                  m.evictions.add({outcome.blocked ? "pdb_blocked"
+                                   : outcome.done  ? "evicted"
+                                                   : "error"});
+                }
+                if (!r.error.empty()) {
                   log_warning(r.error, config.plan, io.node);
+                  m.reconcile_errors.add({config.plan});
+                }
                 (*step)();
               },
               [=](caf::error&) {

@@ -2,6 +2,7 @@
 
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
+#include "actors/operator_metrics.hpp"
 #include "actors/plan_supervisor.hpp"
 
 #include <set>
@@ -111,6 +112,7 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
         s->synced.insert(resource);
         if (s->synced.size() >= resource_count && !s->view.synced) {
           s->view.synced = true;
+          process_metrics().synced = true;
           log_info("caches synced: " + std::to_string(s->view.nodes.size()) + " nodes, " +
                    std::to_string(s->view.plans.size()) + " plans");
         }

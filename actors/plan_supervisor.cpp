@@ -3,6 +3,7 @@
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/node_worker.hpp"
+#include "actors/operator_metrics.hpp"
 #include "controller/plan_resolution.hpp"
 #include "controller/plan_status.hpp"
 #include "protocol/desired_hash.hpp"
@@ -82,6 +83,12 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
         const auto plan_it = view->plans.find(config.plan);
         const protocol::partitioning_plan* plan =
             plan_it == view->plans.end() ? nullptr : plan_it->second.get();
+        if (plan != nullptr && !s->wrote_status) {
+          // Start from what the plan's status says, so a restarted operator writes (and
+          // announces) only what changed.
+          s->last_status = plan->status;
+          s->wrote_status = true;
+        }
         std::set<std::string> keep_items;
         controller::plan_resolution resolution;
         std::map<std::string, const protocol::node_partitioning*> mine;
@@ -194,6 +201,16 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             s->last_status = status;
             s->wrote_status = true;
             self->send(config.writer, plan_status_atom_v, config.plan, status);
+            auto& m = process_metrics();
+            const auto& n = status.nodes;
+            const std::pair<const char*, std::int32_t> by_phase[] = {
+                {"Pending", n.pending},     {"Draining", n.draining},
+                {"Applying", n.applying},   {"WaitingOperator", n.waiting_operator},
+                {"Verifying", n.verifying}, {"Succeeded", n.succeeded},
+                {"Failed", n.failed}};
+            for (const auto& [phase, count] : by_phase)
+              m.nodes.set({config.plan, phase}, count);
+            m.progress.set({config.plan}, n.total > 0 ? double(n.succeeded) / n.total : 0.0);
           }
         }
       },

@@ -2,6 +2,7 @@
 
 #include "actors/decode.hpp"
 #include "actors/messages.hpp"
+#include "actors/operator_metrics.hpp"
 #include "kube/list_watch.hpp"
 #include "protocol/json.hpp"
 
@@ -34,6 +35,10 @@ public:
   }
 
   void on_synced() override { caf::anon_send(sink_, synced_atom_v, resource_); }
+
+  void on_restart(const std::string&, bool relist) override {
+    process_metrics().watch_restarts.add({resource_, relist ? "relist" : "reconnect"});
+  }
 
 private:
   template <class T>
@@ -117,6 +122,7 @@ caf::behavior watcher(caf::event_based_actor* self, watcher_config config) {
     state->threads.emplace_back(
         [conn = config.connection, sink = config.sink, s, stop = state->stop] {
           kube::http_client http(conn, std::make_shared<kube::credentials>(conn));
+          http.set_observer(process_metrics().api_observer());
           kube::client api(http);
           forwarder handler(sink, s.what, s.options.what.plural);
           kube::list_watch loop(api, s.options, handler);

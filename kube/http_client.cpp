@@ -241,13 +241,14 @@ bool http_client::prepare(const http_request& req, std::string& problem) {
 }
 
 void http_client::observe(const http_request& req, int code,
-                          std::chrono::steady_clock::time_point start) {
+                          std::chrono::steady_clock::time_point start, bool stream) {
   if (!observer_)
     return;
   request_record r;
   r.method = req.method;
   r.resource = req.resource.empty() ? resource_of(req.path) : req.resource;
   r.code = code;
+  r.stream = stream;
   r.latency = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - start);
   observer_(r);
@@ -287,7 +288,8 @@ result<http_response> http_client::run(const http_request& req, transfer& t) {
   long code = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   t.response.code = static_cast<int>(code);
-  observe(req, rc == CURLE_OK || t.stopped_by_caller ? t.response.code : 0, start);
+  observe(req, rc == CURLE_OK || t.stopped_by_caller ? t.response.code : 0, start,
+          t.on_data != nullptr);
 
   if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.stopped_by_caller))
     return t.response;

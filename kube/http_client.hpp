@@ -49,6 +49,8 @@ struct request_record {
   /// HTTP status; 0 when there was no answer.
   int code = 0;
   std::chrono::microseconds latency{0};
+  /// A streamed response (a watch): its latency is its lifetime.
+  bool stream = false;
 };
 using request_observer = std::function<void(const request_record&)>;
 
@@ -107,7 +109,8 @@ private:
   struct transfer;
   result<http_response> run(const http_request& req, transfer& t);
   bool prepare(const http_request& req, std::string& problem);
-  void observe(const http_request& req, int code, std::chrono::steady_clock::time_point start);
+  void observe(const http_request& req, int code, std::chrono::steady_clock::time_point start,
+               bool stream);
 
   connection_config config_;
   std::shared_ptr<credentials> creds_;

@@ -172,6 +172,7 @@ void leader_elector::run(const std::atomic<bool>& stop, const std::function<void
     if (lease) {
       last = lease.value();
       observe_lease(state_, last, now);
+      observed_ = true;
     }
     // A failed read decides from what we saw last, so a leader cut off from the API
     // server still steps down at its deadline.

@@ -78,6 +78,8 @@ public:
            const std::function<void()>& on_stopped);
 
   bool leading() const { return leading_.load(); }
+  /// The lease has been read at least once: leadership is known either way.
+  bool observed() const { return observed_.load(); }
   const election_config& config() const { return config_; }
 
 private:
@@ -88,6 +90,7 @@ private:
   election_config config_;
   election_state state_;
   std::atomic<bool> leading_{false};
+  std::atomic<bool> observed_{false};
 };
 
 /// A unique identity for this process: host name, pid and a random suffix.

@@ -1,0 +1,60 @@
+#include "actors/operator_metrics.hpp"
+
+namespace gpu_partitioner::actors {
+
+namespace {
+
+const std::vector<double> phase_buckets{1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
+const std::vector<double> latency_buckets{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+} // namespace
+
+operator_metrics::operator_metrics()
+    : nodes(
+          registry.gauge("gpu_partitioner_nodes", "The plan's nodes by phase.", {"plan", "phase"})),
+      transitions(registry.counter("gpu_partitioner_phase_transitions_total",
+                                   "Nodes entering a phase.", {"plan", "phase"})),
+      phase_seconds(registry.histogram("gpu_partitioner_phase_duration_seconds",
+                                       "Time nodes spent in a phase, recorded when they leave it.",
+                                       {"phase"}, phase_buckets)),
+      evictions(registry.counter("gpu_partitioner_evictions_total",
+                                 "Eviction attempts by result (evicted, pdb_blocked, error).",
+                                 {"result"})),
+      blocked_pods(registry.gauge("gpu_partitioner_drain_blocked_pods",
+                                  "Pods whose eviction a PodDisruptionBudget refuses now.",
+                                  {"plan", "node"})),
+      api_requests(registry.counter("gpu_partitioner_api_requests_total",
+                                    "Requests to the API server by verb, resource and HTTP code "
+                                    "(0: no answer).",
+                                    {"verb", "resource", "code"})),
+      api_seconds(registry.histogram("gpu_partitioner_api_request_duration_seconds",
+                                     "Latency of requests to the API server (watches excluded).",
+                                     {"verb", "resource"}, latency_buckets)),
+      watch_restarts(registry.counter("gpu_partitioner_watch_restarts_total",
+                                      "Watch streams restarted, by resource and kind (relist or "
+                                      "reconnect).",
+                                      {"resource", "kind"})),
+      reconcile_errors(registry.counter("gpu_partitioner_reconcile_errors_total",
+                                        "Writes that failed and will be retried.", {"plan"})),
+      leader(registry.gauge("gpu_partitioner_leader", "1 while this replica leads, else 0.")),
+      progress(registry.gauge("gpu_partitioner_plan_progress_ratio",
+                              "Succeeded nodes over the plan's nodes (0 to 1).", {"plan"})) {
+  leader.set({}, 0);
+}
+
+kube::request_observer operator_metrics::api_observer() {
+  return [this](const kube::request_record& r) {
+    api_requests.add({kube::to_string(r.method), r.resource, std::to_string(r.code)});
+    // A watch's latency is its lifetime, not a response time.
+    if (!r.stream)
+      api_seconds.observe({kube::to_string(r.method), r.resource},
+                          std::chrono::duration<double>(r.latency).count());
+  };
+}
+
+operator_metrics& process_metrics() {
+  static operator_metrics m;
+  return m;
+}
+
+} // namespace gpu_partitioner::actors

@@ -1,0 +1,38 @@
+#pragma once
+
+// The operator's metrics (names and labels follow Prometheus conventions; the README
+// lists them). One registry per process, shared by the actors.
+
+#include "kube/http_client.hpp"
+#include "metrics/registry.hpp"
+
+#include <atomic>
+
+namespace gpu_partitioner::actors {
+
+struct operator_metrics {
+  metrics::registry registry;
+  metrics::family& nodes;
+  metrics::family& transitions;
+  metrics::family& phase_seconds;
+  metrics::family& evictions;
+  metrics::family& blocked_pods;
+  metrics::family& api_requests;
+  metrics::family& api_seconds;
+  metrics::family& watch_restarts;
+  metrics::family& reconcile_errors;
+  metrics::family& leader;
+  metrics::family& progress;
+  /// Every watch has listed once (for /readyz).
+  std::atomic<bool> synced{false};
+
+  operator_metrics();
+
+  /// An observer for http_client: API requests by verb, resource and code, with latency.
+  kube::request_observer api_observer();
+};
+
+/// The process's metrics.
+operator_metrics& process_metrics();
+
+} // namespace gpu_partitioner::actors

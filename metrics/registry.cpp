@@ -1,0 +1,170 @@
+#include "metrics/registry.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace gpu_partitioner::metrics {
+
+std::string escape_label_value(const std::string& value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string escape_help(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string format_value(double v) {
+  if (std::isnan(v))
+    return "NaN";
+  if (std::isinf(v))
+    return v > 0 ? "+Inf" : "-Inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  // Shortest form that reads back to the same double.
+  for (int precision = 1; precision <= 17; ++precision) {
+    char shorter[32];
+    std::snprintf(shorter, sizeof shorter, "%.*g", precision, v);
+    if (std::strtod(shorter, nullptr) == v)
+      return shorter;
+  }
+  return buf;
+}
+
+family::family(std::string name, std::string help, metric_type type,
+               std::vector<std::string> labels, std::vector<double> buckets)
+    : name_(std::move(name)), help_(std::move(help)), type_(type), label_names_(std::move(labels)),
+      buckets_(std::move(buckets)) {}
+
+family::series& family::at(const label_values& labels) {
+  if (labels.size() != label_names_.size())
+    throw std::invalid_argument("metric " + name_ + ": expected " +
+                                std::to_string(label_names_.size()) + " label values, got " +
+                                std::to_string(labels.size()));
+  auto [it, fresh] = series_.try_emplace(labels);
+  if (fresh && type_ == metric_type::histogram)
+    it->second.bucket_counts.assign(buckets_.size(), 0);
+  return it->second;
+}
+
+void family::add(const label_values& labels, double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  at(labels).value += value;
+}
+
+void family::set(const label_values& labels, double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  at(labels).value = value;
+}
+
+void family::observe(const label_values& labels, double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& s = at(labels);
+  for (std::size_t i = 0; i < buckets_.size(); ++i)
+    if (value <= buckets_[i])
+      ++s.bucket_counts[i];
+  s.sum += value;
+  ++s.count;
+}
+
+void family::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  series_.clear();
+}
+
+namespace {
+
+std::string label_block(const std::vector<std::string>& names, const label_values& values,
+                        const std::string& extra_name = {}, const std::string& extra_value = {}) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (out.empty() ? "" : ",") + names[i] + "=\"" + escape_label_value(values[i]) + "\"";
+  if (!extra_name.empty())
+    out += (out.empty() ? "" : ",") + extra_name + "=\"" + extra_value + "\"";
+  return out.empty() ? out : "{" + out + "}";
+}
+
+} // namespace
+
+void family::write(std::string& out) const {
+  static const char* types[] = {"counter", "gauge", "histogram"};
+  out += "# HELP " + name_ + " " + escape_help(help_) + "\n";
+  out += "# TYPE " + name_ + " " + types[static_cast<int>(type_)] + "\n";
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [labels, s] : series_) {
+    if (type_ != metric_type::histogram) {
+      out += name_ + label_block(label_names_, labels) + " " + format_value(s.value) + "\n";
+      continue;
+    }
+    for (std::size_t i = 0; i < buckets_.size(); ++i)
+      out += name_ + "_bucket" +
+             label_block(label_names_, labels, "le", format_value(buckets_[i])) + " " +
+             std::to_string(s.bucket_counts[i]) + "\n";
+    out += name_ + "_bucket" + label_block(label_names_, labels, "le", "+Inf") + " " +
+           std::to_string(s.count) + "\n";
+    out += name_ + "_sum" + label_block(label_names_, labels) + " " + format_value(s.sum) + "\n";
+    out +=
+        name_ + "_count" + label_block(label_names_, labels) + " " + std::to_string(s.count) + "\n";
+  }
+}
+
+family& registry::add(std::unique_ptr<family> f) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& existing : families_)
+    if (existing->name() == f->name())
+      return *existing;
+  families_.push_back(std::move(f));
+  return *families_.back();
+}
+
+family& registry::counter(const std::string& name, const std::string& help,
+                          std::vector<std::string> labels) {
+  return add(std::make_unique<family>(name, help, metric_type::counter, std::move(labels)));
+}
+
+family& registry::gauge(const std::string& name, const std::string& help,
+                        std::vector<std::string> labels) {
+  return add(std::make_unique<family>(name, help, metric_type::gauge, std::move(labels)));
+}
+
+family& registry::histogram(const std::string& name, const std::string& help,
+                            std::vector<std::string> labels, std::vector<double> buckets) {
+  return add(std::make_unique<family>(name, help, metric_type::histogram, std::move(labels),
+                                      std::move(buckets)));
+}
+
+std::string registry::expose() const {
+  std::string out;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& f : families_)
+    f->write(out);
+  return out;
+}
+
+} // namespace gpu_partitioner::metrics

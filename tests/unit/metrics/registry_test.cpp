@@ -1,0 +1,75 @@
+// The text exposition format 0.0.4: golden output and hostile label values.
+#include "metrics/registry.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <limits>
+
+using namespace gpu_partitioner::metrics;
+
+BOOST_AUTO_TEST_SUITE(exposition)
+
+BOOST_AUTO_TEST_CASE(counters_gauges_and_histograms_match_the_golden_text) {
+  registry r;
+  auto& c = r.counter("gp_requests_total", "Requests served.", {"verb", "code"});
+  c.add({"GET", "200"});
+  c.add({"GET", "200"}, 2);
+  c.add({"PATCH", "409"});
+  auto& g = r.gauge("gp_leader", "1 while leading.");
+  g.set({}, 1);
+  auto& h = r.histogram("gp_phase_duration_seconds", "Phase time.", {"phase"}, {1, 10});
+  h.observe({"Draining"}, 0.5);
+  h.observe({"Draining"}, 5);
+  h.observe({"Draining"}, 50);
+  const std::string expected =
+      "# HELP gp_requests_total Requests served.\n"
+      "# TYPE gp_requests_total counter\n"
+      "gp_requests_total{verb=\"GET\",code=\"200\"} 3\n"
+      "gp_requests_total{verb=\"PATCH\",code=\"409\"} 1\n"
+      "# HELP gp_leader 1 while leading.\n"
+      "# TYPE gp_leader gauge\n"
+      "gp_leader 1\n"
+      "# HELP gp_phase_duration_seconds Phase time.\n"
+      "# TYPE gp_phase_duration_seconds histogram\n"
+      "gp_phase_duration_seconds_bucket{phase=\"Draining\",le=\"1\"} 1\n"
+      "gp_phase_duration_seconds_bucket{phase=\"Draining\",le=\"10\"} 2\n"
+      "gp_phase_duration_seconds_bucket{phase=\"Draining\",le=\"+Inf\"} 3\n"
+      "gp_phase_duration_seconds_sum{phase=\"Draining\"} 55.5\n"
+      "gp_phase_duration_seconds_count{phase=\"Draining\"} 3\n";
+  BOOST_TEST(r.expose() == expected);
+}
+
+BOOST_AUTO_TEST_CASE(hostile_label_values_are_escaped) {
+  registry r;
+  auto& g = r.gauge("gp_nodes", "Nodes.", {"plan"});
+  g.set({"a\"b\\c\nd"}, 2);
+  BOOST_TEST(r.expose().find("gp_nodes{plan=\"a\\\"b\\\\c\\nd\"} 2\n") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(help_text_escapes_backslash_and_newline) {
+  BOOST_TEST(escape_help("a\\b\nc") == "a\\\\b\\nc");
+}
+
+BOOST_AUTO_TEST_CASE(special_values_use_prometheus_spelling) {
+  BOOST_TEST(format_value(std::numeric_limits<double>::infinity()) == "+Inf");
+  BOOST_TEST(format_value(-std::numeric_limits<double>::infinity()) == "-Inf");
+  BOOST_TEST(format_value(std::nan("")) == "NaN");
+  BOOST_TEST(format_value(0.1) == "0.1");
+  BOOST_TEST(format_value(3) == "3");
+}
+
+BOOST_AUTO_TEST_CASE(wrong_label_count_is_refused) {
+  registry r;
+  auto& c = r.counter("gp_x_total", "X.", {"a"});
+  BOOST_CHECK_THROW(c.add({}), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(registering_a_name_twice_returns_the_same_family) {
+  registry r;
+  auto& a = r.counter("gp_y_total", "Y.");
+  auto& b = r.counter("gp_y_total", "Y.");
+  BOOST_TEST(&a == &b);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
