@@ -138,8 +138,8 @@ struct world {
 
   // Status as if the item went Pending -> ... -> `p`, entering `p` at `entered`.
   world& at(node_phase p, gp::wall_clock::time_point entered = t0) {
-    static const std::vector<node_phase> path{node_phase::pending, node_phase::draining,
-                                              node_phase::applying, node_phase::waiting_operator,
+    static const std::vector<node_phase> path{node_phase::pending,   node_phase::draining,
+                                              node_phase::applying,  node_phase::waiting_operator,
                                               node_phase::verifying, node_phase::succeeded};
     auto& st = status();
     st.phase = p;
@@ -399,6 +399,8 @@ const std::vector<preflight_case> preflight_cases{
      [](world& w) { w.in.profile.payload = cpx_payload; }},
     {"TargetMismatch", [](world& w) { w.node().labels["amd.com/gpu.product"] = "MI250"; },
      [](world& w) { w.node().labels["amd.com/gpu.product"] = "MI300X"; }},
+    {"DCMConfigNotFound", [](world& w) { w.in.dcm.found = false; },
+     [](world& w) { w.in.dcm.found = true; }},
     {"DCMConfigInvalid", [](world& w) { w.in.dcm.config_json = R"(["not","an","object"])"; },
      [](world& w) { w.in.dcm.config_json = R"({"gpu-config-profiles":{}})"; }},
 };
@@ -452,9 +454,8 @@ BOOST_DATA_TEST_CASE(preflight_failure_clears_itself_when_the_cause_is_fixed,
   BOOST_TEST(condition_of(w, fixed, "Preflight") == "True/PreflightPassed");
 }
 
-BOOST_AUTO_TEST_CASE(preflight_accepts_a_missing_dcm_config_and_a_profile_without_target) {
+BOOST_AUTO_TEST_CASE(preflight_accepts_an_empty_dcm_config_and_a_profile_without_target) {
   world w;
-  w.in.dcm.found = false;
   w.in.dcm.config_json.clear();
   w.in.profile.spec.target_selector.reset();
   w.node().labels.erase("amd.com/gpu.product");
@@ -645,6 +646,29 @@ BOOST_AUTO_TEST_CASE(a_blocked_pod_is_not_retried_before_5s_and_is_listed_with_i
   BOOST_TEST(got == want, boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(a_blocked_pod_is_retried_at_once_when_its_budget_opens) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  w.with(pod("web-0")).with(pdb("web-pdb", "web", 1));
+  w.in.evictions["team/web-0"] = {t0, true, false, "blocked"};
+  w.later(1s);
+  const std::vector<std::string> want{"team/web-0:evict"};
+  BOOST_TEST(removals(w.step()) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_new_set_of_blocked_pods_is_announced_once_with_a_DrainBlocked_event) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  w.with(pod("web-0")).with(pdb("web-pdb", "web", 0));
+  w.in.evictions["team/web-0"] = {t0, true, false, "blocked"};
+  w.later(1s);
+  auto s = w.step();
+  BOOST_TEST(has_event(s, "DrainBlocked", false, "Warning"));
+  keep_status(w, s);
+  w.later(2s);
+  BOOST_TEST(!has_event(w.step(), "DrainBlocked", false, "Warning"));
+}
+
 BOOST_AUTO_TEST_CASE(pods_being_deleted_are_not_evicted_again_but_hold_back_the_taint) {
   world w;
   w.at(node_phase::draining).cordoned_by_us();
@@ -770,11 +794,9 @@ BOOST_AUTO_TEST_SUITE_END()
 // ---------------------------------------------------------------------------------------
 BOOST_AUTO_TEST_SUITE(applying)
 
-BOOST_AUTO_TEST_CASE(writes_dcm_config_when_the_configmap_is_missing) {
+BOOST_AUTO_TEST_CASE(writes_dcm_config_naming_the_configmap_and_the_profile) {
   world w;
   w.at(node_phase::applying).cordoned_by_us().tainted();
-  w.in.dcm.found = false;
-  w.in.dcm.config_json.clear();
   auto s = w.step();
   BOOST_TEST_REQUIRE(s.dcm.has_value());
   BOOST_TEST(s.dcm->ns == "kube-amd-gpu");
@@ -783,6 +805,20 @@ BOOST_AUTO_TEST_CASE(writes_dcm_config_when_the_configmap_is_missing) {
   BOOST_TEST(s.dcm->profile_json == cpx_payload);
   BOOST_TEST(!s.patch); // the label waits for DCM's config
   BOOST_TEST(condition_of(w, s, "ProfileApplied") == "False/WritingDCMConfig");
+}
+
+BOOST_AUTO_TEST_CASE(a_dcm_configmap_gone_before_the_label_fails_and_returns_the_node) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted();
+  w.in.dcm.found = false;
+  w.in.dcm.config_json.clear();
+  auto s = w.step();
+  BOOST_TEST(!s.dcm);
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "ProfileUnavailable");
+  BOOST_TEST(contains(status_after(w, s).last_error, "DCMConfigNotFound"));
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(cordon_write(s) == "uncordon");
 }
 
 BOOST_AUTO_TEST_CASE(writes_dcm_config_when_the_profile_is_missing_or_different) {
@@ -796,8 +832,8 @@ BOOST_AUTO_TEST_CASE(writes_dcm_config_when_the_profile_is_missing_or_different)
 BOOST_AUTO_TEST_CASE(does_not_write_dcm_config_when_equal_whatever_the_key_order) {
   world w;
   w.at(node_phase::applying).cordoned_by_us().tainted();
-  w.in.dcm.config_json = R"({"other":1,"gpu-config-profiles":{"cpx-nps4":)" +
-                         cpx_payload_reordered + "}}";
+  w.in.dcm.config_json =
+      R"({"other":1,"gpu-config-profiles":{"cpx-nps4":)" + cpx_payload_reordered + "}}";
   auto s = w.step();
   BOOST_TEST(!s.dcm);
   BOOST_TEST(label_write(s, gc::dcm_profile_label) == dcm_name);
@@ -848,6 +884,18 @@ BOOST_AUTO_TEST_CASE(with_the_label_ours_enters_waiting_operator) {
   BOOST_TEST(condition_of(w, s, "ProfileApplied") == "True/LabelSet");
   BOOST_TEST(has_event(s, "ProfileApplied", true, "Normal"));
   BOOST_TEST(s.in_flight);
+}
+
+// Once our label is on the node DCM may be repartitioning the GPUs: a profile (or its
+// payload) deleted at that moment must not put the node back into service.
+BOOST_AUTO_TEST_CASE(a_profile_gone_after_the_label_was_set_keeps_the_node_cordoned) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted().label_ours();
+  w.in.profile.found = false;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(cordon_write(s) == "-", "the node is uncordoned while DCM may be applying "
+                                         << dcm_name << " (label set, applied-hash ours)");
 }
 
 BOOST_AUTO_TEST_CASE(a_profile_gone_before_dcm_was_asked_fails_and_returns_the_node) {
@@ -976,7 +1024,9 @@ const std::vector<ready_case> ready_cases{
     {"a key alone needs only the label", "example.com/ready", {{"example.com/ready", "x"}}, true},
     {"a key alone fails when absent", "example.com/ready", {}, false},
     {"key=value needs that value", "example.com/ready=yes", {{"example.com/ready", "yes"}}, true},
-    {"key=value fails on another value", "example.com/ready=yes", {{"example.com/ready", "no"}},
+    {"key=value fails on another value",
+     "example.com/ready=yes",
+     {{"example.com/ready", "no"}},
      false},
     {"key=value fails when absent", "example.com/ready=yes", {}, false},
 };
@@ -991,8 +1041,7 @@ BOOST_DATA_TEST_CASE(plan_ready_label_in_key_and_key_value_forms, bdata::make(re
   BOOST_TEST((phase_after(w, w.step()) == "Succeeded") == c.verifies);
 }
 
-BOOST_DATA_TEST_CASE(profile_ready_label_in_key_and_key_value_forms, bdata::make(ready_cases),
-                     c) {
+BOOST_DATA_TEST_CASE(profile_ready_label_in_key_and_key_value_forms, bdata::make(ready_cases), c) {
   world w;
   w.at(node_phase::verifying).cordoned_by_us().partitioned();
   w.in.profile.spec.verification.ready_label = c.spec;
@@ -1513,8 +1562,11 @@ BOOST_DATA_TEST_CASE(a_restarted_controller_decides_the_same,
   auto a = removals(after);
   for (const auto& r : removals(before))
     BOOST_TEST((std::find(a.begin(), a.end(), r) != a.end()), r);
+  std::vector<std::string> evictable;
+  for (const auto& p : gc::evictable_pods(w.in.pods))
+    evictable.push_back(p.ns + "/" + p.name + ":evict");
   for (const auto& r : a)
-    BOOST_TEST(gc::evictable_pods(w.in.pods).size() > 0, r);
+    BOOST_TEST((std::find(evictable.begin(), evictable.end(), r) != evictable.end()), r);
   // A lost token only delays the start.
   if (std::string(c.behaviour).rfind("Pending", 0) == 0)
     BOOST_TEST(phase_after(restarted_world, after) == "Pending");
@@ -1610,6 +1662,8 @@ struct cluster_model {
   bool admin = false;
   bool drain_enabled = true;
   dcm_behaviour dcm = dcm_behaviour::succeeds;
+  /// A PDB that never allows a disruption (the drain can only time out).
+  bool stubborn_pdb = false;
   std::vector<model_pod> pods;
   std::optional<gp::wall_clock::time_point> dcm_due;
   std::string partition = "spx-nps1"; // what the GPUs run
@@ -1619,6 +1673,7 @@ struct cluster_model {
     admin = pick(4) == 0;
     drain_enabled = pick(5) != 0;
     dcm = static_cast<dcm_behaviour>(pick(6) < 3 ? 0 : pick(4));
+    stubborn_pdb = pick(8) == 0;
     auto& spec = w.in.item.spec;
     spec.drain.enabled = drain_enabled;
     spec.drain.timeout_seconds = 60 + pick(240);
@@ -1695,19 +1750,16 @@ struct cluster_model {
 
   void apply(const gc::node_step& s) {
     auto& n = node();
-    const auto label_before = n.labels.count(gc::dcm_profile_label)
-                                  ? n.labels[gc::dcm_profile_label]
-                                  : std::string();
+    const auto label_before =
+        n.labels.count(gc::dcm_profile_label) ? n.labels[gc::dcm_profile_label] : std::string();
     apply_node_writes(n, s);
-    const auto label_after = n.labels.count(gc::dcm_profile_label)
-                                 ? n.labels[gc::dcm_profile_label]
-                                 : std::string();
+    const auto label_after =
+        n.labels.count(gc::dcm_profile_label) ? n.labels[gc::dcm_profile_label] : std::string();
     // DCM acts on a change of the label (a re-write of the same value is ignored).
     if (label_after != label_before)
-      dcm_due = label_after.empty()
-                    ? std::nullopt
-                    : std::optional<gp::wall_clock::time_point>(now() +
-                                                                std::chrono::seconds(5 + pick(60)));
+      dcm_due = label_after.empty() ? std::nullopt
+                                    : std::optional<gp::wall_clock::time_point>(
+                                          now() + std::chrono::seconds(5 + pick(60)));
     if (s.taint && *s.taint)
       for (auto& p : pods)
         if (!p.pod.mirror && !p.pod.finished() && !p.pod.tolerates_dcm_taint())
@@ -1720,10 +1772,10 @@ struct cluster_model {
       m.at = now();
       if (it == pods.end()) {
         m.done = true; // gone already
-      } else if (r.evict && std::any_of(w.in.pdbs.begin(), w.in.pdbs.end(),
-                                        [&](const gc::pdb_info& b) {
-                                          return b.covers(it->pod) && b.disruptions_allowed <= 0;
-                                        })) {
+      } else if (r.evict &&
+                 std::any_of(w.in.pdbs.begin(), w.in.pdbs.end(), [&](const gc::pdb_info& b) {
+                   return b.covers(it->pod) && b.disruptions_allowed <= 0;
+                 })) {
         m.blocked = true;
         m.message = "Cannot evict pod as it would violate the pod's disruption budget.";
       } else {
@@ -1763,18 +1815,23 @@ struct cluster_model {
       }
     }
     for (auto& b : w.in.pdbs)
-      b.disruptions_allowed = pick(3) == 0 ? 0 : 1;
+      b.disruptions_allowed = pick(3) == 0 || (stubborn_pdb && b.name == "web-pdb") ? 0 : 1;
     if (!n.unschedulable && !n.has_dcm_taint() && pick(10) == 0)
       add_workload();
     // The device plugin comes back once the taint is gone.
-    if (!n.has_dcm_taint() &&
-        std::none_of(pods.begin(), pods.end(),
-                     [](const model_pod& p) { return p.pod.name == "device-plugin"; }))
+    if (!n.has_dcm_taint() && std::none_of(pods.begin(), pods.end(), [](const model_pod& p) {
+          return p.pod.name == "device-plugin";
+        }))
       add(daemon_pod("device-plugin"));
     w.in.pods.clear();
     for (const auto& p : pods)
       w.in.pods.push_back(p.pod);
     plugin();
+  }
+
+  bool ended() const {
+    auto p = w.in.item.status.phase.value_or(node_phase::pending);
+    return p == node_phase::succeeded || p == node_phase::failed;
   }
 
   std::vector<gc::pod_info> evictable_left() const {
@@ -1793,12 +1850,7 @@ BOOST_DATA_TEST_CASE(random_runs_keep_the_safety_rules_and_end, bdata::xrange(30
   cluster_model m(static_cast<unsigned>(seed) * 7919u + 17u);
   m.advance();
   bool token = false;
-  int step = 0;
-  auto terminal = [&] {
-    auto p = m.w.status().phase.value_or(node_phase::pending);
-    return p == node_phase::succeeded || p == node_phase::failed;
-  };
-  for (; step < max_steps && !terminal(); ++step) {
+  for (int step = 0; step < max_steps && !m.ended(); ++step) {
     BOOST_TEST_CONTEXT("seed " << seed << " step " << step << " phase "
                                << name_of(m.w.status().phase.value_or(node_phase::pending))) {
       m.w.in.token = token;
@@ -1832,9 +1884,8 @@ BOOST_DATA_TEST_CASE(random_runs_keep_the_safety_rules_and_end, bdata::xrange(30
       m.advance();
     }
   }
-  BOOST_TEST_REQUIRE(terminal(), "seed " << seed << " did not end within " << max_steps
-                                         << " steps; phase "
-                                         << name_of(*m.w.status().phase));
+  BOOST_TEST_REQUIRE(m.ended(), "seed " << seed << " did not end within " << max_steps
+                                        << " steps; phase " << name_of(*m.w.status().phase));
   // Let the last writes (uncordon, untaint) happen.
   for (int i = 0; i < 5; ++i) {
     auto s = m.w.step();

@@ -1,0 +1,418 @@
+#pragma once
+
+// Shared by the deterministic actor tests: an actor system on CAF's test_coordinator,
+// test actors that stand in for the io executors, the StatusWriter and (for the worker
+// tests) the RolloutGovernor, and hand-built cluster snapshots. The io stand-in keeps a
+// small model of the cluster: it applies a node step's writes to it and, like the
+// Watcher would, shows the requester the new snapshot before it answers.
+
+#include "actors/messages.hpp"
+#include "controller/dcm_payload.hpp"
+#include "protocol/desired_hash.hpp"
+
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace actor_test {
+
+namespace ga = gpu_partitioner::actors;
+namespace gc = gpu_partitioner::controller;
+namespace gp = gpu_partitioner::protocol;
+
+/// Tells the io stand-in to deliver the answers it holds back.
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
+constexpr deliver_atom deliver_atom_v{};
+
+inline const char* const plan_name = "plan";
+inline const char* const profile_name = "mi300x-cpx-nps4";
+inline const char* const dcm_profile = "cpx-nps4";
+inline const char* const dcm_ns = "kube-amd-gpu";
+inline const char* const dcm_cm = "config-manager-config";
+inline const char* const payload_json =
+    R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":8}]})";
+
+// -- objects --
+
+inline gc::node_info make_node(const std::string& name, const std::string& pool = "train") {
+  gc::node_info n;
+  n.name = name;
+  n.uid = "uid-" + name;
+  n.resource_version = "1";
+  n.labels = {{"pool", pool},
+              {"amd.com/gpu.product", "MI300X"},
+              {gc::dcm_profile_label, "spx-nps1"},
+              {gc::dcm_state_label, "success"},
+              {"amd.com/gpu.ready", "true"}};
+  n.allocatable = {{"amd.com/gpu", "8"}};
+  return n;
+}
+
+inline gc::pod_info make_pod(const std::string& node, const std::string& name,
+                             const std::string& app = "web") {
+  gc::pod_info p;
+  p.ns = "team";
+  p.name = name;
+  p.uid = "uid-" + name;
+  p.node_name = node;
+  p.labels = {{"app", app}};
+  p.phase = "Running";
+  return p;
+}
+
+inline gp::partitioning_profile make_profile() {
+  gp::partitioning_profile p;
+  p.metadata.name = profile_name;
+  p.spec.expected_resources = {{"amd.com/gpu", 64}};
+  p.spec.verification.timeout_seconds = 300;
+  p.spec.operator_payload.name = "cpx-nps4";
+  p.spec.operator_payload.namespace_ = dcm_ns;
+  p.spec.operator_payload.profile_name = dcm_profile;
+  return p;
+}
+
+inline gp::partitioning_plan make_plan(std::int32_t max_parallel = 1, bool paused = false) {
+  gp::partitioning_plan plan;
+  plan.metadata.name = plan_name;
+  plan.metadata.uid = "plan-uid";
+  plan.metadata.generation = 1;
+  plan.spec.paused = paused;
+  plan.spec.rollout.max_parallel = max_parallel;
+  plan.spec.rollout.max_unavailable = gp::int_or_percent::count(10);
+  gp::partitioning entry;
+  entry.name = "train";
+  entry.selector.match_labels = {{"pool", "train"}};
+  entry.profile_ref.name = profile_name;
+  plan.spec.partitionings = {entry};
+  return plan;
+}
+
+/// The item the PlanSupervisor would create for `node`.
+inline gp::node_partitioning make_item(const std::string& node) {
+  gp::node_partitioning item;
+  item.metadata.name = std::string(plan_name) + "-" + node;
+  item.metadata.uid = "uid-item-" + node;
+  item.metadata.finalizers = {gc::item_finalizer};
+  item.spec.plan_ref = {plan_name, "plan-uid"};
+  item.spec.node_name = node;
+  item.spec.profile_ref.name = profile_name;
+  item.spec.desired_hash =
+      gp::desired_hash(make_profile(), item.spec.drain, item.spec.verification);
+  return item;
+}
+
+// -- the cluster as the io stand-in keeps it --
+
+struct cluster_model {
+  ga::cluster_snapshot view;
+  /// How an eviction blocked by a PDB is stamped (the worker compares it with the wall
+  /// clock); now, unless a test says otherwise.
+  std::function<gp::wall_clock::time_point()> blocked_at = [] { return gp::wall_clock::now(); };
+  /// DCM answers this state as soon as the profile label is set ("" for never).
+  std::string dcm_answer = "success";
+
+  cluster_model() {
+    view.synced = true;
+    view.profiles[profile_name] = std::make_shared<const gp::partitioning_profile>(make_profile());
+    view.config_maps[std::string(dcm_ns) + "/cpx-nps4"] =
+        std::make_shared<const ga::config_map_data>(
+            ga::config_map_data{{"profile.json", payload_json}});
+    view.config_maps[std::string(dcm_ns) + "/" + dcm_cm] =
+        std::make_shared<const ga::config_map_data>(
+            ga::config_map_data{{"config.json", R"({"gpu-config-profiles":{}})"}});
+  }
+
+  void put(const gc::node_info& n) {
+    view.nodes[n.name] = std::make_shared<const gc::node_info>(n);
+  }
+  void put(const gc::pod_info& p) {
+    view.pods_by_node[p.node_name][p.ns + "/" + p.name] = std::make_shared<const gc::pod_info>(p);
+  }
+  void put(const gc::pdb_info& b) {
+    view.pdbs[b.ns + "/" + b.name] = std::make_shared<const gc::pdb_info>(b);
+  }
+  void put(const gp::node_partitioning& i) {
+    view.items[i.metadata.name] = std::make_shared<const gp::node_partitioning>(i);
+  }
+  void put(const gp::partitioning_plan& p) {
+    view.plans[p.metadata.name] = std::make_shared<const gp::partitioning_plan>(p);
+  }
+
+  gc::node_info node(const std::string& name) const { return *view.nodes.at(name); }
+  ga::snapshot_ptr snapshot() const { return std::make_shared<const ga::cluster_snapshot>(view); }
+
+  // The device plugin and labeller report what the GPUs run, while not tainted.
+  static void plugin(gc::node_info& n) {
+    if (n.has_dcm_taint()) {
+      n.labels.erase("amd.com/gpu.ready");
+      n.allocatable.erase("amd.com/gpu");
+      return;
+    }
+    n.labels["amd.com/gpu.ready"] = "true";
+    const bool cpx = n.labels[gc::dcm_state_label] == "success" &&
+                     n.labels[gc::dcm_profile_label] == dcm_profile;
+    n.allocatable["amd.com/gpu"] = cpx ? "64" : "8";
+  }
+
+  ga::node_io_result apply(const ga::node_io& io) {
+    ga::node_io_result r;
+    if (auto it = view.nodes.find(io.node); it != view.nodes.end()) {
+      auto n = *it->second;
+      const auto label_before = n.labels[gc::dcm_profile_label];
+      if (io.patch) {
+        if (io.patch->unschedulable)
+          n.unschedulable = *io.patch->unschedulable;
+        for (const auto& [k, v] : io.patch->labels)
+          if (v)
+            n.labels[k] = *v;
+          else
+            n.labels.erase(k);
+        for (const auto& [k, v] : io.patch->annotations)
+          if (v)
+            n.annotations[k] = *v;
+          else
+            n.annotations.erase(k);
+      }
+      if (io.taint) {
+        const gc::taint t{gc::dcm_taint_key, gc::dcm_taint_value, "NoExecute"};
+        n.taints.erase(std::remove(n.taints.begin(), n.taints.end(), t), n.taints.end());
+        if (*io.taint) {
+          n.taints.push_back(t);
+          // The taint manager removes what does not tolerate the taint.
+          auto& pods = view.pods_by_node[io.node];
+          for (auto p = pods.begin(); p != pods.end();)
+            if (!p->second->mirror && !p->second->tolerates_dcm_taint())
+              p = pods.erase(p);
+            else
+              ++p;
+        }
+      }
+      if (n.labels.count(gc::dcm_profile_label) &&
+          n.labels[gc::dcm_profile_label] != label_before && !dcm_answer.empty())
+        n.labels[gc::dcm_state_label] = dcm_answer;
+      plugin(n);
+      n.resource_version = std::to_string(std::stoi(n.resource_version) + 1);
+      put(n);
+      if (io.patch || io.taint)
+        r.node = view.nodes[io.node];
+    }
+    for (const auto& removal : io.removals) {
+      auto& pods = view.pods_by_node[io.node];
+      const auto key = removal.ns + "/" + removal.name;
+      gc::eviction_memory m;
+      m.at = gp::wall_clock::now();
+      auto p = pods.find(key);
+      const bool blocked =
+          removal.evict && p != pods.end() &&
+          std::any_of(view.pdbs.begin(), view.pdbs.end(), [&](const auto& b) {
+            return b.second->covers(*p->second) && b.second->disruptions_allowed <= 0;
+          });
+      if (blocked) {
+        m.blocked = true;
+        m.at = blocked_at();
+        m.message = "Cannot evict pod as it would violate the pod's disruption budget.";
+      } else {
+        m.done = true;
+        if (p != pods.end())
+          pods.erase(p);
+      }
+      r.evictions[key] = m;
+    }
+    if (io.dcm) {
+      const auto key = io.dcm->ns + "/" + io.dcm->name;
+      ga::config_map_data data;
+      if (auto cm = view.config_maps.find(key); cm != view.config_maps.end())
+        data = *cm->second;
+      data["config.json"] =
+          gc::dcm_config_with(data["config.json"], io.dcm->profile_name, io.dcm->profile_json)
+              .value_or(data["config.json"]);
+      view.config_maps[key] = std::make_shared<const ga::config_map_data>(data);
+    }
+    if (auto it = view.items.find(io.item); it != view.items.end()) {
+      auto item = *it->second;
+      auto& f = item.metadata.finalizers;
+      if (io.add_finalizer && std::find(f.begin(), f.end(), gc::item_finalizer) == f.end())
+        f.push_back(gc::item_finalizer);
+      if (io.remove_finalizer)
+        f.erase(std::remove(f.begin(), f.end(), gc::item_finalizer), f.end());
+      if (io.clear_retry)
+        item.metadata.annotations.erase(gc::retry_annotation);
+      put(item);
+    }
+    return r;
+  }
+};
+
+// -- the io executors' stand-in --
+
+struct io_double_state {
+  cluster_model cluster;
+  std::vector<ga::node_io> node_requests;
+  std::vector<ga::item_io> item_requests;
+  /// Hold answers back until deliver_atom (one batch in flight is then observable).
+  bool hold = false;
+  std::vector<std::pair<ga::node_io, caf::response_promise>> held;
+  /// Show the requester the new snapshot before answering, as the watch would.
+  bool publish = true;
+};
+
+inline caf::behavior io_double(caf::event_based_actor* self, std::shared_ptr<io_double_state> st) {
+  auto perform = [=](const ga::node_io& io, caf::response_promise rp) {
+    auto r = st->cluster.apply(io);
+    if (st->publish)
+      if (auto to = caf::actor_cast<caf::actor>(rp.next()))
+        self->send(to, ga::view_atom_v, st->cluster.snapshot());
+    rp.deliver(r);
+  };
+  return {
+      [=](ga::io_atom, const ga::node_io& io) {
+        st->node_requests.push_back(io);
+        auto rp = self->make_response_promise();
+        if (st->hold)
+          st->held.emplace_back(io, rp);
+        else
+          perform(io, rp);
+      },
+      [=](ga::io_atom, const ga::item_io& io) { st->item_requests.push_back(io); },
+      [=](deliver_atom) {
+        auto held = std::move(st->held);
+        st->held.clear();
+        for (auto& [io, rp] : held)
+          perform(io, rp);
+      },
+  };
+}
+
+// -- the StatusWriter's stand-in --
+
+struct writer_double_state {
+  std::vector<std::pair<std::string, gp::node_partitioning_status>> statuses;
+  /// item -> the worker that wrote its status.
+  std::map<std::string, caf::actor_addr> writers;
+  std::vector<ga::event_io> events;
+  std::vector<gp::partitioning_plan_status> plan_statuses;
+
+  std::vector<std::string> phases_of(const std::string& item) const {
+    std::vector<std::string> out;
+    for (const auto& [name, st] : statuses)
+      if (name == item) {
+        auto p = std::string(gp::codec::to_string(st.phase.value_or(gp::node_phase::pending)));
+        if (out.empty() || out.back() != p)
+          out.push_back(p);
+      }
+    return out;
+  }
+  std::string last_phase(const std::string& item) const {
+    auto all = phases_of(item);
+    return all.empty() ? std::string("-") : all.back();
+  }
+};
+
+inline caf::behavior writer_double(caf::event_based_actor* self,
+                                   std::shared_ptr<writer_double_state> st) {
+  return {
+      [=](ga::status_atom, const std::string& item, const gp::node_partitioning_status& s) {
+        st->statuses.emplace_back(item, s);
+        st->writers[item] = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      },
+      [=](ga::event_atom, const ga::event_io& e) { st->events.push_back(e); },
+      [=](ga::plan_status_atom, const std::string&, const gp::partitioning_plan_status& s) {
+        st->plan_statuses.push_back(s);
+      },
+      [=](ga::flush_atom) {},
+  };
+}
+
+// -- the RolloutGovernor's stand-in (worker tests) --
+
+struct want_record {
+  std::string item;
+  gc::governor_node facts;
+};
+
+struct governor_double_state {
+  std::vector<want_record> wants;
+};
+
+inline caf::behavior governor_double(caf::event_based_actor*,
+                                     std::shared_ptr<governor_double_state> st) {
+  return {
+      [=](ga::want_atom, const std::string& item, const gc::governor_node& facts,
+          const caf::actor&) {
+        st->wants.push_back({item, facts});
+      },
+      [=](ga::forget_atom, const std::string&) {},
+      [=](ga::limits_atom, const gc::rollout_limits&, const std::vector<std::string>&) {},
+  };
+}
+
+// -- the system --
+
+struct actor_fixture {
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  std::vector<caf::actor> spawned;
+
+  static caf::actor_system_config& configure(caf::actor_system_config& c) {
+    c.set("scheduler.policy", caf::atom("testing"));
+    c.set("logger.verbosity", caf::atom("quiet"));
+    return c;
+  }
+
+  actor_fixture()
+      : sys(configure(cfg)),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+
+  ~actor_fixture() {
+    // Pending timers would keep actors alive: end every actor the test started (linked
+    // children go with them) before the system waits for them.
+    for (auto& a : spawned)
+      caf::anon_send_exit(a, caf::exit_reason::kill);
+    sched.run();
+    spawned.clear();
+  }
+
+  template <class... Ts>
+  caf::actor spawn(Ts&&... xs) {
+    auto a = sys.spawn(std::forward<Ts>(xs)...);
+    spawned.push_back(a);
+    return a;
+  }
+
+  /// Messages and timers until nothing is left, at most `rounds` timer rounds.
+  void run_with_timers(int rounds) {
+    for (int i = 0; i < rounds; ++i) {
+      sched.run();
+      if (!sched.has_pending_timeout())
+        return;
+      sched.trigger_timeouts();
+    }
+    sched.run();
+  }
+};
+
+/// Records how an actor ended (attach to any actor).
+struct exit_record {
+  bool down = false;
+  caf::error reason;
+};
+
+inline std::shared_ptr<exit_record> watch(const caf::actor& a) {
+  auto rec = std::make_shared<exit_record>();
+  a->attach_functor([rec](const caf::error& reason) {
+    rec->down = true;
+    rec->reason = reason;
+  });
+  return rec;
+}
+
+} // namespace actor_test

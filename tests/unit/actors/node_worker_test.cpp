@@ -1,0 +1,231 @@
+// actors::node_worker on CAF's test_coordinator: it steps the node state machine on
+// every view, grant, timer and io answer; hands the step's writes to the io executor one
+// batch at a time; writes status and events through the StatusWriter; and tells the
+// governor where it stands. The io executor, StatusWriter and governor are test actors
+// (actor_fixture.hpp); the io one plays the cluster.
+#include "actor_fixture.hpp"
+#include "actors/node_worker.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace actor_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string item_name = std::string(plan_name) + "-gpu-1";
+
+struct worker_fixture : actor_fixture {
+  std::shared_ptr<io_double_state> io_state = std::make_shared<io_double_state>();
+  std::shared_ptr<writer_double_state> written = std::make_shared<writer_double_state>();
+  std::shared_ptr<governor_double_state> governed = std::make_shared<governor_double_state>();
+  caf::actor io = spawn(io_double, io_state);
+  caf::actor writer = spawn(writer_double, written);
+  caf::actor governor = spawn(governor_double, governed);
+  caf::actor worker;
+
+  cluster_model& cluster() { return io_state->cluster; }
+
+  worker_fixture() {
+    cluster().put(make_node("gpu-1"));
+    cluster().put(make_pod("gpu-1", "web-0"));
+    auto plugin = make_pod("gpu-1", "device-plugin", "device-plugin");
+    plugin.ns = "kube-amd-gpu";
+    plugin.daemon_set = true;
+    cluster().put(plugin);
+    cluster().put(make_item("gpu-1"));
+  }
+
+  void start() {
+    ga::node_worker_config c;
+    c.item = item_name;
+    c.plan = plan_name;
+    c.dcm_namespace = dcm_ns;
+    c.dcm_name = dcm_cm;
+    c.io = io.address();
+    c.writer = writer.address();
+    c.governor = governor;
+    worker = spawn(ga::node_worker, c);
+    sched.run();
+  }
+
+  void show_view() {
+    caf::anon_send(worker, ga::view_atom_v, cluster().snapshot());
+    sched.run();
+  }
+
+  void deliver() {
+    caf::anon_send(io, deliver_atom_v);
+    sched.run();
+  }
+
+  std::size_t requests() const { return io_state->node_requests.size(); }
+  const ga::node_io& request(std::size_t i) const { return io_state->node_requests.at(i); }
+  const gc::governor_node& last_facts() const { return governed->wants.back().facts; }
+
+  // The item as if its worker had entered Draining just now.
+  void draining_and_cordoned() {
+    auto item = make_item("gpu-1");
+    item.status.phase = gp::node_phase::draining;
+    item.status.observed_hash = item.spec.desired_hash;
+    item.status.history.push_back(
+        {gp::node_phase::draining, gp::format_time(gp::wall_clock::now()), "Started", ""});
+    cluster().put(item);
+    auto n = make_node("gpu-1");
+    n.unschedulable = true;
+    n.annotations[gc::was_unschedulable_annotation] = "false";
+    cluster().put(n);
+  }
+};
+
+std::string removal_names(const ga::node_io& io) {
+  std::string out;
+  for (const auto& r : io.removals)
+    out += (out.empty() ? "" : ",") + r.ns + "/" + r.name + (r.evict ? ":evict" : ":delete");
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(node_worker)
+
+BOOST_FIXTURE_TEST_CASE(a_pending_worker_asks_the_governor_and_writes_status_only, worker_fixture) {
+  start();
+  show_view();
+  BOOST_TEST(requests() == 0u);
+  BOOST_TEST(written->last_phase(item_name) == "Pending");
+  BOOST_TEST_REQUIRE(!governed->wants.empty());
+  BOOST_TEST(governed->wants.back().item == item_name);
+  BOOST_TEST(last_facts().wants_token);
+  BOOST_TEST(!last_facts().in_flight);
+}
+
+BOOST_FIXTURE_TEST_CASE(with_a_token_it_cordons_through_io_and_keeps_one_batch_in_flight,
+                        worker_fixture) {
+  io_state->hold = true;
+  start();
+  show_view();
+  caf::anon_send(worker, ga::grant_atom_v);
+  sched.run();
+  BOOST_TEST(written->last_phase(item_name) == "Draining");
+  BOOST_TEST(last_facts().in_flight);
+  // Entering Draining writes status only; the cordon goes out on the next step, which
+  // the echo of that status write (a new view) brings.
+  BOOST_TEST(requests() == 0u);
+  BOOST_TEST(!sched.has_pending_timeout());
+
+  show_view();
+  BOOST_TEST_REQUIRE(requests() == 1u);
+  BOOST_TEST_REQUIRE(request(0).patch.has_value());
+  BOOST_TEST((request(0).patch->unschedulable == std::optional<bool>(true)));
+  BOOST_TEST((request(0).patch->annotations.at(gc::was_unschedulable_annotation) ==
+              std::optional<std::string>("false")));
+  BOOST_TEST(request(0).removals.empty());
+  BOOST_TEST(!request(0).taint);
+  BOOST_TEST(request(0).node == "gpu-1");
+  BOOST_TEST(request(0).item == item_name);
+
+  // New views while the batch is out: no second batch.
+  show_view();
+  show_view();
+  BOOST_TEST(requests() == 1u);
+
+  // The answer (and the view that shows the cordon) brings the next batch: evictions.
+  deliver();
+  BOOST_TEST_REQUIRE(requests() == 2u);
+  BOOST_TEST(removal_names(request(1)) == "team/web-0:evict");
+  BOOST_TEST(!request(1).patch);
+  BOOST_TEST(!request(1).taint);
+
+  deliver();
+  BOOST_TEST_REQUIRE(requests() == 3u);
+  BOOST_TEST((request(2).taint == std::optional<bool>(true)));
+  BOOST_TEST(request(2).removals.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_worker_drives_its_node_to_succeeded_through_io_writer_and_timers,
+                        worker_fixture) {
+  start();
+  show_view();
+  caf::anon_send(worker, ga::grant_atom_v);
+  sched.run();
+  show_view(); // the status echo
+  run_with_timers(40);
+
+  const std::vector<std::string> path{"Pending",         "Draining",  "Applying",
+                                      "WaitingOperator", "Verifying", "Succeeded"};
+  BOOST_TEST(written->phases_of(item_name) == path, boost::test_tools::per_element());
+  const auto n = cluster().node("gpu-1");
+  BOOST_TEST(!n.unschedulable);
+  BOOST_TEST(!n.has_dcm_taint());
+  BOOST_TEST(n.labels.at(gc::dcm_profile_label) == dcm_profile);
+  BOOST_TEST(n.allocatable.at("amd.com/gpu") == "64");
+  BOOST_TEST(n.annotations.count(gc::was_unschedulable_annotation) == 0u);
+  BOOST_TEST(!last_facts().in_flight);
+  BOOST_TEST(!last_facts().wants_token);
+  // One write each: cordon, eviction, taint, DCM's config, label, untaint, uncordon.
+  BOOST_TEST(requests() == 7u);
+  BOOST_TEST(request(3).dcm.has_value());
+  BOOST_TEST(
+      (request(4).patch && request(4).patch->labels.at(gc::dcm_profile_label) == dcm_profile));
+  const auto& cm = cluster().view.config_maps.at(std::string(dcm_ns) + "/" + dcm_cm);
+  BOOST_TEST(gc::dcm_config_has(cm->at("config.json"), dcm_profile, payload_json));
+  // Events for the node go through the writer, named after the Node.
+  const bool cordon_event =
+      std::any_of(written->events.begin(), written->events.end(), [](const ga::event_io& e) {
+        return e.kind == "Node" && e.name == "gpu-1" && e.uid == "uid-gpu-1" &&
+               e.reason == "Cordoned";
+      });
+  BOOST_TEST(cordon_event);
+  BOOST_TEST(!sched.has_pending_timeout());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_drain_blocked_by_a_pdb_is_retried_when_the_requeue_timer_fires,
+                        worker_fixture) {
+  gc::pdb_info budget;
+  budget.ns = "team";
+  budget.name = "web-pdb";
+  budget.match_labels = {{"app", "web"}};
+  budget.disruptions_allowed = 0;
+  cluster().put(budget);
+  // The worker compares the refusal's time with the wall clock: a refusal 4 s old is
+  // not retried now, and is due 1 s later.
+  cluster().blocked_at = [] { return gp::wall_clock::now() - 4s; };
+  draining_and_cordoned();
+  start();
+  show_view();
+  BOOST_TEST_REQUIRE(requests() == 1u);
+  BOOST_TEST(removal_names(request(0)) == "team/web-0:evict");
+  const auto& st = written->statuses.back().second;
+  BOOST_TEST_REQUIRE(st.drain.blocking_pdbs.size() == 1u);
+  BOOST_TEST(st.drain.blocking_pdbs[0].name == "web-pdb");
+  BOOST_TEST(sched.has_pending_timeout());
+
+  // The timer fires before the 5 s are up: no retry, another timer.
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST(requests() == 1u);
+
+  std::this_thread::sleep_for(1200ms);
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST_REQUIRE(requests() == 2u);
+  BOOST_TEST(removal_names(request(1)) == "team/web-0:evict");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_worker_whose_item_is_gone_does_nothing, worker_fixture) {
+  cluster().view.items.clear();
+  start();
+  show_view();
+  BOOST_TEST(requests() == 0u);
+  BOOST_TEST(written->statuses.empty());
+  BOOST_TEST(governed->wants.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

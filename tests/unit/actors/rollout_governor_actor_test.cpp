@@ -1,0 +1,248 @@
+// actors::rollout_governor_actor on CAF's test_coordinator (DESIGN.md section 5): grants
+// travel as messages to the worker named in the request, never more than maxParallel
+// at once under any interleaving of requests and releases, and in name order.
+#include "actor_fixture.hpp"
+#include "actors/plan_supervisor.hpp"
+
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace actor_test;
+namespace bdata = boost::unit_test::data;
+
+namespace {
+
+struct grant_log {
+  std::map<std::string, int> grants;
+  std::vector<std::string> order;
+};
+
+// Stands in for a NodeWorker: records the grants it receives.
+caf::behavior grant_recorder(caf::event_based_actor*, std::shared_ptr<grant_log> log,
+                             std::string item) {
+  return {
+      [=](ga::grant_atom) {
+        log->grants[item]++;
+        log->order.push_back(item);
+      },
+  };
+}
+
+gc::governor_node asking() {
+  gc::governor_node f;
+  f.wants_token = true;
+  return f;
+}
+
+gc::governor_node flying() {
+  gc::governor_node f;
+  f.in_flight = true;
+  return f;
+}
+
+gc::governor_node finished() {
+  return {};
+}
+
+gc::rollout_limits limits(std::int32_t max_parallel, bool paused = false) {
+  gc::rollout_limits l;
+  l.max_parallel = max_parallel;
+  l.max_unavailable = gp::int_or_percent::count(100);
+  l.paused = paused;
+  return l;
+}
+
+std::string node(int i) {
+  return "plan-gpu-" + std::to_string(i);
+}
+
+struct governor_fixture : actor_fixture {
+  caf::actor governor = spawn(ga::rollout_governor_actor, std::string(plan_name));
+  std::shared_ptr<grant_log> log = std::make_shared<grant_log>();
+  std::map<std::string, caf::actor> workers;
+  std::vector<std::string> selected;
+
+  explicit governor_fixture(int n = 6) {
+    for (int i = 0; i < n; ++i) {
+      workers[node(i)] = spawn(grant_recorder, log, node(i));
+      selected.push_back(node(i));
+    }
+    sched.run();
+  }
+
+  void set_limits(const gc::rollout_limits& l) {
+    caf::anon_send(governor, ga::limits_atom_v, l, selected);
+  }
+  void want(const std::string& item, const gc::governor_node& facts) {
+    caf::anon_send(governor, ga::want_atom_v, item, facts, workers.at(item));
+  }
+  std::set<std::string> granted() const {
+    std::set<std::string> out;
+    for (const auto& [item, n] : log->grants)
+      out.insert(item);
+    return out;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(rollout_governor_actor)
+
+// A fresh grant currently reaches the worker twice (grant() sends it, and the "asks
+// again for a token it holds" branch sends it once more); the worker ignores the second.
+BOOST_FIXTURE_TEST_CASE(a_grant_arrives_at_the_worker_that_asked, governor_fixture) {
+  set_limits(limits(1));
+  want(node(3), asking());
+  sched.run();
+  BOOST_TEST(log->grants[node(3)] >= 1);
+  BOOST_TEST((granted() == std::set<std::string>{node(3)}));
+
+  // Another asks while the token is out: nothing until the first gives it back.
+  want(node(1), asking());
+  want(node(3), flying());
+  sched.run();
+  BOOST_TEST(log->grants.count(node(1)) == 0u);
+  want(node(3), finished());
+  sched.run();
+  BOOST_TEST(log->grants[node(1)] >= 1);
+  BOOST_TEST((granted() == std::set<std::string>{node(1), node(3)}));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_worker_asking_again_for_a_token_it_holds_gets_it_again,
+                        governor_fixture) {
+  set_limits(limits(1));
+  want(node(0), asking());
+  sched.run();
+  const int first = log->grants[node(0)];
+  want(node(0), asking()); // a restarted worker, still Pending
+  want(node(1), asking());
+  sched.run();
+  BOOST_TEST(first >= 1);
+  BOOST_TEST(log->grants[node(0)] > first);
+  BOOST_TEST(log->grants.count(node(1)) == 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(freed_tokens_go_to_the_waiting_workers_in_name_order, governor_fixture) {
+  set_limits(limits(1));
+  want(node(0), flying()); // found in flight
+  for (int i : {5, 3, 1, 4, 2})
+    want(node(i), asking());
+  sched.run();
+  BOOST_TEST(log->order.empty());
+  for (int i : {0, 1, 2, 3, 4}) {
+    want(node(i), finished());
+    sched.run();
+    BOOST_TEST_REQUIRE(!log->order.empty());
+    BOOST_TEST(log->order.back() == node(i + 1));
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(a_paused_plan_grants_nothing_then_starts_in_name_order, governor_fixture) {
+  set_limits(limits(2, true));
+  for (int i : {4, 2, 5, 0, 3, 1})
+    want(node(i), asking());
+  sched.run();
+  BOOST_TEST(log->order.empty());
+  set_limits(limits(2));
+  sched.run();
+  const std::set<std::string> first_two{node(0), node(1)};
+  BOOST_TEST((granted() == first_two));
+}
+
+// Many workers ask at once (every request already in the governor's mailbox, in an
+// arbitrary order, behind the plan's limits): the first tokens go to the first nodes by
+// name (DESIGN.md section 5: "the order of nodes is deterministic (by name)").
+BOOST_DATA_TEST_CASE(many_workers_asking_at_once_are_granted_in_name_order, bdata::xrange(6),
+                     seed) {
+  governor_fixture f;
+  std::vector<int> order{0, 1, 2, 3, 4, 5};
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::shuffle(order.begin(), order.end(), rng);
+  f.set_limits(limits(2));
+  for (int i : order)
+    f.want(node(i), asking());
+  f.sched.run();
+  std::string arrival;
+  for (int i : order)
+    arrival += std::to_string(i) + " ";
+  std::string got;
+  for (const auto& name : f.granted())
+    got += name + " ";
+  const std::set<std::string> first_two{node(0), node(1)};
+  BOOST_TEST((f.granted() == first_two),
+             "requests arrived for nodes " << arrival << "; tokens went to " << got);
+}
+
+// Random interleavings of requests, starts, finishes and repeated requests, delivered in
+// batches: the workers holding a token never outnumber maxParallel, and a grant only
+// ever reaches a worker that asked.
+BOOST_DATA_TEST_CASE(never_more_than_maxParallel_under_random_interleavings, bdata::xrange(40),
+                     seed) {
+  governor_fixture f(8);
+  std::mt19937 rng(static_cast<unsigned>(seed) + 1000u);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const int max_parallel = 1 + pick(3);
+  f.set_limits(limits(max_parallel));
+  enum class state { idle, asking, holding, flying };
+  std::map<std::string, state> st;
+  for (const auto& [name, w] : f.workers)
+    st[name] = state::idle;
+  std::map<std::string, int> seen;
+  for (int round = 0; round < 200; ++round) {
+    // A batch of messages, all enqueued before the governor runs.
+    for (int k = 1 + pick(5); k > 0; --k) {
+      const auto name = node(pick(8));
+      switch (st[name]) {
+      case state::idle:
+        f.want(name, asking());
+        st[name] = state::asking;
+        break;
+      case state::asking:
+        if (pick(2) == 0)
+          f.want(name, asking()); // a fresh view, still Pending
+        break;
+      case state::holding:
+        if (pick(4) == 0) {
+          f.want(name, asking()); // restarted while holding
+        } else {
+          f.want(name, flying());
+          st[name] = state::flying;
+        }
+        break;
+      case state::flying:
+        if (pick(3) == 0) {
+          f.want(name, finished());
+          st[name] = state::idle;
+        } else {
+          f.want(name, flying());
+        }
+        break;
+      }
+    }
+    f.sched.run();
+    for (const auto& [name, n] : f.log->grants) {
+      if (n == seen[name])
+        continue;
+      seen[name] = n;
+      BOOST_TEST((st[name] != state::idle), name << " was granted without asking");
+      if (st[name] == state::asking)
+        st[name] = state::holding;
+    }
+    const auto holders = std::count_if(st.begin(), st.end(), [](const auto& kv) {
+      return kv.second == state::holding || kv.second == state::flying;
+    });
+    BOOST_TEST(holders <= max_parallel, "round " << round);
+  }
+  BOOST_TEST(!f.log->order.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
