@@ -96,6 +96,21 @@ void apply(root_state& s, const observation& o) {
 caf::behavior operator_root(caf::event_based_actor* self, operator_settings settings, caf::actor io,
                             caf::actor writer) {
   auto s = std::make_shared<root_state>();
+  // A supervisor that fails is logged and started again with the next view; any other
+  // exit (the shutdown from main) ends the root, and with it, through the links, the rest.
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    for (auto it = s->supervisors.begin(); it != s->supervisors.end(); ++it)
+      if (it->second.address() == msg.source) {
+        if (msg.reason)
+          log_error("the supervisor of plan " + it->first + " failed (" +
+                        self->system().render(msg.reason) + "); restarting it",
+                    it->first);
+        s->supervisors.erase(it);
+        s->dirty = true;
+        return;
+      }
+    self->quit(msg.reason);
+  });
   auto schedule = [self, s, settings] {
     if (!s->tick_pending) {
       s->tick_pending = true;

@@ -78,6 +78,21 @@ bool spec_differs(const protocol::node_partitioning& have,
 caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_config config) {
   auto s = std::make_shared<supervisor_state>();
   s->governor = self->spawn<caf::linked>(rollout_governor_actor, config.plan);
+  // A worker that fails is logged and started again with the next view (its state is in
+  // the item's status and on the node); anything else ends the supervisor.
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    for (auto it = s->workers.begin(); it != s->workers.end(); ++it)
+      if (it->second.address() == msg.source) {
+        if (msg.reason)
+          log_error("the worker of " + it->first + " failed (" + self->system().render(msg.reason) +
+                        "); restarting it",
+                    config.plan);
+        self->send(s->governor, forget_atom_v, it->first);
+        s->workers.erase(it);
+        return;
+      }
+    self->quit(msg.reason);
+  });
   return {
       [=](view_atom, const snapshot_ptr& view) {
         const auto plan_it = view->plans.find(config.plan);
@@ -118,7 +133,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           if (resolution.problems.empty()) {
             std::vector<std::string> selected;
             for (const auto& sel : resolution.selected) {
-              selected.push_back(sel.node);
+              selected.push_back(config.plan + "-" + sel.node);
               auto want = desired_item(*plan, sel, *view);
               keep_items.insert(want.metadata.name);
               auto have = mine.find(want.metadata.name);
@@ -218,16 +233,26 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
 }
 
 caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string plan) {
-  auto governor = std::make_shared<controller::rollout_governor>();
-  // Weak handles: workers hold the governor, so strong ones both ways would keep each
-  // other (and the io executors they name) alive after shutdown.
-  auto workers = std::make_shared<std::map<std::string, caf::actor_addr>>();
+  struct state {
+    controller::rollout_governor governor;
+    // Weak handles: workers hold the governor, so strong ones both ways would keep each
+    // other (and the io executors they name) alive after shutdown.
+    std::map<std::string, caf::actor_addr> workers;
+    // The plan's items, and those that have said where they stand: tokens go in name
+    // order only once every item has been heard from, whatever order they asked in.
+    std::set<std::string> selected;
+    std::set<std::string> heard;
+  };
+  auto s = std::make_shared<state>();
   auto grant = [=] {
-    for (const auto& node : governor->grant()) {
-      log_info("token granted (" + std::to_string(governor->in_flight()) + " in flight, " +
-                   std::to_string(governor->unavailable()) + " unavailable)",
-               plan, node);
-      if (auto it = workers->find(node); it != workers->end())
+    for (const auto& item : s->selected)
+      if (!s->heard.count(item))
+        return;
+    for (const auto& item : s->governor.grant()) {
+      log_info("token granted (" + std::to_string(s->governor.in_flight()) + " in flight, " +
+                   std::to_string(s->governor.unavailable()) + " unavailable)",
+               plan, item);
+      if (auto it = s->workers.find(item); it != s->workers.end())
         if (auto worker = caf::actor_cast<caf::actor>(it->second))
           self->send(worker, grant_atom_v);
     }
@@ -235,24 +260,28 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
   return {
       [=](limits_atom, const controller::rollout_limits& limits,
           const std::vector<std::string>& selected) {
-        governor->set_limits(limits);
+        s->governor.set_limits(limits);
+        s->selected = std::set<std::string>(selected.begin(), selected.end());
         grant();
-        (void)selected;
       },
       [=](want_atom, const std::string& item, const controller::governor_node& facts,
           const caf::actor& worker) {
-        (*workers)[item] = worker.address();
-        governor->observe(item, facts);
-        if (!facts.in_flight && governor->holds(item) && !facts.wants_token)
-          governor->release(item);
+        s->workers[item] = worker.address();
+        s->heard.insert(item);
+        const bool held = s->governor.holds(item);
+        s->governor.observe(item, facts);
+        if (!facts.in_flight && held && !facts.wants_token)
+          s->governor.release(item);
         grant();
-        // A restarted worker may ask again for a token it holds.
-        if (facts.wants_token && governor->holds(item))
+        // A restarted worker may ask again for a token it already holds.
+        if (facts.wants_token && held)
           self->send(worker, grant_atom_v);
       },
       [=](forget_atom, const std::string& item) {
-        governor->forget(item);
-        workers->erase(item);
+        s->governor.forget(item);
+        s->workers.erase(item);
+        s->heard.erase(item);
+        s->selected.erase(item);
         grant();
       },
   };

@@ -150,24 +150,35 @@ bool reached_applying(const protocol::node_partitioning_status& st) {
   return false;
 }
 
+bool we_tainted(const protocol::node_partitioning_status& st) {
+  for (const auto& c : st.conditions)
+    if (c.type == "NodeTainted")
+      return c.status == condition_status::true_;
+  return false;
+}
+
 // Puts the node back as we found it: no taint, and schedulable unless an admin had
-// cordoned it. Returns true if anything is left to do.
-bool restore_node(const node_info& node, node_step& out, bool keep_cordon) {
-  bool pending = false;
-  if (node.has_dcm_taint() && annotation(node, was_unschedulable_annotation)) {
+// cordoned it. The taint goes first, in a step of its own: until it is gone, our
+// annotation stays as the mark that the node is ours to restore. Returns true if
+// anything is left to do.
+bool restore_node(const node_info& node, status_editor& s, node_step& out, bool keep_cordon) {
+  const auto was = annotation(node, was_unschedulable_annotation);
+  if (node.has_dcm_taint() && (was || we_tainted(s.status))) {
     out.taint = false;
-    pending = true;
+    return true;
   }
-  if (auto was = annotation(node, was_unschedulable_annotation); was && !keep_cordon) {
+  if (!node.has_dcm_taint() && we_tainted(s.status))
+    s.condition("NodeTainted", false, "Untainted", "amd-dcm=up:NoExecute is off the node");
+  if (was && !keep_cordon) {
     node_patch p;
     if (*was != "true" && node.unschedulable)
       p.unschedulable = false;
     p.annotations[was_unschedulable_annotation] = std::nullopt;
     p.annotations[applied_hash_annotation] = std::nullopt;
     out.patch = p;
-    pending = true;
+    return true;
   }
-  return pending;
+  return false;
 }
 
 std::vector<protocol::namespaced_name> pdbs_covering(const std::vector<pdb_info>& pdbs,
@@ -246,11 +257,12 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   s.error("");
   out.in_flight = true;
   s.enter(node_phase::draining, "Started", "cordoning and draining the node");
+  out.requeue = 1ms;
 }
 
 void fail_and_roll_back(const node_inputs& in, status_editor& s, node_step& out,
                         const std::string& reason, const std::string& message) {
-  restore_node(*in.node, out, false);
+  restore_node(*in.node, s, out, false);
   s.error(message);
   s.enter(node_phase::failed, reason, message + "; the node was returned to service", true);
   out.events.push_back({true, "Warning", reason, message});
@@ -395,13 +407,27 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
 void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   out.in_flight = true;
+  // The label is ours for this run when the annotation holds this run's mark: then DCM
+  // is (or may be) at work, whatever happened to the profile since.
+  const std::string mark = in.item.spec.desired_hash + "@" + s.status.started_at;
+  const std::string labelled = label(node, dcm_profile_label);
+  if (!labelled.empty() && annotation(node, applied_hash_annotation).value_or("") == mark) {
+    s.condition("ProfileApplied", true, "LabelSet",
+                std::string(dcm_profile_label) + "=" + labelled + " is set");
+    s.enter(node_phase::waiting_operator, "ProfileApplied",
+            "waiting for DCM to partition the GPUs");
+    out.events.push_back(
+        {true, "Normal", "ProfileApplied", "DCM profile " + labelled + " requested"});
+    out.requeue = poll_interval;
+    return;
+  }
   const std::string& profile = in.profile.dcm_name;
   if (!in.profile.found || !in.profile.payload || !in.dcm.found) {
-    // Preflight passed earlier; the profile or payload went away since.
+    // Preflight passed earlier; the profile, its payload or DCM's ConfigMap went away
+    // since. The GPUs were not touched yet: give the node back.
     auto findings = preflight(in);
     const std::string why = findings.empty() ? "the profile's payload is gone" : findings.front();
-    // The GPUs were not touched yet: give the node back.
-    restore_node(node, out, false);
+    restore_node(node, s, out, false);
     s.error(why);
     s.enter(node_phase::failed, "ProfileUnavailable", why + "; the node was returned to service",
             true);
@@ -411,18 +437,6 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
     out.dcm = dcm_config_write{in.dcm.ns, in.dcm.name, profile, *in.profile.payload};
     s.condition("ProfileApplied", false, "WritingDCMConfig",
                 "adding profile " + profile + " to " + in.dcm.ns + "/" + in.dcm.name);
-    out.requeue = poll_interval;
-    return;
-  }
-  const bool ours =
-      annotation(node, applied_hash_annotation).value_or("") == in.item.spec.desired_hash;
-  if (label(node, dcm_profile_label) == profile && ours) {
-    s.condition("ProfileApplied", true, "LabelSet",
-                std::string(dcm_profile_label) + "=" + profile + " is set");
-    s.enter(node_phase::waiting_operator, "ProfileApplied",
-            "waiting for DCM to partition the GPUs");
-    out.events.push_back(
-        {true, "Normal", "ProfileApplied", "DCM profile " + profile + " requested"});
     out.requeue = poll_interval;
     return;
   }
@@ -436,7 +450,7 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
     // must not be taken for this one's), and the mark that the label is ours.
     p.labels[dcm_profile_label] = profile;
     p.labels[dcm_state_label] = std::nullopt;
-    p.annotations[applied_hash_annotation] = in.item.spec.desired_hash;
+    p.annotations[applied_hash_annotation] = mark;
   }
   out.patch = p;
   out.requeue = poll_interval;
@@ -498,7 +512,7 @@ void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
     s.enter(node_phase::succeeded, "Verified", "profile " + in.profile.dcm_name + " is in place");
     out.events.push_back(
         {true, "Normal", "Partitioned", "profile " + in.profile.dcm_name + " verified"});
-    restore_node(node, out, false);
+    restore_node(node, s, out, false);
     return;
   }
   s.condition("Verified", false, "Mismatch", gap);
@@ -521,7 +535,7 @@ void on_succeeded(const node_inputs& in, status_editor& s, node_step& out) {
     return;
   }
   // Finish returning the node: uncordon (unless an admin had cordoned it).
-  if (restore_node(*in.node, out, false))
+  if (restore_node(*in.node, s, out, false))
     out.requeue = poll_interval;
 }
 
@@ -529,7 +543,7 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
   if (!reached_applying(s.status)) {
     // Nothing on the GPUs was touched: the node goes back to service, and a failure of
     // preflight clears itself once the cause is fixed.
-    if (restore_node(*in.node, out, false))
+    if (restore_node(*in.node, s, out, false))
       out.requeue = poll_interval;
     const auto& history = s.status.history;
     const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
@@ -566,7 +580,7 @@ void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
                                 in.item.spec.node_name + " left cordoned"});
       if (in.node->has_dcm_taint() && annotation(*in.node, was_unschedulable_annotation))
         out.taint = false;
-    } else if (restore_node(*in.node, out, false)) {
+    } else if (restore_node(*in.node, s, out, false)) {
       // Undo first; the finalizer goes on the next step, once the node is back.
       out.requeue = poll_interval;
       return;

@@ -25,8 +25,8 @@ inline constexpr const char* item_finalizer = "infrastructure.silogen.ai/node-pa
 /// admin's cordon, which we never lift), "false" if we cordoned it.
 inline constexpr const char* was_unschedulable_annotation =
     "infrastructure.silogen.ai/was-unschedulable";
-/// On the Node: the desiredHash whose profile label we set, so a restart knows the
-/// label is ours and current.
+/// On the Node: `<desiredHash>@<startedAt>` of the run that set the profile label, so a
+/// restart knows the label is this run's (and a retry sets it afresh).
 inline constexpr const char* applied_hash_annotation = "infrastructure.silogen.ai/applied-hash";
 /// On a NodePartitioning: set (to any value) to retry a Failed node.
 inline constexpr const char* retry_annotation = "infrastructure.silogen.ai/retry";
