@@ -96,6 +96,12 @@ void apply(root_state& s, const observation& o) {
 caf::behavior operator_root(caf::event_based_actor* self, operator_settings settings, caf::actor io,
                             caf::actor writer) {
   auto s = std::make_shared<root_state>();
+  auto schedule = [self, s, settings] {
+    if (!s->tick_pending) {
+      s->tick_pending = true;
+      self->delayed_send(self, settings.publish_interval, tick_atom_v);
+    }
+  };
   // A supervisor that fails is logged and started again with the next view; any other
   // exit (the shutdown from main) ends the root, and with it, through the links, the rest.
   self->set_exit_handler([=](caf::exit_msg& msg) {
@@ -107,16 +113,11 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
                     it->first);
         s->supervisors.erase(it);
         s->dirty = true;
+        schedule();
         return;
       }
     self->quit(msg.reason);
   });
-  auto schedule = [self, s, settings] {
-    if (!s->tick_pending) {
-      s->tick_pending = true;
-      self->delayed_send(self, settings.publish_interval, tick_atom_v);
-    }
-  };
   return {
       [=](observe_atom, const observation& o) {
         apply(*s, o);

@@ -87,7 +87,9 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           log_error("the worker of " + it->first + " failed (" + self->system().render(msg.reason) +
                         "); restarting it",
                     config.plan);
-        self->send(s->governor, forget_atom_v, it->first);
+        // Its token stays: the node may be cordoned and mid-drain. The governor waits
+        // to hear from the new worker before it grants anything more.
+        self->send(s->governor, lost_atom_v, it->first);
         s->workers.erase(it);
         return;
       }
@@ -276,6 +278,10 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
         // A restarted worker may ask again for a token it already holds.
         if (facts.wants_token && held)
           self->send(worker, grant_atom_v);
+      },
+      [=](lost_atom, const std::string& item) {
+        s->heard.erase(item);
+        s->workers.erase(item);
       },
       [=](forget_atom, const std::string& item) {
         s->governor.forget(item);

@@ -137,12 +137,12 @@ struct status_editor {
   }
 };
 
-// Whether the GPUs were touched in the current run: it reached Applying after it
-// last started draining.
+// Whether the GPUs may have been touched in the current run: DCM was asked (the run got
+// to WaitingOperator or beyond) since it last started draining. A run that failed in
+// Applying failed before the label was set.
 bool reached_applying(const protocol::node_partitioning_status& st) {
   for (auto it = st.history.rbegin(); it != st.history.rend(); ++it) {
-    if (it->phase == node_phase::applying || it->phase == node_phase::waiting_operator ||
-        it->phase == node_phase::verifying)
+    if (it->phase == node_phase::waiting_operator || it->phase == node_phase::verifying)
       return true;
     if (it->phase == node_phase::draining || it->phase == node_phase::pending)
       return false;
@@ -649,6 +649,9 @@ std::string verification_gap(const node_inputs& in) {
     if (!have || *have == 0)
       gaps.push_back("plugin resource " + name + " not reported");
   }
+  if (!in.profile.found)
+    gaps.push_back("profile " + in.profile.name +
+                   " no longer exists, so its expected resources cannot be checked");
   std::string out;
   for (const auto& g : gaps)
     out += (out.empty() ? "" : "; ") + g;

@@ -299,6 +299,8 @@ struct writer_double_state {
   std::map<std::string, caf::actor_addr> writers;
   std::vector<ga::event_io> events;
   std::vector<gp::partitioning_plan_status> plan_statuses;
+  /// plan -> the supervisor that last wrote its status.
+  std::map<std::string, caf::actor_addr> plan_writers;
 
   std::vector<std::string> phases_of(const std::string& item) const {
     std::vector<std::string> out;
@@ -324,8 +326,9 @@ inline caf::behavior writer_double(caf::event_based_actor* self,
         st->writers[item] = caf::actor_cast<caf::actor_addr>(self->current_sender());
       },
       [=](ga::event_atom, const ga::event_io& e) { st->events.push_back(e); },
-      [=](ga::plan_status_atom, const std::string&, const gp::partitioning_plan_status& s) {
+      [=](ga::plan_status_atom, const std::string& plan, const gp::partitioning_plan_status& s) {
         st->plan_statuses.push_back(s);
+        st->plan_writers[plan] = caf::actor_cast<caf::actor_addr>(self->current_sender());
       },
       [=](ga::flush_atom) {},
   };

@@ -115,12 +115,12 @@ BOOST_FIXTURE_TEST_CASE(with_a_token_it_cordons_through_io_and_keeps_one_batch_i
   sched.run();
   BOOST_TEST(written->last_phase(item_name) == "Draining");
   BOOST_TEST(last_facts().in_flight);
-  // Entering Draining writes status only; the cordon goes out on the next step, which
-  // the echo of that status write (a new view) brings.
+  // Entering Draining writes status only; the cordon goes out on the next step, which an
+  // immediate timer brings (no waiting for the echo of that status write).
   BOOST_TEST(requests() == 0u);
-  BOOST_TEST(!sched.has_pending_timeout());
-
-  show_view();
+  BOOST_TEST_REQUIRE(sched.has_pending_timeout());
+  sched.trigger_timeouts();
+  sched.run();
   BOOST_TEST_REQUIRE(requests() == 1u);
   BOOST_TEST_REQUIRE(request(0).patch.has_value());
   BOOST_TEST((request(0).patch->unschedulable == std::optional<bool>(true)));
@@ -217,6 +217,33 @@ BOOST_FIXTURE_TEST_CASE(a_drain_blocked_by_a_pdb_is_retried_when_the_requeue_tim
   sched.run();
   BOOST_TEST_REQUIRE(requests() == 2u);
   BOOST_TEST(removal_names(request(1)) == "team/web-0:evict");
+}
+
+// A drain that timed out on a tainted node is rolled back in two batches: the taint
+// alone, then (once the answer shows it gone) the uncordon with the annotations.
+BOOST_FIXTURE_TEST_CASE(a_rollback_goes_out_as_two_batches_untaint_then_uncordon, worker_fixture) {
+  draining_and_cordoned();
+  auto item = make_item("gpu-1");
+  item.status = cluster().view.items.at(item_name)->status;
+  item.status.history.back().time = gp::format_time(gp::wall_clock::now() - 700s);
+  cluster().put(item);
+  auto n = cluster().node("gpu-1");
+  n.taints.push_back({gc::dcm_taint_key, gc::dcm_taint_value, "NoExecute"});
+  cluster().put(n);
+  start();
+  show_view();
+  BOOST_TEST(written->last_phase(item_name) == "Failed");
+  BOOST_TEST_REQUIRE(requests() == 2u);
+  BOOST_TEST((request(0).taint == std::optional<bool>(false)));
+  BOOST_TEST(!request(0).patch);
+  BOOST_TEST(!request(1).taint);
+  BOOST_TEST_REQUIRE(request(1).patch.has_value());
+  BOOST_TEST((request(1).patch->unschedulable == std::optional<bool>(false)));
+  BOOST_TEST(request(1).patch->annotations.count(gc::was_unschedulable_annotation) == 1u);
+  const auto node = cluster().node("gpu-1");
+  BOOST_TEST(!node.unschedulable);
+  BOOST_TEST(!node.has_dcm_taint());
+  BOOST_TEST(node.annotations.count(gc::was_unschedulable_annotation) == 0u);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_worker_whose_item_is_gone_does_nothing, worker_fixture) {

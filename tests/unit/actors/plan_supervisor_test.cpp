@@ -1,6 +1,7 @@
 // actors::plan_supervisor (and operator_root above it) on CAF's test_coordinator: the
 // NodePartitionings it creates and deletes through the io executor, the plan status it
-// writes, the workers it runs, and what a crashed worker does to the actors linked to it.
+// writes, the workers it runs, and how a crashed worker or supervisor is restarted while
+// a shutdown still ends everything.
 #include "actor_fixture.hpp"
 #include "actors/operator_root.hpp"
 #include "actors/plan_supervisor.hpp"
@@ -8,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -189,10 +191,9 @@ BOOST_FIXTURE_TEST_CASE(stopping_the_worker_of_a_removed_item_keeps_the_supervis
   BOOST_TEST(plan_status().nodes.total == 1);
 }
 
-// Current behaviour, pinned: workers are spawned linked and nobody traps their exits, so
-// a worker that dies with an error takes its supervisor (and, through the links, the
-// governor and every sibling worker of the plan) down with the same reason.
-BOOST_FIXTURE_TEST_CASE(a_crashed_worker_takes_its_supervisor_and_siblings_down,
+// A worker that fails is forgotten and started again with the next view (its state is
+// in the item's status and on the node); the supervisor and the other workers stay up.
+BOOST_FIXTURE_TEST_CASE(a_crashed_worker_is_restarted_with_the_next_view_and_nothing_else_stops,
                         supervisor_fixture) {
   cluster().put(make_item("gpu-1"));
   cluster().put(make_item("gpu-2"));
@@ -203,66 +204,210 @@ BOOST_FIXTURE_TEST_CASE(a_crashed_worker_takes_its_supervisor_and_siblings_down,
   BOOST_TEST_REQUIRE(static_cast<bool>(crashing));
   BOOST_TEST_REQUIRE(static_cast<bool>(sibling));
   auto supervisor_exit = watch(supervisor);
+  auto crashed_exit = watch(crashing);
   auto sibling_exit = watch(sibling);
 
   caf::anon_send_exit(crashing, caf::exit_reason::unhandled_exception);
   sched.run();
-  BOOST_TEST(supervisor_exit->down);
-  BOOST_TEST(caf::to_string(supervisor_exit->reason) ==
-             caf::to_string(caf::make_error(caf::exit_reason::unhandled_exception)));
-  BOOST_TEST(sibling_exit->down);
+  BOOST_TEST(crashed_exit->down);
+  BOOST_TEST(!supervisor_exit->down, "the supervisor went down with "
+                                         << caf::to_string(supervisor_exit->reason)
+                                         << " after a worker crashed");
+  BOOST_TEST(!sibling_exit->down);
+
+  written->writers.clear();
+  show_view();
+  auto restarted = worker_of("gpu-1");
+  BOOST_TEST_REQUIRE(static_cast<bool>(restarted), "no new worker for plan-gpu-1");
+  BOOST_TEST((restarted != crashing));
+  BOOST_TEST(!watch(restarted)->down);
+  BOOST_TEST(written->last_phase("plan-gpu-1") == "Pending");
+  BOOST_TEST(!supervisor_exit->down);
+  BOOST_TEST(!sibling_exit->down);
+  BOOST_TEST(item_requests(create_op).empty());
 }
 
-// One level up: operator_root spawns its supervisors linked too, so the same crash ends
-// the root, and with it every plan. main() does not watch the root: the process stays up
-// and acts no more.
-BOOST_AUTO_TEST_CASE(a_crashed_worker_takes_the_operator_root_down) {
-  actor_fixture f;
-  auto io_state = std::make_shared<io_double_state>();
-  auto written = std::make_shared<writer_double_state>();
-  auto io = f.spawn(io_double, io_state);
-  auto writer = f.spawn(writer_double, written);
-  ga::operator_settings settings;
-  settings.dcm_namespace = dcm_ns;
-  settings.dcm_name = dcm_cm;
-  auto root = f.spawn(ga::operator_root, settings, io, writer);
-  auto observe = [&](ga::observation o) { caf::anon_send(root, ga::observe_atom_v, o); };
-  for (const char* n : {"gpu-1", "gpu-2"}) {
+// The restarted worker is a worker like the first: with the plan resumed it is granted
+// the token and starts its node.
+BOOST_FIXTURE_TEST_CASE(a_restarted_worker_is_granted_a_token, supervisor_fixture) {
+  cluster().put(make_item("gpu-1"));
+  start();
+  show_view();
+  auto crashing = worker_of("gpu-1");
+  BOOST_TEST_REQUIRE(static_cast<bool>(crashing));
+  caf::anon_send_exit(crashing, caf::exit_reason::unhandled_exception);
+  sched.run();
+  cluster().view.nodes.erase("gpu-2"); // one node, one item
+  cluster().put(make_plan(1, false));
+  io_state->hold = true;
+  show_view();
+  sched.trigger_timeouts(); // Pending -> Draining asks for an immediate step
+  sched.run();
+  BOOST_TEST(written->last_phase("plan-gpu-1") == "Draining");
+  BOOST_TEST((worker_of("gpu-1") != crashing));
+  BOOST_TEST_REQUIRE(io_state->node_requests.size() == 1u);
+  BOOST_TEST((io_state->node_requests[0].patch->unschedulable == std::optional<bool>(true)));
+}
+
+// Any exit that is not a worker's (here an anonymous shutdown, as from a parent) still
+// ends the supervisor, and its workers with it.
+BOOST_FIXTURE_TEST_CASE(another_exit_still_ends_the_supervisor_and_its_workers,
+                        supervisor_fixture) {
+  cluster().put(make_item("gpu-1"));
+  cluster().put(make_item("gpu-2"));
+  start();
+  show_view();
+  auto w1 = worker_of("gpu-1");
+  auto w2 = worker_of("gpu-2");
+  BOOST_TEST_REQUIRE(static_cast<bool>(w1));
+  BOOST_TEST_REQUIRE(static_cast<bool>(w2));
+  auto supervisor_exit = watch(supervisor);
+  auto w1_exit = watch(w1);
+  auto w2_exit = watch(w2);
+  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+  sched.run();
+  BOOST_TEST(supervisor_exit->down);
+  BOOST_TEST(caf::to_string(supervisor_exit->reason) ==
+             caf::to_string(caf::make_error(caf::exit_reason::user_shutdown)));
+  BOOST_TEST(w1_exit->down);
+  BOOST_TEST(w2_exit->down);
+}
+
+namespace {
+
+// operator_root over the io and writer stand-ins, fed the observations of two train
+// nodes, their items, a paused plan and the profile, synced and published once.
+struct root_fixture : actor_fixture {
+  std::shared_ptr<io_double_state> io_state = std::make_shared<io_double_state>();
+  std::shared_ptr<writer_double_state> written = std::make_shared<writer_double_state>();
+  caf::actor io = spawn(io_double, io_state);
+  caf::actor writer = spawn(writer_double, written);
+  caf::actor root;
+
+  root_fixture() {
+    ga::operator_settings settings;
+    settings.dcm_namespace = dcm_ns;
+    settings.dcm_name = dcm_cm;
+    root = spawn(ga::operator_root, settings, io, writer);
+    for (const char* n : {"gpu-1", "gpu-2"}) {
+      observe_node(n);
+      ga::observation i;
+      i.what = ga::observation::kind::item;
+      i.key = std::string(plan_name) + "-" + n;
+      i.item = std::make_shared<const gp::node_partitioning>(make_item(n));
+      observe(i);
+    }
+    ga::observation plan;
+    plan.what = ga::observation::kind::plan;
+    plan.key = plan_name;
+    plan.plan = std::make_shared<const gp::partitioning_plan>(make_plan(1, true));
+    observe(plan);
+    ga::observation profile;
+    profile.what = ga::observation::kind::profile;
+    profile.key = profile_name;
+    profile.profile = std::make_shared<const gp::partitioning_profile>(make_profile());
+    observe(profile);
+    for (const char* r : {"nodes", "pods", "pdbs", "plans", "profiles", "items", "configmaps"})
+      caf::anon_send(root, ga::synced_atom_v, std::string(r));
+    publish();
+  }
+
+  void observe(const ga::observation& o) { caf::anon_send(root, ga::observe_atom_v, o); }
+  void observe_node(const std::string& n) {
     ga::observation o;
     o.what = ga::observation::kind::node;
     o.key = n;
     o.node = std::make_shared<const gc::node_info>(make_node(n));
     observe(o);
-    ga::observation i;
-    i.what = ga::observation::kind::item;
-    i.key = std::string(plan_name) + "-" + n;
-    i.item = std::make_shared<const gp::node_partitioning>(make_item(n));
-    observe(i);
   }
-  ga::observation plan;
-  plan.what = ga::observation::kind::plan;
-  plan.key = plan_name;
-  plan.plan = std::make_shared<const gp::partitioning_plan>(make_plan(1, true));
-  observe(plan);
-  ga::observation profile;
-  profile.what = ga::observation::kind::profile;
-  profile.key = profile_name;
-  profile.profile = std::make_shared<const gp::partitioning_profile>(make_profile());
-  observe(profile);
-  for (const char* r : {"nodes", "pods", "pdbs", "plans", "profiles", "items", "configmaps"})
-    caf::anon_send(root, ga::synced_atom_v, std::string(r));
-  f.sched.run();
-  f.sched.trigger_timeouts(); // the publish tick
-  f.sched.run();
-  auto it = written->writers.find(std::string(plan_name) + "-gpu-1");
-  BOOST_TEST_REQUIRE((it != written->writers.end()));
-  auto root_exit = watch(root);
+  // The publish tick.
+  void publish() {
+    sched.run();
+    sched.trigger_timeouts();
+    sched.run();
+  }
 
-  caf::anon_send_exit(it->second, caf::exit_reason::unhandled_exception);
-  f.sched.run();
+  caf::actor worker_of(const std::string& node) const {
+    auto it = written->writers.find(std::string(plan_name) + "-" + node);
+    return it == written->writers.end() ? caf::actor{} : caf::actor_cast<caf::actor>(it->second);
+  }
+  caf::actor supervisor() const {
+    auto it = written->plan_writers.find(plan_name);
+    return it == written->plan_writers.end() ? caf::actor{}
+                                             : caf::actor_cast<caf::actor>(it->second);
+  }
+};
+
+} // namespace
+
+// One level up: a crashed worker is the supervisor's business; the root and the plan's
+// supervisor stay up.
+BOOST_FIXTURE_TEST_CASE(a_crashed_worker_leaves_the_operator_root_and_supervisor_up, root_fixture) {
+  auto crashing = worker_of("gpu-1");
+  auto sup = supervisor();
+  BOOST_TEST_REQUIRE(static_cast<bool>(crashing));
+  BOOST_TEST_REQUIRE(static_cast<bool>(sup));
+  auto root_exit = watch(root);
+  auto sup_exit = watch(sup);
+  caf::anon_send_exit(crashing, caf::exit_reason::unhandled_exception);
+  sched.run();
+  BOOST_TEST(!root_exit->down, "the root went down with " << caf::to_string(root_exit->reason));
+  BOOST_TEST(!sup_exit->down);
+}
+
+// A supervisor that fails (its workers go with it, through the links) is started again
+// by the root with the next publish, and runs the plan's workers again.
+BOOST_FIXTURE_TEST_CASE(a_crashed_supervisor_is_restarted_with_the_next_publish, root_fixture) {
+  auto sup = supervisor();
+  auto worker = worker_of("gpu-1");
+  BOOST_TEST_REQUIRE(static_cast<bool>(sup));
+  BOOST_TEST_REQUIRE(static_cast<bool>(worker));
+  auto root_exit = watch(root);
+  auto sup_exit = watch(sup);
+  auto worker_exit = watch(worker);
+  caf::anon_send_exit(sup, caf::exit_reason::unhandled_exception);
+  sched.run();
+  BOOST_TEST(sup_exit->down);
+  BOOST_TEST(worker_exit->down);
+  BOOST_TEST(!root_exit->down, "the root went down with " << caf::to_string(root_exit->reason));
+
+  written->writers.clear();
+  written->plan_writers.clear();
+  observe_node("gpu-1"); // the next change the watches bring
+  publish();
+  auto again = supervisor();
+  BOOST_TEST_REQUIRE(static_cast<bool>(again), "no supervisor for plan " << plan_name);
+  BOOST_TEST((again != sup));
+  BOOST_TEST(!watch(again)->down);
+  for (const char* n : {"gpu-1", "gpu-2"}) {
+    auto w = worker_of(n);
+    BOOST_TEST_REQUIRE(static_cast<bool>(w), "no worker for " << n);
+    BOOST_TEST(!watch(w)->down);
+  }
+  BOOST_TEST(!root_exit->down);
+}
+
+// The shutdown from main still ends the root and, through the links, every supervisor
+// and worker.
+BOOST_FIXTURE_TEST_CASE(a_root_shutdown_ends_supervisors_and_workers, root_fixture) {
+  auto sup = supervisor();
+  auto w1 = worker_of("gpu-1");
+  auto w2 = worker_of("gpu-2");
+  BOOST_TEST_REQUIRE(static_cast<bool>(sup));
+  BOOST_TEST_REQUIRE(static_cast<bool>(w1));
+  BOOST_TEST_REQUIRE(static_cast<bool>(w2));
+  auto root_exit = watch(root);
+  auto sup_exit = watch(sup);
+  auto w1_exit = watch(w1);
+  auto w2_exit = watch(w2);
+  caf::anon_send_exit(root, caf::exit_reason::user_shutdown);
+  sched.run();
   BOOST_TEST(root_exit->down);
   BOOST_TEST(caf::to_string(root_exit->reason) ==
-             caf::to_string(caf::make_error(caf::exit_reason::unhandled_exception)));
+             caf::to_string(caf::make_error(caf::exit_reason::user_shutdown)));
+  BOOST_TEST(sup_exit->down);
+  BOOST_TEST(w1_exit->down);
+  BOOST_TEST(w2_exit->down);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,8 @@
 // actors::rollout_governor_actor on CAF's test_coordinator (DESIGN.md section 5): grants
-// travel as messages to the worker named in the request, never more than maxParallel
-// at once under any interleaving of requests and releases, and in name order.
+// travel as messages to the worker named in the request, only once every item of the
+// latest limits message (item names, `<plan>-<node>`) has said where it stands, never
+// more than maxParallel at once under any interleaving of requests and releases, and in
+// name order.
 #include "actor_fixture.hpp"
 #include "actors/plan_supervisor.hpp"
 
@@ -85,6 +87,12 @@ struct governor_fixture : actor_fixture {
   void want(const std::string& item, const gc::governor_node& facts) {
     caf::anon_send(governor, ga::want_atom_v, item, facts, workers.at(item));
   }
+  // Every item but `except` reports: settled, neither in flight nor asking.
+  void others_report_settled(const std::set<std::string>& except) {
+    for (const auto& item : selected)
+      if (!except.count(item))
+        want(item, finished());
+  }
   std::set<std::string> granted() const {
     std::set<std::string> out;
     for (const auto& [item, n] : log->grants)
@@ -97,13 +105,13 @@ struct governor_fixture : actor_fixture {
 
 BOOST_AUTO_TEST_SUITE(rollout_governor_actor)
 
-// A fresh grant currently reaches the worker twice (grant() sends it, and the "asks
-// again for a token it holds" branch sends it once more); the worker ignores the second.
-BOOST_FIXTURE_TEST_CASE(a_grant_arrives_at_the_worker_that_asked, governor_fixture) {
+BOOST_FIXTURE_TEST_CASE(a_grant_arrives_once_at_the_worker_that_asked, governor_fixture) {
   set_limits(limits(1));
+  others_report_settled({node(1), node(3)});
   want(node(3), asking());
+  want(node(1), finished());
   sched.run();
-  BOOST_TEST(log->grants[node(3)] >= 1);
+  BOOST_TEST(log->grants[node(3)] == 1);
   BOOST_TEST((granted() == std::set<std::string>{node(3)}));
 
   // Another asks while the token is out: nothing until the first gives it back.
@@ -113,21 +121,102 @@ BOOST_FIXTURE_TEST_CASE(a_grant_arrives_at_the_worker_that_asked, governor_fixtu
   BOOST_TEST(log->grants.count(node(1)) == 0u);
   want(node(3), finished());
   sched.run();
-  BOOST_TEST(log->grants[node(1)] >= 1);
+  BOOST_TEST(log->grants[node(1)] == 1);
+  BOOST_TEST(log->grants[node(3)] == 1);
   BOOST_TEST((granted() == std::set<std::string>{node(1), node(3)}));
+}
+
+// A restarted governor (a restarted supervisor) must not hand out tokens before it knows
+// which items are in flight: it waits for every selected item, then grants in name order.
+BOOST_FIXTURE_TEST_CASE(nothing_is_granted_until_every_selected_item_has_reported,
+                        governor_fixture) {
+  set_limits(limits(1));
+  for (int i : {5, 3, 2, 4})
+    want(node(i), asking());
+  want(node(1), finished());
+  sched.run();
+  BOOST_TEST(log->order.empty(), log->order.size()
+                                     << " grant(s) before " << node(0) << " reported");
+  want(node(0), flying()); // the last one is in flight: it holds the only token
+  sched.run();
+  BOOST_TEST(log->order.empty());
+  want(node(0), finished());
+  sched.run();
+  const std::vector<std::string> first{node(2)};
+  BOOST_TEST(log->order == first, boost::test_tools::per_element());
+}
+
+BOOST_FIXTURE_TEST_CASE(the_last_item_to_report_lets_the_grants_go_in_name_order,
+                        governor_fixture) {
+  set_limits(limits(3));
+  for (int i : {4, 0, 5, 2, 1})
+    want(node(i), asking());
+  sched.run();
+  BOOST_TEST(log->order.empty());
+  want(node(3), asking());
+  sched.run();
+  const std::vector<std::string> first_three{node(0), node(1), node(2)};
+  BOOST_TEST(log->order == first_three, boost::test_tools::per_element());
+}
+
+// The latest limits message says which items to wait for: one no longer listed is not
+// waited for, and one newly listed is.
+BOOST_FIXTURE_TEST_CASE(the_latest_limits_message_names_the_items_waited_for, governor_fixture) {
+  set_limits(limits(1));
+  for (int i : {1, 2, 3, 4, 5})
+    want(node(i), asking());
+  sched.run();
+  BOOST_TEST(log->order.empty());   // node(0) has not reported
+  selected.erase(selected.begin()); // node(0) left the plan
+  set_limits(limits(1));
+  sched.run();
+  const std::vector<std::string> first{node(1)};
+  BOOST_TEST(log->order == first, boost::test_tools::per_element());
+
+  // A new item joins, in flight already (a token held by an earlier governor): until it
+  // has reported, no more grants, even when the holder finishes.
+  workers[node(6)] = spawn(grant_recorder, log, node(6));
+  selected.push_back(node(6));
+  set_limits(limits(1));
+  want(node(1), flying());
+  want(node(1), finished());
+  sched.run();
+  BOOST_TEST(log->order == first, boost::test_tools::per_element());
+  want(node(6), flying());
+  sched.run();
+  BOOST_TEST(log->order == first, boost::test_tools::per_element()); // node(6) holds it
+  want(node(6), finished());
+  sched.run();
+  const std::vector<std::string> second{node(1), node(2)};
+  BOOST_TEST(log->order == second, boost::test_tools::per_element());
+}
+
+// An item forgotten (its worker stopped) is no longer waited for.
+BOOST_FIXTURE_TEST_CASE(a_forgotten_item_is_not_waited_for, governor_fixture) {
+  set_limits(limits(1));
+  for (int i : {1, 2, 3, 4, 5})
+    want(node(i), asking());
+  sched.run();
+  BOOST_TEST(log->order.empty());
+  caf::anon_send(governor, ga::forget_atom_v, node(0));
+  sched.run();
+  const std::vector<std::string> first{node(1)};
+  BOOST_TEST(log->order == first, boost::test_tools::per_element());
 }
 
 BOOST_FIXTURE_TEST_CASE(a_worker_asking_again_for_a_token_it_holds_gets_it_again,
                         governor_fixture) {
   set_limits(limits(1));
+  others_report_settled({node(0), node(1)});
   want(node(0), asking());
+  want(node(1), finished());
   sched.run();
   const int first = log->grants[node(0)];
   want(node(0), asking()); // a restarted worker, still Pending
   want(node(1), asking());
   sched.run();
-  BOOST_TEST(first >= 1);
-  BOOST_TEST(log->grants[node(0)] > first);
+  BOOST_TEST(first == 1);
+  BOOST_TEST(log->grants[node(0)] == first + 1);
   BOOST_TEST(log->grants.count(node(1)) == 0u);
 }
 
@@ -159,8 +248,9 @@ BOOST_FIXTURE_TEST_CASE(a_paused_plan_grants_nothing_then_starts_in_name_order, 
 }
 
 // Many workers ask at once (every request already in the governor's mailbox, in an
-// arbitrary order, behind the plan's limits): the first tokens go to the first nodes by
-// name (DESIGN.md section 5: "the order of nodes is deterministic (by name)").
+// arbitrary order, behind the plan's limits): the governor waits for all of them, and
+// the first tokens go to the first nodes by name (DESIGN.md section 5: "the order of
+// nodes is deterministic (by name)").
 BOOST_DATA_TEST_CASE(many_workers_asking_at_once_are_granted_in_name_order, bdata::xrange(6),
                      seed) {
   governor_fixture f;
@@ -177,8 +267,8 @@ BOOST_DATA_TEST_CASE(many_workers_asking_at_once_are_granted_in_name_order, bdat
   std::string got;
   for (const auto& name : f.granted())
     got += name + " ";
-  const std::set<std::string> first_two{node(0), node(1)};
-  BOOST_TEST((f.granted() == first_two),
+  const std::vector<std::string> first_two{node(0), node(1)};
+  BOOST_TEST((f.log->order == first_two),
              "requests arrived for nodes " << arrival << "; tokens went to " << got);
 }
 
@@ -197,7 +287,11 @@ BOOST_DATA_TEST_CASE(never_more_than_maxParallel_under_random_interleavings, bda
   for (const auto& [name, w] : f.workers)
     st[name] = state::idle;
   std::map<std::string, int> seen;
+  std::set<std::string> reported;
   for (int round = 0; round < 200; ++round) {
+    // Workers that asked again while holding: the governor answers with the grant, which
+    // may arrive after the same batch let the worker finish.
+    std::set<std::string> asked_again;
     // A batch of messages, all enqueued before the governor runs.
     for (int k = 1 + pick(5); k > 0; --k) {
       const auto name = node(pick(8));
@@ -213,6 +307,7 @@ BOOST_DATA_TEST_CASE(never_more_than_maxParallel_under_random_interleavings, bda
       case state::holding:
         if (pick(4) == 0) {
           f.want(name, asking()); // restarted while holding
+          asked_again.insert(name);
         } else {
           f.want(name, flying());
           st[name] = state::flying;
@@ -227,13 +322,19 @@ BOOST_DATA_TEST_CASE(never_more_than_maxParallel_under_random_interleavings, bda
         }
         break;
       }
+      reported.insert(name); // every state but asking sends; asking sent before
     }
     f.sched.run();
+    if (reported.size() < f.selected.size())
+      BOOST_TEST(f.log->order.empty(), "round " << round << ": a grant with only "
+                                                << reported.size() << " of " << f.selected.size()
+                                                << " items reported");
     for (const auto& [name, n] : f.log->grants) {
       if (n == seen[name])
         continue;
       seen[name] = n;
-      BOOST_TEST((st[name] != state::idle), name << " was granted without asking");
+      BOOST_TEST((st[name] != state::idle || asked_again.count(name) > 0),
+                 name << " was granted without asking");
       if (st[name] == state::asking)
         st[name] = state::holding;
     }

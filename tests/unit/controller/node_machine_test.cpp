@@ -194,11 +194,15 @@ struct world {
                          R"(,"cpx-nps4":)" + cpx_payload + "}}";
     return *this;
   }
+  // What the applied-hash annotation holds for the current run: `<desiredHash>@<startedAt>`.
+  std::string mark() const { return in.item.spec.desired_hash + "@" + in.item.status.started_at; }
+  // The profile label, set by the current run (call after at() or failed_in(): the mark
+  // names the run's startedAt).
   world& label_ours() {
     dcm_config_has_profile();
     node().labels[gc::dcm_profile_label] = dcm_name;
     node().labels.erase(gc::dcm_state_label);
-    node().annotations[gc::applied_hash_annotation] = in.item.spec.desired_hash;
+    node().annotations[gc::applied_hash_annotation] = mark();
     return *this;
   }
   world& dcm_says(const std::string& state) {
@@ -520,8 +524,14 @@ BOOST_AUTO_TEST_CASE(pending_with_token_enters_draining_with_startedAt_and_a_his
   BOOST_TEST(name_of(s.status->history.back().phase) == "Draining");
   BOOST_TEST(s.status->history.back().time == gp::format_time(t0));
   BOOST_TEST(condition_of(w, s, "Started") == "True/TokenGranted");
-  // Entering Draining writes nothing yet: the cordon is the next step's.
+  // Entering Draining writes nothing yet: the cordon is the next step's, which comes at
+  // once (1 ms), without waiting for the status write to come back through the watch.
   BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(s.requeue.count() > 0);
+  BOOST_TEST(s.requeue.count() <= 1);
+  keep_status(w, s);
+  auto next = w.step();
+  BOOST_TEST(cordon_write(next) == "cordon");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -756,7 +766,9 @@ BOOST_AUTO_TEST_CASE(drain_timeout_rolls_back_and_fails_naming_the_blocking_pdb)
   BOOST_TEST(has_event(s, "DrainTimeout", true, "Warning"));
 }
 
-BOOST_AUTO_TEST_CASE(drain_timeout_after_the_taint_removes_it) {
+// The rollback lifts the taint in a step of its own, keeping the cordon record (the mark
+// that the node is ours to restore) until the taint is gone; the next step uncordons.
+BOOST_AUTO_TEST_CASE(drain_timeout_after_the_taint_lifts_it_first_then_uncordons) {
   world w;
   w.at(node_phase::draining).cordoned_by_us().tainted();
   auto stuck = pod("web-0");
@@ -764,8 +776,24 @@ BOOST_AUTO_TEST_CASE(drain_timeout_after_the_taint_removes_it) {
   w.with(stuck).later(600s);
   auto s = w.step();
   BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "DrainTimeout");
   BOOST_TEST(taint_write(s) == "remove");
-  BOOST_TEST(cordon_write(s) == "uncordon");
+  BOOST_TEST(!s.patch);
+
+  apply_node_writes(w.node(), s);
+  keep_status(w, s);
+  auto then = w.step();
+  BOOST_TEST(phase_after(w, then) == "Failed");
+  BOOST_TEST(taint_write(then) == "-");
+  BOOST_TEST(cordon_write(then) == "uncordon");
+  BOOST_TEST(annotation_write(then, gc::was_unschedulable_annotation) == "<remove>");
+  BOOST_TEST(annotation_write(then, gc::applied_hash_annotation) == "<remove>");
+
+  apply_node_writes(w.node(), then);
+  keep_status(w, then);
+  BOOST_TEST(no_node_writes(w.step()));
+  BOOST_TEST(!w.node().unschedulable);
+  BOOST_TEST(!w.node().has_dcm_taint());
 }
 
 BOOST_AUTO_TEST_CASE(drain_timeout_never_uncordons_an_admin_cordoned_node) {
@@ -775,8 +803,16 @@ BOOST_AUTO_TEST_CASE(drain_timeout_never_uncordons_an_admin_cordoned_node) {
   auto s = w.step();
   BOOST_TEST(phase_after(w, s) == "Failed");
   BOOST_TEST(taint_write(s) == "remove");
-  BOOST_TEST(cordon_write(s) == "-");
-  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+  BOOST_TEST(!s.patch);
+
+  apply_node_writes(w.node(), s);
+  keep_status(w, s);
+  auto then = w.step();
+  BOOST_TEST(taint_write(then) == "-");
+  BOOST_TEST(cordon_write(then) == "-");
+  BOOST_TEST(annotation_write(then, gc::was_unschedulable_annotation) == "<remove>");
+  apply_node_writes(w.node(), then);
+  BOOST_TEST(w.node().unschedulable);
 }
 
 BOOST_AUTO_TEST_CASE(evictable_pods_keeps_input_order_and_filters) {
@@ -794,6 +830,31 @@ BOOST_AUTO_TEST_SUITE_END()
 // ---------------------------------------------------------------------------------------
 BOOST_AUTO_TEST_SUITE(applying)
 
+// What can disappear between preflight and the profile label: the profile, its payload,
+// DCM's ConfigMap.
+struct vanished_case {
+  const char* cause;
+  void (*remove_it)(world&);
+};
+
+std::ostream& operator<<(std::ostream& os, const vanished_case& c) {
+  return os << c.cause;
+}
+
+const std::vector<vanished_case> vanished_cases{
+    {"ProfileNotFound", [](world& w) { w.in.profile.found = false; }},
+    {"PayloadNotFound",
+     [](world& w) {
+       w.in.profile.payload.reset();
+       w.in.profile.payload_problem = "ConfigMap kube-amd-gpu/cpx-nps4 not found";
+     }},
+    {"DCMConfigNotFound",
+     [](world& w) {
+       w.in.dcm.found = false;
+       w.in.dcm.config_json.clear();
+     }},
+};
+
 BOOST_AUTO_TEST_CASE(writes_dcm_config_naming_the_configmap_and_the_profile) {
   world w;
   w.at(node_phase::applying).cordoned_by_us().tainted();
@@ -805,20 +866,6 @@ BOOST_AUTO_TEST_CASE(writes_dcm_config_naming_the_configmap_and_the_profile) {
   BOOST_TEST(s.dcm->profile_json == cpx_payload);
   BOOST_TEST(!s.patch); // the label waits for DCM's config
   BOOST_TEST(condition_of(w, s, "ProfileApplied") == "False/WritingDCMConfig");
-}
-
-BOOST_AUTO_TEST_CASE(a_dcm_configmap_gone_before_the_label_fails_and_returns_the_node) {
-  world w;
-  w.at(node_phase::applying).cordoned_by_us().tainted();
-  w.in.dcm.found = false;
-  w.in.dcm.config_json.clear();
-  auto s = w.step();
-  BOOST_TEST(!s.dcm);
-  BOOST_TEST(phase_after(w, s) == "Failed");
-  BOOST_TEST(last_reason(w, s) == "ProfileUnavailable");
-  BOOST_TEST(contains(status_after(w, s).last_error, "DCMConfigNotFound"));
-  BOOST_TEST(taint_write(s) == "remove");
-  BOOST_TEST(cordon_write(s) == "uncordon");
 }
 
 BOOST_AUTO_TEST_CASE(writes_dcm_config_when_the_profile_is_missing_or_different) {
@@ -845,7 +892,8 @@ BOOST_AUTO_TEST_CASE(sets_profile_label_removes_state_label_and_marks_it_ours_in
   auto s = w.step();
   BOOST_TEST(label_write(s, gc::dcm_profile_label) == dcm_name);
   BOOST_TEST(label_write(s, gc::dcm_state_label) == "<remove>");
-  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) == hash_a);
+  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) ==
+             hash_a + "@" + gp::format_time(t0));
   BOOST_TEST(cordon_write(s) == "-");
   BOOST_TEST(!s.taint);
   BOOST_TEST(phase_after(w, s) == "Applying");
@@ -865,7 +913,27 @@ BOOST_AUTO_TEST_CASE(a_label_holding_the_profile_but_not_ours_is_removed_first) 
   apply_node_writes(w.node(), s);
   auto then = w.step();
   BOOST_TEST(label_write(then, gc::dcm_profile_label) == dcm_name);
-  BOOST_TEST(annotation_write(then, gc::applied_hash_annotation) == hash_a);
+  BOOST_TEST(annotation_write(then, gc::applied_hash_annotation) == w.mark());
+}
+
+// A retry runs the same desiredHash again: the label and the annotation of the run
+// before (startedAt then) are not this run's, and the label is set afresh.
+BOOST_AUTO_TEST_CASE(a_label_of_an_earlier_run_of_the_same_hash_is_removed_first) {
+  world w;
+  w.at(node_phase::applying, t0 + 600s).cordoned_by_us().tainted().dcm_config_has_profile();
+  w.node().labels[gc::dcm_profile_label] = dcm_name;
+  w.node().annotations[gc::applied_hash_annotation] = hash_a + "@" + gp::format_time(t0);
+  w.later(601s);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Applying");
+  BOOST_TEST(label_write(s, gc::dcm_profile_label) == "<remove>");
+  BOOST_TEST(label_write(s, gc::dcm_state_label) == "<remove>");
+
+  apply_node_writes(w.node(), s);
+  auto then = w.step();
+  BOOST_TEST(label_write(then, gc::dcm_profile_label) == dcm_name);
+  BOOST_TEST(annotation_write(then, gc::applied_hash_annotation) ==
+             hash_a + "@" + gp::format_time(t0 + 600s));
 }
 
 BOOST_AUTO_TEST_CASE(a_label_holding_the_profile_without_any_mark_is_removed_first) {
@@ -886,29 +954,65 @@ BOOST_AUTO_TEST_CASE(with_the_label_ours_enters_waiting_operator) {
   BOOST_TEST(s.in_flight);
 }
 
-// Once our label is on the node DCM may be repartitioning the GPUs: a profile (or its
-// payload) deleted at that moment must not put the node back into service.
-BOOST_AUTO_TEST_CASE(a_profile_gone_after_the_label_was_set_keeps_the_node_cordoned) {
+// Once this run's label is on the node DCM may be repartitioning the GPUs: whatever went
+// away since, the node waits for DCM, cordoned and tainted.
+BOOST_DATA_TEST_CASE(anything_gone_after_the_label_was_set_still_waits_for_dcm,
+                     bdata::make(vanished_cases), c) {
   world w;
   w.at(node_phase::applying).cordoned_by_us().tainted().label_ours();
-  w.in.profile.found = false;
+  c.remove_it(w);
   auto s = w.step();
-  BOOST_TEST(phase_after(w, s) == "Failed");
-  BOOST_TEST(cordon_write(s) == "-", "the node is uncordoned while DCM may be applying "
-                                         << dcm_name << " (label set, applied-hash ours)");
+  BOOST_TEST(phase_after(w, s) == "WaitingOperator");
+  BOOST_TEST(no_node_writes(s), "the node is written to while DCM may be applying "
+                                    << dcm_name << " (label set, applied-hash this run's)");
+  BOOST_TEST(s.in_flight);
+  BOOST_TEST(condition_of(w, s, "ProfileApplied") == "True/LabelSet");
+  BOOST_TEST(status_after(w, s).last_error.empty());
 }
 
-BOOST_AUTO_TEST_CASE(a_profile_gone_before_dcm_was_asked_fails_and_returns_the_node) {
+// Before the label, the GPUs were not touched: the node fails and goes back to service,
+// the taint first (keeping the cordon record), then the cordon and the annotations.
+BOOST_DATA_TEST_CASE(anything_gone_before_the_label_fails_and_returns_the_node_in_two_steps,
+                     bdata::make(vanished_cases), c) {
   world w;
   w.at(node_phase::applying).cordoned_by_us().tainted();
-  w.in.profile.payload.reset();
-  w.in.profile.payload_problem = "ConfigMap kube-amd-gpu/cpx-nps4 not found";
+  c.remove_it(w);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "ProfileUnavailable");
+  BOOST_TEST(status_after(w, s).last_error.rfind(std::string(c.cause) + ": ", 0) == 0);
+  BOOST_TEST(!s.dcm);
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(!s.patch);
+
+  apply_node_writes(w.node(), s);
+  keep_status(w, s);
+  auto then = w.step();
+  BOOST_TEST(taint_write(then) == "-");
+  BOOST_TEST(cordon_write(then) == "uncordon",
+             "a node failed (ProfileUnavailable) before the label was set is not uncordoned "
+             "once its taint is gone");
+  BOOST_TEST(annotation_write(then, gc::was_unschedulable_annotation) == "<remove>");
+
+  apply_node_writes(w.node(), then);
+  keep_status(w, then);
+  BOOST_TEST(no_node_writes(w.step()));
+  BOOST_TEST(!w.node().unschedulable);
+  BOOST_TEST(!w.node().has_dcm_taint());
+}
+
+// The label of an earlier run, even of the same desiredHash, is not this run's: with the
+// profile gone the node fails and is returned.
+BOOST_AUTO_TEST_CASE(a_label_of_an_earlier_run_does_not_hold_the_node_when_the_profile_is_gone) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  w.node().labels[gc::dcm_profile_label] = dcm_name;
+  w.node().annotations[gc::applied_hash_annotation] = hash_a + "@" + gp::format_time(t0 - 3600s);
+  w.in.profile.found = false;
   auto s = w.step();
   BOOST_TEST(phase_after(w, s) == "Failed");
   BOOST_TEST(last_reason(w, s) == "ProfileUnavailable");
   BOOST_TEST(taint_write(s) == "remove");
-  BOOST_TEST(cordon_write(s) == "uncordon");
-  BOOST_TEST(!s.dcm);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -1170,20 +1274,92 @@ BOOST_AUTO_TEST_CASE(a_retry_annotation_on_a_node_not_failed_is_only_cleared) {
   BOOST_TEST(phase_after(w, s) == "WaitingOperator");
 }
 
-BOOST_AUTO_TEST_CASE(a_failure_before_applying_is_rolled_back) {
+BOOST_AUTO_TEST_CASE(a_failure_before_applying_is_rolled_back_taint_first) {
   world w;
   w.failed_in(node_phase::draining, "DrainTimeout").cordoned_by_us().tainted();
   auto s = w.step();
   BOOST_TEST(taint_write(s) == "remove");
-  BOOST_TEST(cordon_write(s) == "uncordon");
-  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+  BOOST_TEST(!s.patch); // the cordon record stays until the taint is gone
   BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(s.requeue.count() > 0);
   apply_node_writes(w.node(), s);
+  keep_status(w, s);
+  auto then = w.step();
+  BOOST_TEST(taint_write(then) == "-");
+  BOOST_TEST(cordon_write(then) == "uncordon");
+  BOOST_TEST(annotation_write(then, gc::was_unschedulable_annotation) == "<remove>");
+  BOOST_TEST(annotation_write(then, gc::applied_hash_annotation) == "<remove>");
+  BOOST_TEST(phase_after(w, then) == "Failed");
+  apply_node_writes(w.node(), then);
+  keep_status(w, then);
   BOOST_TEST(no_node_writes(w.step()));
+  BOOST_TEST(!w.node().unschedulable);
+}
+
+// A retry runs the same desiredHash again, on a node that still carries the first run's
+// label and DCM's `failure` for it. The retry must take the label off and set it again
+// (DCM acts on a change) and wait for DCM's new answer, not read the old one as its own.
+BOOST_AUTO_TEST_CASE(a_retried_node_sets_the_label_afresh_instead_of_taking_the_old_failure) {
+  world w;
+  w.in.token = true;
+  std::string dcm_answer = "failure"; // DCM's answer to a newly set label; "" for none yet
+  // One step as a worker with a token runs it: the node and DCM writes land, the status
+  // is kept, DCM answers a change of the label, time moves on.
+  auto one = [&] {
+    auto s = w.step();
+    const auto label_before = w.node().labels[gc::dcm_profile_label];
+    apply_node_writes(w.node(), s);
+    if (s.dcm)
+      w.dcm_config_has_profile();
+    if (s.clear_retry)
+      w.in.item.metadata.annotations.erase(gc::retry_annotation);
+    const auto label_after = w.node().labels[gc::dcm_profile_label];
+    if (label_after == dcm_name && label_before != label_after && !dcm_answer.empty())
+      w.dcm_says(dcm_answer);
+    keep_status(w, s);
+    w.in.now += 1s;
+    return s;
+  };
+  auto phase = [&] { return name_of(w.status().phase.value_or(node_phase::pending)); };
+
+  for (int i = 0; i < 20 && phase() != "Failed"; ++i)
+    one();
+  BOOST_TEST_REQUIRE(phase() == "Failed");
+  BOOST_TEST_REQUIRE(w.status().history.back().reason == "OperatorFailed");
+  BOOST_TEST_REQUIRE(w.node().labels[gc::dcm_profile_label] == dcm_name);
+  BOOST_TEST_REQUIRE(w.node().labels[gc::dcm_state_label] == "failure");
+  const auto first_mark = w.node().annotations[gc::applied_hash_annotation];
+  BOOST_TEST_REQUIRE(!first_mark.empty());
+
+  w.in.now += 60s;
+  w.in.item.metadata.annotations[gc::retry_annotation] = "1";
+  dcm_answer.clear(); // DCM has not answered the retry yet
+  auto retried = one();
+  BOOST_TEST_REQUIRE(last_reason(w, retried) == "Started"); // Retry, then Draining
+  bool label_removed = false;
+  for (int i = 0; i < 20 && phase() != "WaitingOperator" && phase() != "Failed"; ++i) {
+    auto s = one();
+    if (label_write(s, gc::dcm_profile_label) == "<remove>")
+      label_removed = true;
+  }
+  BOOST_TEST(phase() == "WaitingOperator",
+             "the retry ended " << phase() << " (" << w.status().history.back().reason << ")");
+  BOOST_TEST(label_removed, "the old label was taken for the retry's own");
+  BOOST_TEST(w.node().labels[gc::dcm_profile_label] == dcm_name);
+  BOOST_TEST(w.node().labels.count(gc::dcm_state_label) == 0u);
+  BOOST_TEST(w.node().annotations[gc::applied_hash_annotation] != first_mark);
+  BOOST_TEST(w.in.item.spec.desired_hash == hash_a); // the same hash all along
+
+  // Still waiting for DCM: the first run's failure is not read as the retry's.
+  auto waiting = one();
+  BOOST_TEST(phase() == "WaitingOperator");
+  BOOST_TEST(condition_of(w, waiting, "OperatorSucceeded") == "False/Waiting");
 }
 
 BOOST_AUTO_TEST_CASE(a_failure_after_applying_keeps_the_cordon_and_lifts_the_taint) {
-  for (auto last : {node_phase::applying, node_phase::waiting_operator, node_phase::verifying}) {
+  // Once DCM was asked (WaitingOperator or later); a failure in Applying comes before the
+  // label is set and is rolled back (applying/anything_gone_before_the_label_...).
+  for (auto last : {node_phase::waiting_operator, node_phase::verifying}) {
     BOOST_TEST_CONTEXT("failed in " << name_of(last)) {
       world w;
       w.failed_in(last, "OperatorFailed").cordoned_by_us().tainted().label_ours();
@@ -1233,25 +1409,39 @@ const std::vector<deletion_case> before_applying{
      [](world& w) { w.at(node_phase::succeeded).cordoned_by_us().partitioned(); }},
 };
 
+// Rolled back in order (the taint alone, then the cordon and the annotations in one
+// patch), and only then the finalizer goes.
 BOOST_DATA_TEST_CASE(deletion_before_applying_rolls_back_then_drops_the_finalizer,
                      bdata::make(before_applying), c) {
   world w;
   c.set_up(w);
   w.cordoned_by_us();
   w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+  if (w.node().has_dcm_taint()) {
+    auto untaint = w.step();
+    BOOST_TEST(!untaint.remove_finalizer);
+    BOOST_TEST(taint_write(untaint) == "remove");
+    BOOST_TEST(!untaint.patch);
+    BOOST_TEST(untaint.requeue.count() > 0);
+    apply_node_writes(w.node(), untaint);
+    keep_status(w, untaint);
+  }
   auto s = w.step();
   BOOST_TEST(!s.remove_finalizer);
   BOOST_TEST(cordon_write(s) == "uncordon");
   BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
-  BOOST_TEST(taint_write(s) == (w.node().has_dcm_taint() ? "remove" : "-"));
+  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) == "<remove>");
+  BOOST_TEST(taint_write(s) == "-");
   BOOST_TEST(s.requeue.count() > 0);
 
   apply_node_writes(w.node(), s);
+  keep_status(w, s);
   auto then = w.step();
   BOOST_TEST(then.remove_finalizer);
   BOOST_TEST(no_node_writes(then));
   BOOST_TEST(!w.node().unschedulable);
   BOOST_TEST(!w.node().has_dcm_taint());
+  BOOST_TEST(w.node().annotations.count(gc::was_unschedulable_annotation) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(deletion_before_applying_keeps_an_admin_cordon) {
@@ -1259,9 +1449,17 @@ BOOST_AUTO_TEST_CASE(deletion_before_applying_keeps_an_admin_cordon) {
   w.at(node_phase::draining).cordoned_over_admin().tainted();
   w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
   auto s = w.step();
-  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(!s.remove_finalizer);
   BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(!s.patch);
   apply_node_writes(w.node(), s);
+  keep_status(w, s);
+  auto then = w.step();
+  BOOST_TEST(!then.remove_finalizer);
+  BOOST_TEST(cordon_write(then) == "-");
+  BOOST_TEST(annotation_write(then, gc::was_unschedulable_annotation) == "<remove>");
+  apply_node_writes(w.node(), then);
+  keep_status(w, then);
   BOOST_TEST(w.step().remove_finalizer);
   BOOST_TEST(w.node().unschedulable);
 }
@@ -1601,41 +1799,94 @@ BOOST_DATA_TEST_CASE(resuming_never_overwrites_the_cordon_record_nor_lifts_an_ad
   }
 }
 
-// The rollback's writes go in order (the patch that drops the cordon record, then the
-// untaint). A controller killed between the two, or an untaint that failed after the
-// patch went through, must still lift the taint when it resumes.
-BOOST_AUTO_TEST_CASE(a_rollback_interrupted_after_its_patch_still_lifts_the_taint) {
+// The rollback lifts the taint first, alone, and only then drops the cordon record: a
+// controller killed in between resumes with the record still there and finishes.
+BOOST_AUTO_TEST_CASE(a_rollback_interrupted_after_lifting_the_taint_still_uncordons) {
   world w;
   w.failed_in(node_phase::draining, "DrainTimeout").cordoned_by_us().tainted();
   auto rollback = w.step();
   BOOST_TEST_REQUIRE(taint_write(rollback) == "remove");
-  BOOST_TEST_REQUIRE(rollback.patch.has_value());
-  // Only the patch landed.
-  gc::node_step patch_only;
-  patch_only.patch = rollback.patch;
-  apply_node_writes(w.node(), patch_only);
+  BOOST_TEST(!rollback.patch);
+  apply_node_writes(w.node(), rollback);
+  keep_status(w, rollback);
+  BOOST_TEST_REQUIRE(w.node().annotations.count(gc::was_unschedulable_annotation) == 1u);
+
+  auto restarted = w;
+  restarted.in.evictions.clear();
+  auto resumed = restarted.step();
+  BOOST_TEST(cordon_write(resumed) == "uncordon");
+  BOOST_TEST(annotation_write(resumed, gc::was_unschedulable_annotation) == "<remove>");
+}
+
+namespace {
+
+// A real run up to its taint: cordoned, tainted, the NodeTainted condition recorded, and a
+// terminating device plugin holding the drain.
+world tainted_by_a_run() {
+  world w;
+  auto plugin = daemon_pod("device-plugin-x");
+  plugin.deleting = true;
+  w.at(node_phase::draining).cordoned_by_us().with(plugin);
+  auto taint = w.step();
+  BOOST_TEST_REQUIRE(taint_write(taint) == "add");
+  apply_node_writes(w.node(), taint);
+  keep_status(w, taint);
+  auto seen = w.step();
+  BOOST_TEST_REQUIRE(condition_of(w, seen, "NodeTainted") == "True/Tainted");
+  BOOST_TEST_REQUIRE(no_node_writes(seen));
+  keep_status(w, seen);
+  return w;
+}
+
+// What an earlier rollback that patched first (uncordon, annotations off) and was killed
+// before its untaint left on the node.
+void patched_but_not_untainted(world& w) {
+  w.node().unschedulable = false;
+  w.node().annotations.erase(gc::was_unschedulable_annotation);
+  w.node().annotations.erase(gc::applied_hash_annotation);
   BOOST_TEST_REQUIRE(w.node().has_dcm_taint());
+}
+
+} // namespace
+
+// Tainted, the cordon record gone: the item's NodeTainted condition still says the taint
+// is ours, and the resumed rollback lifts it.
+BOOST_AUTO_TEST_CASE(a_rollback_interrupted_after_its_patch_still_lifts_the_taint) {
+  world w = tainted_by_a_run();
+  w.later(600s);
+  auto timeout = w.step();
+  BOOST_TEST_REQUIRE(phase_after(w, timeout) == "Failed");
+  BOOST_TEST_REQUIRE(last_reason(w, timeout) == "DrainTimeout");
+  keep_status(w, timeout); // its node writes never landed
+  patched_but_not_untainted(w);
 
   auto resumed = w.step();
   BOOST_TEST(taint_write(resumed) == "remove",
              "a Failed (DrainTimeout) node left with amd-dcm=up:NoExecute and no "
              "was-unschedulable annotation is never untainted");
+  BOOST_TEST(cordon_write(resumed) == "-");
+  apply_node_writes(w.node(), resumed);
+  keep_status(w, resumed);
+  auto after = w.step();
+  BOOST_TEST(no_node_writes(after));
+  BOOST_TEST(condition_of(w, after, "NodeTainted") == "False/Untainted");
+  BOOST_TEST(!w.node().has_dcm_taint());
 }
 
 BOOST_AUTO_TEST_CASE(a_deletion_rollback_interrupted_after_its_patch_still_lifts_the_taint) {
-  world w;
-  w.at(node_phase::draining).cordoned_by_us().tainted();
+  world w = tainted_by_a_run();
   w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
-  auto rollback = w.step();
-  BOOST_TEST_REQUIRE(taint_write(rollback) == "remove");
-  gc::node_step patch_only;
-  patch_only.patch = rollback.patch;
-  apply_node_writes(w.node(), patch_only);
+  patched_but_not_untainted(w);
 
   auto resumed = w.step();
   BOOST_TEST(taint_write(resumed) == "remove",
              "the finalizer is removed while the node still carries amd-dcm=up:NoExecute");
   BOOST_TEST(!resumed.remove_finalizer);
+  apply_node_writes(w.node(), resumed);
+  keep_status(w, resumed);
+  auto then = w.step();
+  BOOST_TEST(then.remove_finalizer);
+  BOOST_TEST(no_node_writes(then));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -1644,7 +1895,8 @@ BOOST_AUTO_TEST_SUITE_END()
 // Property: random runs through a small model of the cluster. The model applies each
 // step's writes (patch, taint, evictions and deletions, DCM's config), plays the taint
 // manager, kubelet, DCM and the device plugin, moves time on, and now and then blocks
-// evictions with a PDB or restarts the controller (status kept, eviction memory lost).
+// evictions with a PDB, restarts the controller (status kept, eviction memory lost) or
+// loses a step's node writes.
 BOOST_AUTO_TEST_SUITE(property)
 
 namespace {
@@ -1869,9 +2121,19 @@ BOOST_DATA_TEST_CASE(random_runs_keep_the_safety_rules_and_end, bdata::xrange(30
       }
       if (m.admin)
         BOOST_TEST(cordon_write(s) != "uncordon", "an admin's cordon lifted");
-      m.apply(s);
+      // Now and then the node writes fail (the status is written all the same).
+      auto landed = s;
+      if (m.pick(20) == 0) {
+        landed.patch.reset();
+        landed.taint.reset();
+      }
+      m.apply(landed);
       if (m.admin)
         BOOST_TEST(n.unschedulable);
+      // The taint is never on the node without the cordon record that marks it ours.
+      if (n.has_dcm_taint())
+        BOOST_TEST(n.annotations.count(gc::was_unschedulable_annotation) == 1u,
+                   "tainted without " << gc::was_unschedulable_annotation);
       // The governor grants sometimes; a restart loses the token and the eviction memory.
       if (s.wants_token && !token)
         token = m.pick(3) == 0;
