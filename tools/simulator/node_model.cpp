@@ -144,9 +144,10 @@ void plan_run(node_memory& m, const observed_node& node, const observed_world& w
 long long plugin_count(const node_memory& m, int gpus, const node_faults& faults) {
   long long count =
       m.resources >= 0 ? m.resources : static_cast<long long>(gpus) * partitions_per_gpu(m.compute);
-  // The real CPX bug: a DRM minor taken by the BMC's video driver hides one partition.
-  if (faults.wrong_count && count > 0)
-    count -= 1;
+  // The real CPX bug: the BMC's video driver takes one of the 64 DRM render minors, so
+  // a node with 64 partitions shows only 63. Fewer partitions are not affected.
+  if (faults.wrong_count && count > 63)
+    count = 63;
   return count;
 }
 
