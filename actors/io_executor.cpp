@@ -305,7 +305,10 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
   struct state {
     std::unique_ptr<executor> x;
     std::unique_ptr<kube::event_recorder> events;
+    // Latest status per object, flushed in the order objects first changed in the
+    // window: a node's Succeeded is written before the next node's Draining.
     std::map<std::string, protocol::node_partitioning_status> items;
+    std::vector<std::string> item_order;
     std::map<std::string, protocol::partitioning_plan_status> plans;
     bool flush_pending = false;
   };
@@ -330,7 +333,8 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
   };
   return {
       [=](status_atom, const std::string& item, const protocol::node_partitioning_status& st) {
-        s->items[item] = st;
+        if (s->items.insert_or_assign(item, st).second)
+          s->item_order.push_back(item);
         schedule();
       },
       [=](plan_status_atom, const std::string& plan, const protocol::partitioning_plan_status& st) {
@@ -350,11 +354,13 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
       [=](flush_atom) {
         s->flush_pending = false;
         auto items = std::move(s->items);
+        auto order = std::move(s->item_order);
         auto plans = std::move(s->plans);
         s->items.clear();
+        s->item_order.clear();
         s->plans.clear();
-        for (const auto& [name, st] : items)
-          write(items_resource, name, protocol::to_json(st));
+        for (const auto& name : order)
+          write(items_resource, name, protocol::to_json(items[name]));
         for (const auto& [name, st] : plans)
           write(plans_resource, name, protocol::to_json(st));
       },

@@ -22,6 +22,9 @@ struct worker_state {
   std::map<std::string, controller::eviction_memory> evictions;
   bool token = false;
   bool busy = false;
+  /// Consecutive failed write batches, for back-off, and the last one's error.
+  int write_failures = 0;
+  std::string write_error;
   bool dirty = false;
   std::uint64_t timer_generation = 0;
   std::optional<protocol::node_phase> logged_phase;
@@ -105,6 +108,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     }
     in.token = s->token;
     in.evictions = s->evictions;
+    in.write_error = s->write_error;
 
     auto out = controller::step_node(in);
 
@@ -206,8 +210,19 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
                 if (!r.error.empty()) {
                   log_warning(r.error, config.plan, io.node);
                   m.reconcile_errors.add({config.plan});
+                  // Back off (0.5 s doubling to 32 s) instead of retrying at once.
+                  s->write_error = r.error;
+                  const int shift = std::min(s->write_failures++, 6);
+                  self->delayed_send(self, std::chrono::milliseconds(500 << shift), tick_atom_v,
+                                     ++s->timer_generation);
+                  return;
                 }
-                (*step)();
+                s->write_failures = 0;
+                s->write_error.clear();
+                // A weak reference: the handler must not keep the step (and the handles
+                // it names) alive after the worker is gone.
+                if (auto again = weak_step.lock())
+                  (*again)();
               },
               [=](caf::error&) {
                 s->busy = false;

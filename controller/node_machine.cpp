@@ -433,6 +433,18 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
             true);
     return;
   }
+  const auto timeout = in.item.spec.verification.timeout_seconds;
+  if (past(s, timeout)) {
+    // The profile never reached DCM (its ConfigMap cannot be written, say): nothing on
+    // the GPUs changed, so the node goes back to service.
+    const std::string why = "the profile could not be handed to DCM within " +
+                            std::to_string(timeout_of(timeout)) + " s" +
+                            (in.write_error.empty() ? "" : ": " + in.write_error);
+    restore_node(node, s, out, false);
+    s.error(why);
+    s.enter(node_phase::failed, "ApplyTimeout", why + "; the node was returned to service", true);
+    return;
+  }
   if (!dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
     out.dcm = dcm_config_write{in.dcm.ns, in.dcm.name, profile, *in.profile.payload};
     s.condition("ProfileApplied", false, "WritingDCMConfig",
@@ -689,6 +701,8 @@ node_step step_node(const node_inputs& in) {
     s.finish();
     return out;
   }
+  if (!in.write_error.empty())
+    s.error(in.write_error);
   const bool retry = in.item.metadata.annotations.count(retry_annotation) > 0;
   if (retry) {
     out.clear_retry = true;

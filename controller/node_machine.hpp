@@ -74,6 +74,8 @@ struct node_inputs {
   bool token = false;
   /// Keyed by "namespace/name".
   std::map<std::string, eviction_memory> evictions;
+  /// Why the last batch of writes failed, if it did (shown in status.lastError).
+  std::string write_error;
   protocol::wall_clock::time_point now{};
 };
 

@@ -68,14 +68,15 @@ std::string runfile(const std::string& path) {
 
 std::string read_text(const std::string& path) {
   auto text = kube::read_file(path);
-  BOOST_REQUIRE_MESSAGE(text.ok(), "reading " << path << ": "
-                                              << (text.ok() ? "" : text.error().describe()));
+  BOOST_REQUIRE_MESSAGE(text.ok(),
+                        "reading " << path << ": " << (text.ok() ? "" : text.error().describe()));
   return text.value();
 }
 
 namespace {
 
-void yaml_to_json(const YAML::Node& n, rapidjson::Value& out, rapidjson::Document::AllocatorType& a) {
+void yaml_to_json(const YAML::Node& n, rapidjson::Value& out,
+                  rapidjson::Document::AllocatorType& a) {
   switch (n.Type()) {
   case YAML::NodeType::Map:
     out.SetObject();
@@ -401,8 +402,8 @@ void e2e_cluster::set_up() {
   // Other plans in the cluster would conflict with ours over nodepool=... labels.
   if (auto existing = api.list(plans, ""); existing.ok())
     for (const auto& p : existing.value()["items"].GetArray())
-      BOOST_TEST_MESSAGE("note: a PartitioningPlan not made by this test exists: "
-                         << str(p, {"metadata", "name"}));
+      std::cerr << "e2e: note: PartitioningPlan " << str(p, {"metadata", "name"})
+                << " exists; a plan selecting nodepool=... would conflict with this test's nodes\n";
   auto made = api.create(kube::resources::namespaces(), "",
                          R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":)" +
                              quoted(ns) + R"(,"labels":{"e2e":)" + quoted(key) + "}}}");
@@ -518,8 +519,8 @@ void e2e_cluster::add_nodes(const std::vector<std::pair<std::string, node_spec>>
     for (const auto& [k, v] : spec.annotations)
       annotations[k] = v;
     const std::string body =
-        R"({"apiVersion":"v1","kind":"Node","metadata":{"name":)" + quoted(name) +
-        R"(,"labels":)" + json_map(labels) + R"(,"annotations":)" + json_map(annotations) +
+        R"({"apiVersion":"v1","kind":"Node","metadata":{"name":)" + quoted(name) + R"(,"labels":)" +
+        json_map(labels) + R"(,"annotations":)" + json_map(annotations) +
         R"(},"spec":{"unschedulable":)" + (spec.cordoned ? "true" : "false") +
         R"(,"taints":[{"key":"e2e","value":)" + quoted(key) + R"(,"effect":"NoSchedule"}]}})";
     auto made = api.create(kube::resources::nodes(), "", body);
@@ -533,9 +534,9 @@ void e2e_cluster::start_simulator(const std::string& time_scale) {
   const std::string log =
       std::string(outputs != nullptr ? outputs : "/tmp") + "/gpu-sim-" + id + ".log";
   sim_ = std::make_unique<child_process>(
-      std::vector<std::string>{runfile("tools/simulator/gpu-sim"), "--node-selector",
-                               "e2e=" + key, "--dcm-config", ns + "/" + dcm_config_name,
-                               "--time-scale", time_scale, "--kubeconfig", kubeconfig_},
+      std::vector<std::string>{runfile("tools/simulator/gpu-sim"), "--node-selector", "e2e=" + key,
+                               "--dcm-config", ns + "/" + dcm_config_name, "--time-scale",
+                               time_scale, "--kubeconfig", kubeconfig_},
       log);
   for (const auto& n : nodes)
     BOOST_REQUIRE_MESSAGE(eventually(
@@ -554,10 +555,14 @@ void e2e_cluster::start_operator() {
     std::ofstream mark(op_log_, std::ios::app);
     mark << "==== e2e: starting the operator ====\n";
   }
+  // //:gpu-partitioner if the root package lets us see it, else this package's copy.
+  std::string binary = runfile("gpu-partitioner");
+  if (::access(binary.c_str(), X_OK) != 0)
+    binary = runfile("tests/e2e/gpu-partitioner");
   op_ = std::make_unique<child_process>(
-      std::vector<std::string>{runfile("gpu-partitioner"), "--kubeconfig", kubeconfig_,
-                               "--dcm-config", ns + "/" + dcm_config_name, "--log-level", "debug",
-                               "--metrics-addr", "0"},
+      std::vector<std::string>{binary, "--kubeconfig", kubeconfig_, "--dcm-config",
+                               ns + "/" + dcm_config_name, "--log-level", "debug", "--metrics-addr",
+                               "0"},
       op_log_);
 }
 
@@ -614,10 +619,10 @@ e2e_cluster::create_sample_profile(const std::string& suffix, const std::string&
 }
 
 void e2e_cluster::create_payload(const std::string& name, const std::string& profile_json) {
-  auto r = api.create(kube::resources::config_maps(), ns,
-                      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" +
-                          quoted(name) + R"(},"data":{"profile.json":)" + quoted(profile_json) +
-                          "}}");
+  auto r =
+      api.create(kube::resources::config_maps(), ns,
+                 R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" + quoted(name) +
+                     R"(},"data":{"profile.json":)" + quoted(profile_json) + "}}");
   BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
 }
 
@@ -632,11 +637,11 @@ std::string e2e_cluster::create_plan(const std::string& suffix, const std::strin
   return name;
 }
 
-std::string
-e2e_cluster::create_sample_plan(const std::string& suffix,
-                                const std::map<std::string, std::string>& profile_names,
-                                const std::function<void(rapidjson::Document&)>& edit) {
-  auto docs = yaml_documents_as_json(runfile("manifests/samples/plan-training-pool-partition.yaml"));
+std::string e2e_cluster::create_sample_plan(const std::string& suffix,
+                                            const std::map<std::string, std::string>& profile_names,
+                                            const std::function<void(rapidjson::Document&)>& edit) {
+  auto docs =
+      yaml_documents_as_json(runfile("manifests/samples/plan-training-pool-partition.yaml"));
   BOOST_REQUIRE_EQUAL(docs.size(), 1u);
   auto doc = parse_json(docs[0]);
   auto& a = doc.GetAllocator();
@@ -660,8 +665,8 @@ e2e_cluster::create_sample_plan(const std::string& suffix,
 void e2e_cluster::patch(const kube::resource& r, const std::string& name,
                         const std::string& merge_patch, const std::string& in_ns) {
   auto done = api.patch(r, in_ns, name, kube::patch_type::merge, merge_patch);
-  BOOST_REQUIRE_MESSAGE(done.ok(), "patching " << name << ": "
-                                               << (done.ok() ? "" : done.error().describe()));
+  BOOST_REQUIRE_MESSAGE(done.ok(),
+                        "patching " << name << ": " << (done.ok() ? "" : done.error().describe()));
 }
 
 void e2e_cluster::delete_plan(const std::string& name) {
@@ -677,9 +682,8 @@ std::string e2e_cluster::selector(const std::map<std::string, std::string>& extr
   return R"({"matchLabels":)" + json_map(labels) + "}";
 }
 
-std::optional<rapidjson::Document> e2e_cluster::get(const kube::resource& r,
-                                                    const std::string& name,
-                                                    const std::string& in_ns) {
+std::optional<rapidjson::Document>
+e2e_cluster::get(const kube::resource& r, const std::string& name, const std::string& in_ns) {
   auto got = api.get(r, in_ns, name);
   if (!got)
     return std::nullopt;
@@ -688,8 +692,11 @@ std::optional<rapidjson::Document> e2e_cluster::get(const kube::resource& r,
 
 node_view e2e_cluster::node(const std::string& name) {
   auto n = get(kube::resources::nodes(), name);
-  if (!n)
-    return node_view{name};
+  if (!n) {
+    node_view missing;
+    missing.name = name;
+    return missing;
+  }
   return to_node_view(*n);
 }
 
@@ -797,12 +804,12 @@ void e2e_cluster::create_deployment(const std::string& name, int replicas,
 }
 
 void e2e_cluster::create_pdb(const std::string& name, const std::string& app, int min_available) {
-  auto r = api.create(kube::resources::pod_disruption_budgets(), ns,
-                      R"({"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":)"
-                      R"({"name":)" +
-                          quoted(name) + R"(},"spec":{"minAvailable":)" +
-                          std::to_string(min_available) + R"(,"selector":{"matchLabels":{"app":)" +
-                          quoted(app) + "}}}}");
+  auto r =
+      api.create(kube::resources::pod_disruption_budgets(), ns,
+                 R"({"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":)"
+                 R"({"name":)" +
+                     quoted(name) + R"(},"spec":{"minAvailable":)" + std::to_string(min_available) +
+                     R"(,"selector":{"matchLabels":{"app":)" + quoted(app) + "}}}}");
   BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
 }
 
