@@ -26,7 +26,7 @@ using config_map_data = std::map<std::string, std::string>;
 
 /// One change seen by a watch: an object of one kind, or its deletion (by key).
 struct observation {
-  enum class kind { node, pod, pdb, plan, profile, item, config_map };
+  enum class kind { node, pod, pdb, plan, profile, item, config_map, dcm_event };
   kind what = kind::node;
   bool deleted = false;
   /// name, or namespace/name for namespaced objects.
@@ -57,6 +57,9 @@ struct cluster_snapshot {
   std::map<std::string, std::string> invalid_profiles;
   by_key<protocol::node_partitioning> items;
   by_key<config_map_data> config_maps;
+  /// DCM's Events (source amd-device-config-manager): the kind, namespace and name of the
+  /// object they are about, type, reason, message, time.
+  by_key<config_map_data> dcm_events;
   /// Every watch has listed once.
   bool synced = false;
 };

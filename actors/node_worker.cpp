@@ -109,6 +109,24 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     in.token = s->token;
     in.evictions = s->evictions;
     in.write_error = s->write_error;
+    // DCM's latest Warning about this node: on the Node, or on a pod running there.
+    for (const auto& [key, e] : view.dcm_events) {
+      auto field = [&](const char* k) {
+        auto it = e->find(k);
+        return it == e->end() ? std::string{} : it->second;
+      };
+      if (field("type") != "Warning")
+        continue;
+      bool about = field("kind") == "Node" && field("name") == in.item.spec.node_name;
+      if (!about && field("kind") == "Pod")
+        if (auto pods = view.pods_by_node.find(in.item.spec.node_name);
+            pods != view.pods_by_node.end())
+          about = pods->second.count(field("namespace") + "/" + field("name")) > 0;
+      if (about && field("time") >= in.dcm_event_time) {
+        in.dcm_event_time = field("time");
+        in.dcm_event = field("reason") + ": " + field("message");
+      }
+    }
 
     auto out = controller::step_node(in);
 

@@ -21,7 +21,7 @@ struct root_state {
   std::map<std::string, caf::actor> supervisors;
 };
 
-constexpr std::size_t resource_count = 7;
+constexpr std::size_t resource_count = 8;
 
 void apply(root_state& s, const observation& o) {
   using k = observation::kind;
@@ -59,6 +59,12 @@ void apply(root_state& s, const observation& o) {
       v.config_maps.erase(o.key);
     else
       v.config_maps[o.key] = o.data;
+    break;
+  case k::dcm_event:
+    if (o.deleted)
+      v.dcm_events.erase(o.key);
+    else
+      v.dcm_events[o.key] = o.data;
     break;
   case k::plan:
     v.plans.erase(o.key);

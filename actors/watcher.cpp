@@ -66,6 +66,20 @@ private:
     case k::config_map:
       o.data = std::make_shared<const config_map_data>(decode_config_map_data(v));
       break;
+    case k::dcm_event: {
+      config_map_data e;
+      if (const auto* about = kube::find_path(v, {"involvedObject"})) {
+        e["kind"] = kube::string_at(*about, "kind");
+        e["namespace"] = kube::string_at(*about, "namespace");
+        e["name"] = kube::string_at(*about, "name");
+      }
+      e["type"] = kube::string_at(v, "type");
+      e["reason"] = kube::string_at(v, "reason");
+      e["message"] = kube::string_at(v, "message");
+      e["time"] = kube::string_at(v, "lastTimestamp");
+      o.data = std::make_shared<const config_map_data>(std::move(e));
+      break;
+    }
     case k::plan:
       o.plan = typed<protocol::partitioning_plan>(v, o);
       break;
@@ -118,6 +132,8 @@ caf::behavior watcher(caf::event_based_actor* self, watcher_config config) {
   add(plans, k::plan);
   add(profiles, k::profile);
   add(items, k::item);
+  // DCM explains its failures in Events; the workers quote them.
+  add(kube::resources::events(), k::dcm_event, "source=amd-device-config-manager");
   for (auto& s : streams) {
     state->threads.emplace_back(
         [conn = config.connection, sink = config.sink, s, stop = state->stop] {

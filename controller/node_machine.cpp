@@ -489,9 +489,23 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
     return;
   }
   if (state == "failure") {
+    // Quote DCM's own explanation (its Event), which may come a moment after the label:
+    // wait up to 5 s for one from this wait before failing without it.
+    const auto said = protocol::parse_time(in.dcm_event_time);
+    const bool quoted = !in.dcm_event.empty() && said && *said + 1s >= s.entered();
+    std::optional<protocol::wall_clock::time_point> since;
+    for (const auto& c : s.status.conditions)
+      if (c.type == "OperatorSucceeded" && c.reason == "DCMFailed")
+        since = protocol::parse_time(c.last_transition_time);
     s.condition("OperatorSucceeded", false, "DCMFailed", "DCM reported failure");
-    fail_keeping_cordon(in, s, out, "OperatorFailed",
-                        "DCM reported failure for profile " + in.profile.dcm_name);
+    if (!quoted && (!since || in.now - *since < 5s)) {
+      out.requeue = poll_interval;
+      return;
+    }
+    std::string why = "DCM reported failure for profile " + in.profile.dcm_name;
+    if (quoted)
+      why += ": " + in.dcm_event;
+    fail_keeping_cordon(in, s, out, "OperatorFailed", why);
     return;
   }
   const auto timeout = in.item.spec.verification.timeout_seconds;

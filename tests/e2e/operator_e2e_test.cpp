@@ -524,6 +524,8 @@ BOOST_AUTO_TEST_CASE(a_dcm_failure_fails_the_node_keeps_it_cordoned_and_stops_th
   const auto item = c.item(plan, first);
   BOOST_TEST(last_reason(*item) == "OperatorFailed");
   BOOST_TEST(contains(item->last_error, "DCM reported failure"), item->last_error);
+  // DCM's own Event is quoted (the simulator's reason for this fault).
+  BOOST_TEST(contains(item->last_error, "AMDSMIAPIFailure"), item->last_error);
   BOOST_TEST(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
   BOOST_TEST(!eventually(
                  [&] {

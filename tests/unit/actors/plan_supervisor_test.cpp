@@ -307,7 +307,8 @@ struct root_fixture : actor_fixture {
     profile.key = profile_name;
     profile.profile = std::make_shared<const gp::partitioning_profile>(make_profile());
     observe(profile);
-    for (const char* r : {"nodes", "pods", "pdbs", "plans", "profiles", "items", "configmaps"})
+    for (const char* r :
+         {"nodes", "pods", "pdbs", "plans", "profiles", "items", "configmaps", "events"})
       caf::anon_send(root, ga::synced_atom_v, std::string(r));
     publish();
   }

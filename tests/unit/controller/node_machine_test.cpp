@@ -1030,10 +1030,30 @@ BOOST_AUTO_TEST_CASE(dcm_success_enters_verifying) {
   BOOST_TEST(s.requeue.count() > 0);
 }
 
+BOOST_AUTO_TEST_CASE(dcm_failure_without_its_event_waits_five_seconds_then_fails_anyway) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("failure");
+  // An Event from before this wait is not this failure's explanation.
+  w.in.dcm_event = "PartitionFailure: an old one";
+  w.in.dcm_event_time = gp::format_time(w.in.now - std::chrono::hours(1));
+  auto first = w.step();
+  BOOST_TEST(phase_after(w, first) == "WaitingOperator");
+  BOOST_TEST(first.requeue.count() > 0);
+  w.in.item.status = status_after(w, first);
+  w.in.now += std::chrono::seconds(6);
+  auto later = w.step();
+  BOOST_TEST(phase_after(w, later) == "Failed");
+  BOOST_TEST(!contains(status_after(w, later).last_error, "an old one"));
+}
+
 BOOST_AUTO_TEST_CASE(dcm_failure_fails_keeping_the_cordon_and_lifting_the_taint) {
   world w;
   w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("failure");
+  // DCM's Event about it, from this wait: quoted.
+  w.in.dcm_event = "AMDSMIAPIFailure: amd-smi failed";
+  w.in.dcm_event_time = gp::format_time(w.in.now);
   auto s = w.step();
+  BOOST_TEST(contains(status_after(w, s).last_error, "AMDSMIAPIFailure: amd-smi failed"));
   BOOST_TEST(phase_after(w, s) == "Failed");
   BOOST_TEST(last_reason(w, s) == "OperatorFailed");
   BOOST_TEST(taint_write(s) == "remove");
