@@ -9,48 +9,21 @@ namespace gpu_partitioner::actors {
 using kube::find_path;
 using kube::string_at;
 
-namespace {
-
-std::map<std::string, std::string> strings(const rapidjson::Value* v) {
-  std::map<std::string, std::string> out;
-  if (v == nullptr || !v->IsObject())
-    return out;
-  for (const auto& m : v->GetObject()) {
-    if (m.value.IsString())
-      out[m.name.GetString()] = m.value.GetString();
-    else if (m.value.IsInt64())
-      out[m.name.GetString()] = std::to_string(m.value.GetInt64());
-  }
-  return out;
-}
-
-long long quantity(const rapidjson::Value* v) {
-  if (v == nullptr)
-    return 0;
-  if (v->IsInt64())
-    return v->GetInt64();
-  if (v->IsString())
-    return std::atoll(v->GetString());
-  return 0;
-}
-
-} // namespace
-
 controller::node_info decode_node(const rapidjson::Value& o) {
   controller::node_info n;
   if (const auto* meta = find_path(o, {"metadata"})) {
     n.name = string_at(*meta, "name");
     n.uid = string_at(*meta, "uid");
     n.resource_version = string_at(*meta, "resourceVersion");
-    n.labels = strings(find_path(*meta, {"labels"}));
-    n.annotations = strings(find_path(*meta, {"annotations"}));
+    n.labels = kube::string_map(find_path(*meta, {"labels"}));
+    n.annotations = kube::string_map(find_path(*meta, {"annotations"}));
   }
   if (const auto* u = find_path(o, {"spec", "unschedulable"}); u != nullptr && u->IsBool())
     n.unschedulable = u->GetBool();
   if (const auto* taints = find_path(o, {"spec", "taints"}); taints != nullptr && taints->IsArray())
     for (const auto& t : taints->GetArray())
       n.taints.push_back({string_at(t, "key"), string_at(t, "value"), string_at(t, "effect")});
-  n.allocatable = strings(find_path(o, {"status", "allocatable"}));
+  n.allocatable = kube::string_map(find_path(o, {"status", "allocatable"}));
   n.ready = false;
   if (const auto* conds = find_path(o, {"status", "conditions"});
       conds != nullptr && conds->IsArray())
@@ -66,7 +39,7 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
     p.ns = string_at(*meta, "namespace");
     p.name = string_at(*meta, "name");
     p.uid = string_at(*meta, "uid");
-    p.labels = strings(find_path(*meta, {"labels"}));
+    p.labels = kube::string_map(find_path(*meta, {"labels"}));
     p.deleting = find_path(*meta, {"deletionTimestamp"}) != nullptr;
     p.mirror = find_path(*meta, {"annotations", "kubernetes.io/config.mirror"}) != nullptr;
     if (const auto* owners = find_path(*meta, {"ownerReferences"}); owners && owners->IsArray())
@@ -92,8 +65,9 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
       }
     if (const auto* cs = find_path(*spec, {"containers"}); cs && cs->IsArray())
       for (const auto& c : cs->GetArray())
-        p.gpus += std::max(quantity(find_path(c, {"resources", "requests", "amd.com/gpu"})),
-                           quantity(find_path(c, {"resources", "limits", "amd.com/gpu"})));
+        p.gpus +=
+            std::max(kube::whole_number(find_path(c, {"resources", "requests", "amd.com/gpu"})),
+                     kube::whole_number(find_path(c, {"resources", "limits", "amd.com/gpu"})));
   }
   p.phase = find_path(o, {"status"}) ? string_at(o["status"], "phase") : std::string{};
   return p;
@@ -108,7 +82,7 @@ controller::pdb_info decode_pdb(const rapidjson::Value& o) {
   const auto* selector = find_path(o, {"spec", "selector"});
   d.selects_nothing = selector == nullptr || selector->IsNull();
   if (selector != nullptr && selector->IsObject()) {
-    d.match_labels = strings(find_path(*selector, {"matchLabels"}));
+    d.match_labels = kube::string_map(find_path(*selector, {"matchLabels"}));
     if (const auto* exprs = find_path(*selector, {"matchExpressions"}); exprs && exprs->IsArray())
       for (const auto& e : exprs->GetArray()) {
         controller::pdb_info::requirement r;
@@ -128,7 +102,7 @@ controller::pdb_info decode_pdb(const rapidjson::Value& o) {
 }
 
 std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value& o) {
-  return strings(find_path(o, {"data"}));
+  return kube::string_map(find_path(o, {"data"}));
 }
 
 } // namespace gpu_partitioner::actors

@@ -3,6 +3,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <cstdlib>
+
 namespace gpu_partitioner::kube {
 
 std::string to_json(const rapidjson::Value& value) {
@@ -17,6 +19,29 @@ std::string string_at(const rapidjson::Value& object, const char* member) {
     return {};
   auto it = object.FindMember(member);
   return it != object.MemberEnd() && it->value.IsString() ? it->value.GetString() : std::string{};
+}
+
+std::map<std::string, std::string> string_map(const rapidjson::Value* v) {
+  std::map<std::string, std::string> out;
+  if (v == nullptr || !v->IsObject())
+    return out;
+  for (const auto& m : v->GetObject()) {
+    if (m.value.IsString())
+      out[m.name.GetString()] = m.value.GetString();
+    else if (m.value.IsInt64())
+      out[m.name.GetString()] = std::to_string(m.value.GetInt64());
+  }
+  return out;
+}
+
+long long whole_number(const rapidjson::Value* v) {
+  if (v == nullptr)
+    return 0;
+  if (v->IsInt64())
+    return v->GetInt64();
+  if (v->IsString())
+    return std::atoll(v->GetString());
+  return 0;
 }
 
 const rapidjson::Value* find_path(const rapidjson::Value& root,

@@ -6,6 +6,7 @@
 
 #include <rapidjson/document.h>
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -121,6 +122,13 @@ std::string to_json(const rapidjson::Value& value);
 
 /// Reads a string member, or "" if absent or not a string.
 std::string string_at(const rapidjson::Value& object, const char* member);
+
+/// The string members of an object (labels, annotations, data); integers are written
+/// out; a missing or non-object value gives an empty map.
+std::map<std::string, std::string> string_map(const rapidjson::Value* object);
+
+/// A quantity that is a whole number ("8", or 8); 0 when absent or not a number.
+long long whole_number(const rapidjson::Value* value);
 
 /// Follows a path of members ("metadata", "name"); nullptr if any step is missing.
 const rapidjson::Value* find_path(const rapidjson::Value& root,

@@ -66,25 +66,6 @@ struct world_view {
   bool config_synced = false;
 };
 
-std::map<std::string, std::string> string_map(const rapidjson::Value* v) {
-  std::map<std::string, std::string> out;
-  if (v != nullptr && v->IsObject())
-    for (const auto& m : v->GetObject())
-      if (m.value.IsString())
-        out[m.name.GetString()] = m.value.GetString();
-  return out;
-}
-
-long long quantity_int(const rapidjson::Value* v) {
-  if (v == nullptr)
-    return 0;
-  if (v->IsInt64())
-    return v->GetInt64();
-  if (v->IsString())
-    return std::atoll(v->GetString());
-  return 0;
-}
-
 struct node_watch : kube::watch_handler {
   world_view& view;
   explicit node_watch(world_view& v) : view(v) {}
@@ -97,7 +78,7 @@ struct node_watch : kube::watch_handler {
     }
     observed_node n;
     n.name = d.key.name;
-    n.labels = string_map(kube::find_path(*d.object, {"metadata", "labels"}));
+    n.labels = kube::string_map(kube::find_path(*d.object, {"metadata", "labels"}));
     // Count every change of the profile label, as DCM's informer sees each one.
     if (auto prev = view.nodes.find(n.name); prev != view.nodes.end()) {
       n.profile_changes = prev->second.profile_changes;
@@ -108,14 +89,14 @@ struct node_watch : kube::watch_handler {
       if (had != has || (had && has && before->second != after->second))
         ++n.profile_changes;
     }
-    n.annotations = string_map(kube::find_path(*d.object, {"metadata", "annotations"}));
+    n.annotations = kube::string_map(kube::find_path(*d.object, {"metadata", "annotations"}));
     if (const auto* taints = kube::find_path(*d.object, {"spec", "taints"});
         taints != nullptr && taints->IsArray())
       for (const auto& t : taints->GetArray())
         n.dcm_taint = n.dcm_taint || (kube::string_at(t, "key") == "amd-dcm" &&
                                       kube::string_at(t, "effect") == "NoExecute");
     if (const auto* cap = kube::find_path(*d.object, {"status", "capacity", gpu_resource}))
-      n.gpu_capacity = quantity_int(cap);
+      n.gpu_capacity = kube::whole_number(cap);
     bool registered = false;
     if (const auto* conds = kube::find_path(*d.object, {"status", "conditions"});
         conds && conds->IsArray())
@@ -139,8 +120,8 @@ int gpus_requested(const rapidjson::Value& pod) {
   if (containers == nullptr || !containers->IsArray())
     return 0;
   for (const auto& c : containers->GetArray()) {
-    long long req = quantity_int(kube::find_path(c, {"resources", "requests", gpu_resource}));
-    long long lim = quantity_int(kube::find_path(c, {"resources", "limits", gpu_resource}));
+    long long req = kube::whole_number(kube::find_path(c, {"resources", "requests", gpu_resource}));
+    long long lim = kube::whole_number(kube::find_path(c, {"resources", "limits", gpu_resource}));
     n += static_cast<int>(std::max(req, lim));
   }
   return n;
