@@ -92,6 +92,12 @@ EOF2
 }
 
 printer_columns_show_progress() {
+  # The sample item may be between its re-creation and its first read: wait for it.
+  local i
+  for i in $(seq 20); do
+    kubectl get nodepartitioning training-pool-partition-gpu-node-01 >/dev/null 2>&1 && break
+    sleep 0.5
+  done
   local header
   header=$(kubectl get partitioningplans | head -n1)
   for col in PHASE DONE TOTAL FAILED; do
