@@ -1,0 +1,302 @@
+#include "cli/partitioning_cli.hpp"
+
+#include "controller/node_machine.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace gpu_partitioner::cli {
+
+namespace {
+
+using protocol::condition_status;
+using protocol::node_phase;
+
+/// A plan with more nodes than this lists only the ones not yet Succeeded, unless --all.
+constexpr std::size_t quiet_threshold = 20;
+
+std::string phase_name(const std::optional<node_phase>& phase) {
+  return phase ? std::string(protocol::codec::to_string(*phase)) : "Pending";
+}
+
+std::string plan_phase_name(const std::optional<protocol::plan_phase>& phase) {
+  return phase ? std::string(protocol::codec::to_string(*phase)) : "Pending";
+}
+
+/// Left-aligned columns, two spaces apart; the last column is not padded.
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i)
+        width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size())
+        line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string since(const std::string& time, protocol::wall_clock::time_point now) {
+  auto t = protocol::parse_time(time);
+  if (!t)
+    return "-";
+  return format_duration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
+}
+
+/// What holds a node, in one line: the PDBs and pods blocking its drain, or its last error.
+std::string detail_of(const protocol::node_partitioning& item) {
+  const auto& st = item.status;
+  std::string out;
+  if (!st.drain.blocking_pdbs.empty()) {
+    out += "drain blocked by PDB";
+    for (std::size_t i = 0; i < st.drain.blocking_pdbs.size(); ++i)
+      out += (i ? ", " : " ") + st.drain.blocking_pdbs[i].namespace_ + "/" +
+             st.drain.blocking_pdbs[i].name;
+  }
+  if (!st.drain.blocking_pods.empty()) {
+    out += out.empty() ? "waiting for pod" : "; pod";
+    out += st.drain.blocking_pods.size() > 1 ? "s" : "";
+    for (std::size_t i = 0; i < st.drain.blocking_pods.size() && i < 3; ++i)
+      out += (i ? ", " : " ") + st.drain.blocking_pods[i].namespace_ + "/" +
+             st.drain.blocking_pods[i].name;
+    if (st.drain.blocking_pods.size() > 3)
+      out += " and " + std::to_string(st.drain.blocking_pods.size() - 3) + " more";
+  }
+  if (!st.last_error.empty())
+    out += (out.empty() ? "" : "; ") + st.last_error;
+  return out;
+}
+
+std::string progress_bar(int done, int total, int width) {
+  int filled = total > 0 ? done * width / total : 0;
+  return "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
+}
+
+} // namespace
+
+std::string usage() {
+  return "kubectl partitioning: watch and steer gpu-partitioner's PartitioningPlans\n"
+         "\n"
+         "Usage:\n"
+         "  kubectl partitioning list                   every plan, its phase and progress\n"
+         "  kubectl partitioning status PLAN [--all]    the plan and each node's phase, time in\n"
+         "                                              phase and what blocks it\n"
+         "  kubectl partitioning pause PLAN             no new node starts; nodes in flight "
+         "finish\n"
+         "  kubectl partitioning resume PLAN\n"
+         "  kubectl partitioning retry PLAN NODE        retry a Failed node\n"
+         "\n"
+         "Options: --kubeconfig FILE, --context NAME (else $KUBECONFIG, in-cluster, "
+         "~/.kube/config)\n";
+}
+
+std::variant<command, usage_error> parse_arguments(const std::vector<std::string>& args) {
+  command c;
+  std::vector<std::string> words;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    auto value_of = [&](const std::string& flag) -> std::optional<std::string> {
+      if (a.rfind(flag + "=", 0) == 0)
+        return a.substr(flag.size() + 1);
+      if (a == flag && i + 1 < args.size())
+        return args[++i];
+      return std::nullopt;
+    };
+    if (a == "-h" || a == "--help") {
+      c.kind = command_kind::help;
+      return c;
+    }
+    if (a == "--version") {
+      c.kind = command_kind::version;
+      return c;
+    }
+    if (a == "--all" || a == "-A") {
+      c.all_nodes = true;
+    } else if (a == "--kubeconfig" || a.rfind("--kubeconfig=", 0) == 0) {
+      auto v = value_of("--kubeconfig");
+      if (!v || v->empty())
+        return usage_error{"--kubeconfig needs a file name"};
+      c.kubeconfig = *v;
+    } else if (a == "--context" || a.rfind("--context=", 0) == 0) {
+      auto v = value_of("--context");
+      if (!v || v->empty())
+        return usage_error{"--context needs a context name"};
+      c.context = *v;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage_error{"unknown option " + a};
+    } else {
+      words.push_back(a);
+    }
+  }
+  if (words.empty())
+    return usage_error{"no command given (list, status, pause, resume or retry)"};
+  const std::string& verb = words[0];
+  struct shape {
+    command_kind kind;
+    std::size_t operands;
+    const char* names;
+  };
+  static const std::map<std::string, shape> verbs{
+      {"list", {command_kind::list, 0, ""}},
+      {"status", {command_kind::status, 1, "PLAN"}},
+      {"pause", {command_kind::pause, 1, "PLAN"}},
+      {"resume", {command_kind::resume, 1, "PLAN"}},
+      {"retry", {command_kind::retry, 2, "PLAN NODE"}},
+  };
+  auto it = verbs.find(verb);
+  if (it == verbs.end())
+    return usage_error{"unknown command \"" + verb + "\" (list, status, pause, resume or retry)"};
+  if (words.size() - 1 != it->second.operands)
+    return usage_error{verb + " takes " +
+                       (it->second.operands ? std::string(it->second.names) : "no arguments") +
+                       ", given " + std::to_string(words.size() - 1)};
+  c.kind = it->second.kind;
+  if (words.size() > 1)
+    c.plan = words[1];
+  if (words.size() > 2)
+    c.node = words[2];
+  return c;
+}
+
+std::string format_duration(std::chrono::seconds d) {
+  long long s = d.count();
+  if (s < 0)
+    return "-";
+  char buf[32];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else if (s < 86400)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+  return buf;
+}
+
+std::vector<protocol::node_partitioning>
+items_of_plan(const protocol::partitioning_plan& plan,
+              const std::vector<protocol::node_partitioning>& all) {
+  std::map<std::string, std::size_t> rank;
+  for (std::size_t i = 0; i < plan.status.order.size(); ++i)
+    rank.emplace(plan.status.order[i], i);
+  std::vector<protocol::node_partitioning> out;
+  for (const auto& item : all)
+    if (item.spec.plan_ref.name == plan.metadata.name &&
+        (plan.metadata.uid.empty() || item.spec.plan_ref.uid == plan.metadata.uid))
+      out.push_back(item);
+  auto key = [&](const protocol::node_partitioning& i) {
+    auto r = rank.find(i.spec.node_name);
+    return std::make_pair(r == rank.end() ? rank.size() : r->second, i.spec.node_name);
+  };
+  std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  return out;
+}
+
+std::string render_status(const protocol::partitioning_plan& plan,
+                          const std::vector<protocol::node_partitioning>& items,
+                          protocol::wall_clock::time_point now, bool all_nodes) {
+  const auto& st = plan.status;
+  const auto& counts = st.nodes;
+  std::ostringstream out;
+  int total = counts.total;
+  int done = counts.succeeded;
+  out << "Plan " << plan.metadata.name << ": " << plan_phase_name(st.phase) << ", " << done << "/"
+      << total << " nodes succeeded";
+  if (counts.failed > 0)
+    out << ", " << counts.failed << " failed";
+  out << "  " << progress_bar(done + counts.failed, total, 30) << "\n";
+  const auto& spec = plan.spec;
+  out << "  maxParallel " << spec.rollout.max_parallel << ", maxUnavailable "
+      << spec.rollout.max_unavailable.to_string() << (spec.paused ? ", paused" : "")
+      << (spec.dry_run ? ", dry run" : "") << "\n";
+  out << "  in flight: " << counts.draining << " draining, " << counts.applying << " applying, "
+      << counts.waiting_operator << " waiting for DCM, " << counts.verifying
+      << " verifying; pending " << counts.pending << "\n";
+  if (st.observed_generation < plan.metadata.generation)
+    out << "  (the operator has not yet seen generation " << plan.metadata.generation << ")\n";
+  // Conditions that say something is wrong or held.
+  for (const auto& c : st.conditions) {
+    bool worrying = (c.type == "Degraded" || c.type == "Conflict" || c.type == "Invalid" ||
+                     c.type == "Paused") &&
+                    c.status == condition_status::true_;
+    if (worrying)
+      out << "  " << c.type << ": " << c.reason << (c.message.empty() ? "" : ": ") << c.message
+          << "\n";
+  }
+  for (const auto& conflict : st.conflicts)
+    out << "  conflict: node " << conflict.node << " left alone: " << conflict.reason << "\n";
+
+  if (items.empty()) {
+    out << "\nNo nodes yet.\n";
+    return out.str();
+  }
+  bool hide_succeeded = !all_nodes && items.size() > quiet_threshold;
+  std::vector<std::vector<std::string>> rows{{"NODE", "PHASE", "FOR", "PROFILE", "DETAIL"}};
+  std::size_t hidden = 0;
+  for (const auto& item : items) {
+    const auto& s = item.status;
+    if (hide_succeeded && s.phase == node_phase::succeeded) {
+      ++hidden;
+      continue;
+    }
+    std::string in_phase = s.history.empty() ? since(item.metadata.creation_timestamp, now)
+                                             : since(s.history.back().time, now);
+    rows.push_back({item.spec.node_name, phase_name(s.phase), in_phase, item.spec.profile_ref.name,
+                    detail_of(item)});
+  }
+  out << "\n" << table(rows);
+  if (hidden > 0)
+    out << "(" << hidden << " Succeeded node" << (hidden > 1 ? "s" : "")
+        << " not shown; --all lists them)\n";
+  return out.str();
+}
+
+std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
+                         protocol::wall_clock::time_point now) {
+  if (plans.empty())
+    return "No PartitioningPlans.\n";
+  std::vector<std::vector<std::string>> rows{
+      {"PLAN", "PHASE", "SUCCEEDED", "FAILED", "IN FLIGHT", "AGE"}};
+  for (const auto& p : plans) {
+    const auto& n = p.status.nodes;
+    int in_flight = n.draining + n.applying + n.waiting_operator + n.verifying;
+    rows.push_back({p.metadata.name, plan_phase_name(p.status.phase),
+                    std::to_string(n.succeeded) + "/" + std::to_string(n.total),
+                    std::to_string(n.failed), std::to_string(in_flight),
+                    since(p.metadata.creation_timestamp, now)});
+  }
+  return table(rows);
+}
+
+std::string pause_patch(bool paused) {
+  return std::string("{\"spec\":{\"paused\":") + (paused ? "true" : "false") + "}}";
+}
+
+std::optional<std::string> retry_refusal(const protocol::node_partitioning& item) {
+  if (item.metadata.deletion_timestamp)
+    return "it is being deleted";
+  if (item.status.phase != node_phase::failed)
+    return "it is " + phase_name(item.status.phase) + ", not Failed; only a Failed node is retried";
+  return std::nullopt;
+}
+
+std::string retry_patch(protocol::wall_clock::time_point now) {
+  return std::string("{\"metadata\":{\"annotations\":{\"") + controller::retry_annotation +
+         "\":\"" + protocol::format_time(now) + "\"}}}";
+}
+
+} // namespace gpu_partitioner::cli

@@ -1,0 +1,68 @@
+#pragma once
+
+// kubectl-partitioning: the decisions and the text, pure (objects and the time in,
+// text or requests out). The binary in kubectl_partitioning.cpp does the I/O.
+
+#include "protocol/node_partitioning.hpp"
+#include "protocol/partitioning_plan.hpp"
+#include "protocol/timestamp.hpp"
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace gpu_partitioner::cli {
+
+enum class command_kind { list, status, pause, resume, retry, help, version };
+
+struct command {
+  command_kind kind = command_kind::help;
+  std::string plan;
+  std::string node;
+  std::string kubeconfig;
+  std::string context;
+  /// status: also list the nodes that succeeded (by default only the others are listed
+  /// when the plan has more than `quiet_threshold` nodes).
+  bool all_nodes = false;
+};
+
+/// Why the command line was refused, in words that name the argument.
+struct usage_error {
+  std::string message;
+};
+
+std::variant<command, usage_error> parse_arguments(const std::vector<std::string>& args);
+
+std::string usage();
+
+/// "4s", "2m05s", "1h02m", "3d04h"; "-" for a negative or unknown duration.
+std::string format_duration(std::chrono::seconds d);
+
+/// The items of `plan` among `all` (by spec.planRef name and uid), in the plan's rollout
+/// order (status.order), the others after them by node name.
+std::vector<protocol::node_partitioning>
+items_of_plan(const protocol::partitioning_plan& plan,
+              const std::vector<protocol::node_partitioning>& all);
+
+/// `kubectl partitioning status PLAN`: the plan's phase and progress, its conditions that
+/// say something is wrong, and one row per node with its phase, time in phase and what
+/// holds it (blocking pods and PDBs, lastError).
+std::string render_status(const protocol::partitioning_plan& plan,
+                          const std::vector<protocol::node_partitioning>& items,
+                          protocol::wall_clock::time_point now, bool all_nodes);
+
+/// `kubectl partitioning list`: one row per plan.
+std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
+                         protocol::wall_clock::time_point now);
+
+/// The body of the merge patch that pauses or resumes a plan.
+std::string pause_patch(bool paused);
+
+/// Whether a retry of this item makes sense; the reason when it does not.
+std::optional<std::string> retry_refusal(const protocol::node_partitioning& item);
+
+/// The merge patch that asks the operator to retry a Failed item.
+std::string retry_patch(protocol::wall_clock::time_point now);
+
+} // namespace gpu_partitioner::cli

@@ -1,0 +1,225 @@
+// kubectl-partitioning's pure part: the command line, the status and list text, and
+// which retries it refuses.
+#include "cli/partitioning_cli.hpp"
+#include "protocol/json.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace cli = gpu_partitioner::cli;
+namespace gp = gpu_partitioner::protocol;
+using namespace std::chrono_literals;
+
+namespace {
+
+cli::command parsed(std::vector<std::string> args) {
+  auto r = cli::parse_arguments(args);
+  if (auto* e = std::get_if<cli::usage_error>(&r))
+    BOOST_FAIL("refused: " + e->message);
+  return std::get<cli::command>(r);
+}
+
+std::string refused(std::vector<std::string> args) {
+  auto r = cli::parse_arguments(args);
+  if (auto* e = std::get_if<cli::usage_error>(&r))
+    return e->message;
+  BOOST_FAIL("accepted");
+  return {};
+}
+
+const gp::wall_clock::time_point now = *gp::parse_time("2026-11-29T12:00:00Z");
+
+gp::partitioning_plan plan_named(std::string name, std::string uid) {
+  gp::partitioning_plan p;
+  p.metadata.name = std::move(name);
+  p.metadata.uid = std::move(uid);
+  p.metadata.generation = 1;
+  p.metadata.creation_timestamp = "2026-11-29T11:00:00Z";
+  p.status.observed_generation = 1;
+  return p;
+}
+
+gp::node_partitioning item(const gp::partitioning_plan& plan, std::string node,
+                           std::optional<gp::node_phase> phase, std::string since) {
+  gp::node_partitioning i;
+  i.metadata.name = plan.metadata.name + "-" + node;
+  i.spec.plan_ref = {plan.metadata.name, plan.metadata.uid};
+  i.spec.node_name = std::move(node);
+  i.spec.profile_ref.name = "mi300x-cpx-nps4";
+  i.status.phase = phase;
+  if (phase)
+    i.status.history.push_back({*phase, std::move(since), "", ""});
+  return i;
+}
+
+} // namespace
+
+BOOST_TEST_DONT_PRINT_LOG_VALUE(cli::command_kind)
+
+BOOST_AUTO_TEST_SUITE(arguments)
+
+BOOST_AUTO_TEST_CASE(each_command_with_its_operands) {
+  BOOST_TEST(parsed({"list"}).kind == cli::command_kind::list);
+  auto s = parsed({"status", "p1", "--all"});
+  BOOST_TEST(s.kind == cli::command_kind::status);
+  BOOST_TEST(s.plan == "p1");
+  BOOST_TEST(s.all_nodes);
+  BOOST_TEST(parsed({"pause", "p1"}).kind == cli::command_kind::pause);
+  BOOST_TEST(parsed({"resume", "p1"}).kind == cli::command_kind::resume);
+  auto r = parsed({"--kubeconfig", "/k", "retry", "p1", "gpu-node-03", "--context=c"});
+  BOOST_TEST(r.kind == cli::command_kind::retry);
+  BOOST_TEST(r.plan == "p1");
+  BOOST_TEST(r.node == "gpu-node-03");
+  BOOST_TEST(r.kubeconfig == "/k");
+  BOOST_TEST(r.context == "c");
+  BOOST_TEST(parsed({"status", "p", "--help"}).kind == cli::command_kind::help);
+  BOOST_TEST(parsed({"--version"}).kind == cli::command_kind::version);
+}
+
+BOOST_AUTO_TEST_CASE(mistakes_are_named) {
+  BOOST_TEST(refused({}) == "no command given (list, status, pause, resume or retry)");
+  BOOST_TEST(refused({"stauts", "p"}) ==
+             "unknown command \"stauts\" (list, status, pause, resume or retry)");
+  BOOST_TEST(refused({"status"}) == "status takes PLAN, given 0");
+  BOOST_TEST(refused({"retry", "p"}) == "retry takes PLAN NODE, given 1");
+  BOOST_TEST(refused({"list", "x"}) == "list takes no arguments, given 1");
+  BOOST_TEST(refused({"status", "p", "--force"}) == "unknown option --force");
+  BOOST_TEST(refused({"status", "p", "--kubeconfig"}) == "--kubeconfig needs a file name");
+  BOOST_TEST(refused({"status", "p", "--context="}) == "--context needs a context name");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(durations) {
+  BOOST_TEST(cli::format_duration(0s) == "0s");
+  BOOST_TEST(cli::format_duration(59s) == "59s");
+  BOOST_TEST(cli::format_duration(125s) == "2m05s");
+  BOOST_TEST(cli::format_duration(3720s) == "1h02m");
+  BOOST_TEST(cli::format_duration(std::chrono::seconds(3 * 86400 + 4 * 3600 + 59)) == "3d04h");
+  BOOST_TEST(cli::format_duration(-1s) == "-");
+}
+
+BOOST_AUTO_TEST_CASE(items_of_a_plan_in_rollout_order) {
+  auto p = plan_named("p", "uid-1");
+  p.status.order = {"n3", "n1"};
+  auto other = plan_named("q", "uid-2");
+  auto recreated = plan_named("p", "uid-old");
+  std::vector<gp::node_partitioning> all{item(p, "n1", {}, ""), item(other, "n2", {}, ""),
+                                         item(p, "n3", {}, ""), item(p, "n0", {}, ""),
+                                         item(recreated, "n4", {}, "")};
+  auto mine = cli::items_of_plan(p, all);
+  std::vector<std::string> nodes;
+  for (const auto& i : mine)
+    nodes.push_back(i.spec.node_name);
+  // Ordered nodes first, then the rest by name; another plan's, and those of an earlier
+  // plan of the same name, are not this plan's.
+  BOOST_TEST(nodes == (std::vector<std::string>{"n3", "n1", "n0"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(status_shows_phase_time_and_what_blocks_each_node) {
+  auto p = plan_named("training-pool-partition", "u");
+  p.spec.rollout.max_parallel = 2;
+  p.spec.rollout.max_unavailable = gp::int_or_percent::percent(25);
+  p.status.phase = gp::plan_phase::degraded;
+  p.status.nodes = {4, 1, 1, 0, 0, 0, 1, 1};
+  p.status.conditions.push_back({"Degraded",
+                                 gp::condition_status::true_,
+                                 {},
+                                 "2026-11-29T11:58:00Z",
+                                 "NodesFailed",
+                                 "1 node failed: gpu-node-04"});
+  p.status.conditions.push_back({"Completed",
+                                 gp::condition_status::false_,
+                                 {},
+                                 "2026-11-29T11:58:00Z",
+                                 "InProgress",
+                                 "should not show"});
+  p.status.conflicts.push_back({"gpu-node-09", "also selected by plan other"});
+  auto draining = item(p, "gpu-node-02", gp::node_phase::draining, "2026-11-29T11:59:30Z");
+  draining.status.drain.blocking_pdbs.push_back({"gpu-workloads", "training-job"});
+  draining.status.drain.blocking_pods.push_back({"gpu-workloads", "training-job-abc", "PDB"});
+  auto failed = item(p, "gpu-node-04", gp::node_phase::failed, "2026-11-29T11:55:00Z");
+  failed.status.last_error = "DCM reported failure: GPU busy";
+  std::vector<gp::node_partitioning> items{
+      item(p, "gpu-node-01", gp::node_phase::succeeded, "2026-11-29T11:57:55Z"), draining,
+      item(p, "gpu-node-03", std::nullopt, ""), failed};
+  items[2].metadata.creation_timestamp = "2026-11-29T11:50:00Z";
+
+  std::string expected =
+      "Plan training-pool-partition: Degraded, 1/4 nodes succeeded, 1 failed  "
+      "[###############...............]\n"
+      "  maxParallel 2, maxUnavailable 25%\n"
+      "  in flight: 1 draining, 0 applying, 0 waiting for DCM, 0 verifying; pending 1\n"
+      "  Degraded: NodesFailed: 1 node failed: gpu-node-04\n"
+      "  conflict: node gpu-node-09 left alone: also selected by plan other\n"
+      "\n"
+      "NODE         PHASE      FOR     PROFILE          DETAIL\n"
+      "gpu-node-01  Succeeded  2m05s   mi300x-cpx-nps4\n"
+      "gpu-node-02  Draining   30s     mi300x-cpx-nps4  drain blocked by PDB "
+      "gpu-workloads/training-job; "
+      "pod gpu-workloads/training-job-abc\n"
+      "gpu-node-03  Pending    10m00s  mi300x-cpx-nps4\n"
+      "gpu-node-04  Failed     5m00s   mi300x-cpx-nps4  DCM reported failure: GPU busy\n";
+  BOOST_TEST(cli::render_status(p, items, now, false) == expected);
+}
+
+BOOST_AUTO_TEST_CASE(a_large_plan_lists_only_the_nodes_not_done_unless_all) {
+  auto p = plan_named("big", "u");
+  std::vector<gp::node_partitioning> items;
+  for (int i = 0; i < 25; ++i)
+    items.push_back(item(p, "n" + std::to_string(10 + i),
+                         i == 7 ? gp::node_phase::verifying : gp::node_phase::succeeded,
+                         "2026-11-29T11:59:00Z"));
+  auto quiet = cli::render_status(p, items, now, false);
+  BOOST_TEST(quiet.find("n17   Verifying") != std::string::npos);
+  BOOST_TEST(quiet.find("n10") == std::string::npos);
+  BOOST_TEST(quiet.find("(24 Succeeded nodes not shown; --all lists them)") != std::string::npos);
+  auto all = cli::render_status(p, items, now, true);
+  BOOST_TEST(all.find("n10   Succeeded") != std::string::npos);
+  BOOST_TEST(all.find("not shown") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(status_says_when_the_operator_lags_and_when_there_are_no_nodes) {
+  auto p = plan_named("p", "u");
+  p.metadata.generation = 3;
+  auto text = cli::render_status(p, {}, now, false);
+  BOOST_TEST(text.find("Plan p: Pending, 0/0 nodes succeeded") == 0u);
+  BOOST_TEST(text.find("(the operator has not yet seen generation 3)") != std::string::npos);
+  BOOST_TEST(text.find("No nodes yet.") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(list_shows_every_plan) {
+  auto a = plan_named("alpha", "1");
+  a.status.phase = gp::plan_phase::progressing;
+  a.status.nodes = {8, 2, 1, 1, 1, 0, 3, 0};
+  auto b = plan_named("beta", "2");
+  BOOST_TEST(cli::render_plans({a, b}, now) ==
+             "PLAN   PHASE        SUCCEEDED  FAILED  IN FLIGHT  AGE\n"
+             "alpha  Progressing  3/8        0       3          1h00m\n"
+             "beta   Pending      0/0        0       0          1h00m\n");
+  BOOST_TEST(cli::render_plans({}, now) == "No PartitioningPlans.\n");
+}
+
+BOOST_AUTO_TEST_CASE(only_a_failed_node_is_retried) {
+  auto p = plan_named("p", "u");
+  BOOST_TEST(!cli::retry_refusal(item(p, "n", gp::node_phase::failed, "2026-11-29T11:00:00Z")));
+  BOOST_TEST(*cli::retry_refusal(item(p, "n", gp::node_phase::draining, "2026-11-29T11:00:00Z")) ==
+             "it is Draining, not Failed; only a Failed node is retried");
+  BOOST_TEST(*cli::retry_refusal(item(p, "n", std::nullopt, "")) ==
+             "it is Pending, not Failed; only a Failed node is retried");
+  auto deleting = item(p, "n", gp::node_phase::failed, "2026-11-29T11:00:00Z");
+  deleting.metadata.deletion_timestamp = "2026-11-29T11:59:00Z";
+  BOOST_TEST(*cli::retry_refusal(deleting) == "it is being deleted");
+}
+
+BOOST_AUTO_TEST_CASE(patches) {
+  BOOST_TEST(cli::pause_patch(true) == R"({"spec":{"paused":true}})");
+  BOOST_TEST(cli::pause_patch(false) == R"({"spec":{"paused":false}})");
+  BOOST_TEST(
+      cli::retry_patch(now) ==
+      R"({"metadata":{"annotations":{"infrastructure.silogen.ai/retry":"2026-11-29T12:00:00Z"}}})");
+}
