@@ -1,5 +1,7 @@
 #include "kube/credentials.hpp"
 
+#include "protocol/timestamp.hpp"
+
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -149,53 +151,6 @@ result<process_output> run_captured(const std::vector<std::string>& argv,
 
 } // namespace
 
-bool parse_rfc3339(const std::string& text, credentials::clock::time_point& out) {
-  std::tm tm{};
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  int consumed = 0;
-  char separator = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &year, &month, &day, &separator,
-                  &hour, &minute, &second, &consumed) != 7 ||
-      (separator != 'T' && separator != 't'))
-    return false;
-  // timegm would roll 13/01 into January: refuse what is not a real time of day.
-  static constexpr int days_in[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (month < 1 || month > 12 || day < 1 || day > days_in[month - 1] || hour > 23 || minute > 59 ||
-      second > 60)
-    return false;
-  std::size_t pos = static_cast<std::size_t>(consumed);
-  if (pos < text.size() && text[pos] == '.') {
-    const std::size_t digits = ++pos;
-    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9')
-      ++pos;
-    if (pos == digits)
-      return false;
-  }
-  long offset = 0;
-  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
-    ++pos;
-  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
-    int oh = 0, om = 0;
-    if (std::sscanf(text.c_str() + pos + 1, "%2d:%2d", &oh, &om) != 2)
-      return false;
-    offset = (text[pos] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
-    pos += 6;
-  } else {
-    return false;
-  }
-  if (pos != text.size())
-    return false;
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  const std::time_t t = ::timegm(&tm) - offset;
-  out = credentials::clock::from_time_t(t);
-  return true;
-}
-
 result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std::string& server,
                                             credentials::clock::time_point& expires) {
   std::vector<std::string> argv{plugin.command};
@@ -232,9 +187,13 @@ result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std
                       where + ": ExecCredential status has neither a token nor a client "
                               "certificate and key");
   expires = credentials::clock::time_point::max();
-  if (auto exp = str("expirationTimestamp"); !exp.empty() && !parse_rfc3339(exp, expires))
-    return make_error(error_kind::config,
-                      where + ": expirationTimestamp \"" + exp + "\" is not an RFC 3339 time");
+  if (auto exp = str("expirationTimestamp"); !exp.empty()) {
+    auto parsed = protocol::parse_time(exp);
+    if (!parsed)
+      return make_error(error_kind::config,
+                        where + ": expirationTimestamp \"" + exp + "\" is not an RFC 3339 time");
+    expires = *parsed;
+  }
   return m;
 }
 

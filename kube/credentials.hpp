@@ -55,8 +55,4 @@ private:
 result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std::string& server,
                                             credentials::clock::time_point& expires);
 
-/// Parses an RFC 3339 UTC timestamp ("2026-11-29T15:20:00Z", fractional seconds and
-/// numeric offsets allowed).
-bool parse_rfc3339(const std::string& text, credentials::clock::time_point& out);
-
 } // namespace gpu_partitioner::kube

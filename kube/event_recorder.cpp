@@ -1,5 +1,7 @@
 #include "kube/event_recorder.hpp"
 
+#include "protocol/timestamp.hpp"
+
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -7,26 +9,6 @@
 #include <ctime>
 
 namespace gpu_partitioner::kube {
-
-std::string format_rfc3339(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string format_rfc3339_micro(std::chrono::system_clock::time_point t) {
-  const auto since = t.time_since_epoch();
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(since);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(since - secs).count();
-  std::string whole = format_rfc3339(std::chrono::system_clock::time_point(secs));
-  char frac[16];
-  std::snprintf(frac, sizeof frac, ".%06lld", static_cast<long long>(micros));
-  whole.insert(whole.size() - 1, frac);
-  return whole;
-}
 
 event_recorder::event_recorder(client& api, std::string component, std::string instance,
                                std::chrono::seconds window, std::size_t remembered)
@@ -42,7 +24,7 @@ result<std::string> event_recorder::create(const event_spec& e, const std::strin
       static_cast<unsigned long long>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()));
   const std::string name = e.regarding.name + suffix;
-  const std::string ts = format_rfc3339(now);
+  const std::string ts = protocol::format_time(now);
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   auto kv = [&](const char* k, const std::string& v) {
@@ -98,7 +80,7 @@ result<std::string> event_recorder::record(const event_spec& e) {
     entry& hit = it->second;
     const long long count = hit.count + 1;
     std::string patch = "{\"count\":" + std::to_string(count) + ",\"lastTimestamp\":\"" +
-                        format_rfc3339(now) + "\"}";
+                        protocol::format_time(now) + "\"}";
     auto patched = api_.patch(resources::events(), hit.ns, hit.name, patch_type::merge, patch);
     if (patched) {
       hit.count = count;

@@ -70,10 +70,4 @@ private:
   std::function<clock::time_point()> now_ = [] { return clock::now(); };
 };
 
-/// "2026-11-29T15:20:00Z" (seconds precision, as Event timestamps are).
-std::string format_rfc3339(std::chrono::system_clock::time_point t);
-
-/// "2026-11-29T15:20:00.123456Z", for MicroTime fields (Lease renewTime).
-std::string format_rfc3339_micro(std::chrono::system_clock::time_point t);
-
 } // namespace gpu_partitioner::kube

@@ -1,6 +1,7 @@
 #include "kube/leader_election.hpp"
 
 #include "kube/event_recorder.hpp"
+#include "protocol/timestamp.hpp"
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -112,7 +113,7 @@ result<lease_record> leader_elector::read() {
 }
 
 result<lease_record> leader_elector::write(const lease_record& base, bool take, bool release) {
-  const auto now = format_rfc3339_micro(std::chrono::system_clock::now());
+  const auto now = protocol::format_time_micro(std::chrono::system_clock::now());
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();

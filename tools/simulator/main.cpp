@@ -6,6 +6,7 @@
 #include "kube/config.hpp"
 #include "kube/event_recorder.hpp"
 #include "kube/list_watch.hpp"
+#include "protocol/timestamp.hpp"
 #include "tools/simulator/kubelet_model.hpp"
 #include "tools/simulator/node_model.hpp"
 
@@ -236,7 +237,7 @@ std::string metadata_patch(const node_actions& a) {
 }
 
 std::string now_rfc3339() {
-  return kube::format_rfc3339(std::chrono::system_clock::now());
+  return gpu_partitioner::protocol::format_time(std::chrono::system_clock::now());
 }
 
 std::string running_status(const observed_pod& p, int ip) {
