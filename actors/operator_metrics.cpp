@@ -49,7 +49,10 @@ operator_metrics::operator_metrics()
   leader.set({}, 0);
   // Known label values start at 0, so that rate() and increase() see the first one.
   for (const char* result : {"evicted", "pdb_blocked", "error"})
-    evictions.add({result}, 0);
+    evictions.ensure({result});
+  for (const char* phase :
+       {"Pending", "Draining", "Applying", "WaitingOperator", "Verifying", "Succeeded", "Failed"})
+    phase_seconds.ensure({phase});
 }
 
 kube::request_observer operator_metrics::api_observer() {

@@ -109,7 +109,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
   // The supervisor ends when its plan and items are gone (or the operator stops): the
   // plan's series go with it, so that no stale gauge keeps an alert firing.
   self->attach_functor([plan = config.plan] { process_metrics().forget_plan(plan); });
-  process_metrics().reconcile_errors.add({config.plan}, 0);
+  process_metrics().reconcile_errors.ensure({config.plan});
   // A worker that fails is logged and started again with the next view (its state is in
   // the item's status and on the node); anything else ends the supervisor.
   self->set_exit_handler([=](caf::exit_msg& msg) {

@@ -25,7 +25,7 @@ public:
       : sink_(std::move(sink)), what_(what), resource_(std::move(resource)) {
     // At 0 from the start, so that rate() and increase() see the first restart.
     for (const char* kind : {"relist", "reconnect"})
-      process_metrics().watch_restarts.add({resource_, kind}, 0);
+      process_metrics().watch_restarts.ensure({resource_, kind});
   }
 
   void on_change(const kube::watch_delivery& d) override {

@@ -95,6 +95,11 @@ void family::observe(const label_values& labels, double value) {
   ++s.count;
 }
 
+void family::ensure(const label_values& labels) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  at(labels);
+}
+
 void family::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   series_.clear();

@@ -29,6 +29,9 @@ public:
   void set(const label_values& labels, double value);
   /// Histogram: one observation.
   void observe(const label_values& labels, double value);
+  /// Creates the series at zero if it is not there: known label values are exposed from
+  /// the start, so that rate() and increase() see their first change.
+  void ensure(const label_values& labels);
   /// Drops every series (for gauges recomputed from scratch).
   void clear();
   /// Drops the series whose label `label` has `value` (a plan or node that is gone, so

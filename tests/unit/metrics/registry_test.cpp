@@ -114,4 +114,24 @@ BOOST_AUTO_TEST_CASE(registering_a_name_with_another_type_or_labels_is_refused) 
   BOOST_TEST((r.names() == std::vector<std::string>{"gp_w_total"}));
 }
 
+BOOST_AUTO_TEST_CASE(ensured_series_are_exposed_at_zero_and_keep_their_values) {
+  registry r;
+  auto& c = r.counter("gp_evictions_total", "Evictions.", {"result"});
+  auto& h = r.histogram("gp_phase_seconds", "Phases.", {"phase"}, {1});
+  c.ensure({"error"});
+  c.add({"evicted"}, 2);
+  c.ensure({"evicted"});
+  h.ensure({"Draining"});
+  BOOST_TEST(r.expose() == "# HELP gp_evictions_total Evictions.\n"
+                           "# TYPE gp_evictions_total counter\n"
+                           "gp_evictions_total{result=\"error\"} 0\n"
+                           "gp_evictions_total{result=\"evicted\"} 2\n"
+                           "# HELP gp_phase_seconds Phases.\n"
+                           "# TYPE gp_phase_seconds histogram\n"
+                           "gp_phase_seconds_bucket{phase=\"Draining\",le=\"1\"} 0\n"
+                           "gp_phase_seconds_bucket{phase=\"Draining\",le=\"+Inf\"} 0\n"
+                           "gp_phase_seconds_sum{phase=\"Draining\"} 0\n"
+                           "gp_phase_seconds_count{phase=\"Draining\"} 0\n");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
