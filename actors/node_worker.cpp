@@ -141,7 +141,11 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       s->status = out.status;
       self->send(writer(), status_atom_v, config.item, *out.status);
       auto& m = process_metrics();
-      m.blocked_pods.set({config.plan, in.item.spec.node_name}, out.status->drain.pods_blocked);
+      // The status keeps the last drain's figures after it ends (timed out, say); the
+      // gauge counts only pods blocking a drain under way.
+      const bool draining = out.status->phase == protocol::node_phase::draining;
+      m.blocked_pods.set({config.plan, in.item.spec.node_name},
+                         draining ? out.status->drain.pods_blocked : 0);
       s->metric_node = in.item.spec.node_name;
       if (out.status->phase != s->logged_phase && s->logged_phase) {
         // Leaving a phase: how long it took, from the history's timestamps.

@@ -194,6 +194,14 @@ std::vector<std::string> registry::names() const {
   return out;
 }
 
+const family* registry::find(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& f : families_)
+    if (f->name() == name)
+      return f.get();
+  return nullptr;
+}
+
 std::string registry::expose() const {
   std::string out;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -80,6 +80,8 @@ public:
   std::string expose() const;
   /// The families' names, in registration order.
   std::vector<std::string> names() const;
+  /// The family registered under `name`, or nullptr.
+  const family* find(const std::string& name) const;
 
 private:
   family& add(std::unique_ptr<family> f);

@@ -112,6 +112,9 @@ BOOST_AUTO_TEST_CASE(registering_a_name_with_another_type_or_labels_is_refused) 
   BOOST_CHECK_THROW(r.gauge("gp_w_total", "W."), std::logic_error);
   BOOST_CHECK_THROW(r.counter("gp_w_total", "W.", {"b"}), std::logic_error);
   BOOST_TEST((r.names() == std::vector<std::string>{"gp_w_total"}));
+  BOOST_REQUIRE(r.find("gp_w_total") != nullptr);
+  BOOST_TEST((r.find("gp_w_total")->type() == metric_type::counter));
+  BOOST_TEST(r.find("gp_nope") == nullptr);
 }
 
 BOOST_AUTO_TEST_CASE(ensured_series_are_exposed_at_zero_and_keep_their_values) {
