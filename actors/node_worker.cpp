@@ -28,6 +28,8 @@ struct worker_state {
   bool dirty = false;
   std::uint64_t timer_generation = 0;
   std::optional<protocol::node_phase> logged_phase;
+  /// The node whose drain_blocked_pods series this worker sets ("" before the first).
+  std::string metric_node;
 };
 
 controller::resolved_profile resolve_profile(const cluster_snapshot& view,
@@ -62,6 +64,11 @@ controller::resolved_profile resolve_profile(const cluster_snapshot& view,
 caf::behavior node_worker(caf::event_based_actor* self, node_worker_config config) {
   auto s = std::make_shared<worker_state>();
   auto writer = [config] { return caf::actor_cast<caf::actor>(config.writer); };
+  // A worker that ends (its item is gone) takes its series along.
+  self->attach_functor([s, plan = config.plan] {
+    if (!s->metric_node.empty())
+      process_metrics().blocked_pods.remove({plan, s->metric_node});
+  });
 
   // One step: build the inputs from the latest view, decide, and act. A weak self
   // reference: the function must not keep itself (and the handles it names) alive.
@@ -134,7 +141,12 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       s->status = out.status;
       self->send(writer(), status_atom_v, config.item, *out.status);
       auto& m = process_metrics();
-      m.blocked_pods.set({config.plan, in.item.spec.node_name}, out.status->drain.pods_blocked);
+      // The status keeps the last drain's figures after it ends (timed out, say); the
+      // gauge counts only pods blocking a drain under way.
+      const bool draining = out.status->phase == protocol::node_phase::draining;
+      m.blocked_pods.set({config.plan, in.item.spec.node_name},
+                         draining ? out.status->drain.pods_blocked : 0);
+      s->metric_node = in.item.spec.node_name;
       if (out.status->phase != s->logged_phase && s->logged_phase) {
         // Leaving a phase: how long it took, from the history's timestamps.
         const auto& h = out.status->history;

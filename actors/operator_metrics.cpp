@@ -38,18 +38,39 @@ operator_metrics::operator_metrics()
                                         "Writes that failed and will be retried.", {"plan"})),
       leader(registry.gauge("gpu_partitioner_leader", "1 while this replica leads, else 0.")),
       progress(registry.gauge("gpu_partitioner_plan_progress_ratio",
-                              "Succeeded nodes over the plan's nodes (0 to 1).", {"plan"})) {
+                              "Succeeded nodes over the plan's nodes (0 to 1).", {"plan"})),
+      plan_phase(registry.gauge("gpu_partitioner_plan_phase",
+                                "1 for the plan's phase (Pending, Progressing, Paused, Completed, "
+                                "Degraded), 0 for the others.",
+                                {"plan", "phase"})),
+      dry_run(registry.gauge("gpu_partitioner_plan_dry_run",
+                             "1 while the plan is a dry run (its nodes stay Pending), else 0.",
+                             {"plan"})) {
   leader.set({}, 0);
+  // Known label values start at 0, so that rate() and increase() see the first one.
+  for (const char* result : {"evicted", "pdb_blocked", "error"})
+    evictions.ensure({result});
+  for (const char* phase :
+       {"Pending", "Draining", "Applying", "WaitingOperator", "Verifying", "Succeeded", "Failed"})
+    phase_seconds.ensure({phase});
 }
 
 kube::request_observer operator_metrics::api_observer() {
   return [this](const kube::request_record& r) {
-    api_requests.add({kube::to_string(r.method), r.resource, std::to_string(r.code)});
+    // A watch is a GET on the wire; its own verb, as the API server's metrics say.
+    api_requests.add(
+        {r.stream ? "WATCH" : kube::to_string(r.method), r.resource, std::to_string(r.code)});
     // A watch's latency is its lifetime, not a response time.
     if (!r.stream)
       api_seconds.observe({kube::to_string(r.method), r.resource},
                           std::chrono::duration<double>(r.latency).count());
   };
+}
+
+void operator_metrics::forget_plan(const std::string& plan) {
+  for (auto* f :
+       {&nodes, &transitions, &blocked_pods, &reconcile_errors, &progress, &plan_phase, &dry_run})
+    f->remove_where("plan", plan);
 }
 
 operator_metrics& process_metrics() {

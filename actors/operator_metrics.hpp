@@ -23,6 +23,8 @@ struct operator_metrics {
   metrics::family& reconcile_errors;
   metrics::family& leader;
   metrics::family& progress;
+  metrics::family& plan_phase;
+  metrics::family& dry_run;
   /// Every watch has listed once (for /readyz).
   std::atomic<bool> synced{false};
 
@@ -30,6 +32,10 @@ struct operator_metrics {
 
   /// An observer for http_client: API requests by verb, resource and code, with latency.
   kube::request_observer api_observer();
+
+  /// Drops every series of a plan that is gone, with its items (no stale gauge keeps an
+  /// alert firing for it).
+  void forget_plan(const std::string& plan);
 };
 
 /// The process's metrics.

@@ -73,11 +73,43 @@ bool spec_differs(const protocol::node_partitioning& have,
          have.spec.profile_ref.name != want.spec.profile_ref.name;
 }
 
+/// The plan's phase as an enumeration gauge: 1 for its phase, 0 for the others.
+void publish_plan_phase(const std::string& plan, std::optional<protocol::plan_phase> phase) {
+  if (!phase)
+    return;
+  auto& m = process_metrics();
+  for (auto p : {protocol::plan_phase::pending, protocol::plan_phase::progressing,
+                 protocol::plan_phase::paused, protocol::plan_phase::completed,
+                 protocol::plan_phase::degraded})
+    m.plan_phase.set({plan, std::string(protocol::codec::to_string(p))}, p == *phase ? 1 : 0);
+}
+
+/// The plan's nodes by phase, its progress, phase and dry-run flag.
+void publish_plan_metrics(const std::string& plan, const protocol::partitioning_plan_status& status,
+                          bool dry_run) {
+  auto& m = process_metrics();
+  const auto& n = status.nodes;
+  const std::pair<const char*, std::int32_t> by_phase[] = {
+      {"Pending", n.pending},     {"Draining", n.draining},
+      {"Applying", n.applying},   {"WaitingOperator", n.waiting_operator},
+      {"Verifying", n.verifying}, {"Succeeded", n.succeeded},
+      {"Failed", n.failed}};
+  for (const auto& [phase, count] : by_phase)
+    m.nodes.set({plan, phase}, count);
+  m.progress.set({plan}, n.total > 0 ? double(n.succeeded) / n.total : 0.0);
+  publish_plan_phase(plan, status.phase);
+  m.dry_run.set({plan}, dry_run ? 1 : 0);
+}
+
 } // namespace
 
 caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_config config) {
   auto s = std::make_shared<supervisor_state>();
   s->governor = self->spawn<caf::linked>(rollout_governor_actor, config.plan);
+  // The supervisor ends when its plan and items are gone (or the operator stops): the
+  // plan's series go with it, so that no stale gauge keeps an alert firing.
+  self->attach_functor([plan = config.plan] { process_metrics().forget_plan(plan); });
+  process_metrics().reconcile_errors.ensure({config.plan});
   // A worker that fails is logged and started again with the next view (its state is in
   // the item's status and on the node); anything else ends the supervisor.
   self->set_exit_handler([=](caf::exit_msg& msg) {
@@ -123,6 +155,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             s->wrote_status = true;
             self->send(config.writer, plan_status_atom_v, config.plan, status);
           }
+          publish_plan_phase(config.plan, status.phase);
         } else if (plan != nullptr && !plan->metadata.deletion_timestamp) {
           std::vector<protocol::partitioning_plan> others;
           for (const auto& [name, other] : view->plans)
@@ -218,17 +251,10 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             s->last_status = status;
             s->wrote_status = true;
             self->send(config.writer, plan_status_atom_v, config.plan, status);
-            auto& m = process_metrics();
-            const auto& n = status.nodes;
-            const std::pair<const char*, std::int32_t> by_phase[] = {
-                {"Pending", n.pending},     {"Draining", n.draining},
-                {"Applying", n.applying},   {"WaitingOperator", n.waiting_operator},
-                {"Verifying", n.verifying}, {"Succeeded", n.succeeded},
-                {"Failed", n.failed}};
-            for (const auto& [phase, count] : by_phase)
-              m.nodes.set({config.plan, phase}, count);
-            m.progress.set({config.plan}, n.total > 0 ? double(n.succeeded) / n.total : 0.0);
           }
+          // Each time, not only on a change: a restarted operator whose plan's status is
+          // already written must still show it.
+          publish_plan_metrics(config.plan, status, plan->spec.dry_run);
         }
       },
   };

@@ -22,7 +22,11 @@ const kube::resource items{"infrastructure.silogen.ai", "v1alpha1", "nodepartiti
 class forwarder : public kube::watch_handler {
 public:
   forwarder(caf::actor sink, observation::kind what, std::string resource)
-      : sink_(std::move(sink)), what_(what), resource_(std::move(resource)) {}
+      : sink_(std::move(sink)), what_(what), resource_(std::move(resource)) {
+    // At 0 from the start, so that rate() and increase() see the first restart.
+    for (const char* kind : {"relist", "reconnect"})
+      process_metrics().watch_restarts.ensure({resource_, kind});
+  }
 
   void on_change(const kube::watch_delivery& d) override {
     observation o;

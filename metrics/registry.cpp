@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 
 namespace gpu_partitioner::metrics {
@@ -93,9 +95,30 @@ void family::observe(const label_values& labels, double value) {
   ++s.count;
 }
 
+void family::ensure(const label_values& labels) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  at(labels);
+}
+
 void family::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   series_.clear();
+}
+
+void family::remove(const label_values& labels) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  series_.erase(labels);
+}
+
+void family::remove_where(const std::string& label, const std::string& value) {
+  std::size_t index = 0;
+  while (index < label_names_.size() && label_names_[index] != label)
+    ++index;
+  if (index == label_names_.size())
+    return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = series_.begin(); it != series_.end();)
+    it = it->first[index] == value ? series_.erase(it) : std::next(it);
 }
 
 namespace {
@@ -137,8 +160,12 @@ void family::write(std::string& out) const {
 family& registry::add(std::unique_ptr<family> f) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& existing : families_)
-    if (existing->name() == f->name())
+    if (existing->name() == f->name()) {
+      if (existing->type() != f->type() || existing->label_names() != f->label_names())
+        throw std::logic_error("metric " + f->name() +
+                               " registered again with another type or labels");
       return *existing;
+    }
   families_.push_back(std::move(f));
   return *families_.back();
 }
@@ -157,6 +184,22 @@ family& registry::histogram(const std::string& name, const std::string& help,
                             std::vector<std::string> labels, std::vector<double> buckets) {
   return add(std::make_unique<family>(name, help, metric_type::histogram, std::move(labels),
                                       std::move(buckets)));
+}
+
+std::vector<std::string> registry::names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& f : families_)
+    out.push_back(f->name());
+  return out;
+}
+
+const family* registry::find(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& f : families_)
+    if (f->name() == name)
+      return f.get();
+  return nullptr;
 }
 
 std::string registry::expose() const {

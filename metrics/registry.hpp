@@ -29,13 +29,23 @@ public:
   void set(const label_values& labels, double value);
   /// Histogram: one observation.
   void observe(const label_values& labels, double value);
+  /// Creates the series at zero if it is not there: known label values are exposed from
+  /// the start, so that rate() and increase() see their first change.
+  void ensure(const label_values& labels);
   /// Drops every series (for gauges recomputed from scratch).
   void clear();
+  /// Drops the series whose label `label` has `value` (a plan or node that is gone, so
+  /// its last values do not linger). Nothing if the family has no such label.
+  void remove_where(const std::string& label, const std::string& value);
+  /// Drops one series.
+  void remove(const label_values& labels);
 
   /// Appends this family in the text format.
   void write(std::string& out) const;
 
   const std::string& name() const { return name_; }
+  metric_type type() const { return type_; }
+  const std::vector<std::string>& label_names() const { return label_names_; }
 
 private:
   struct series {
@@ -55,6 +65,8 @@ private:
   std::map<label_values, series> series_;
 };
 
+/// Registering a name again returns the family registered first; a different type or
+/// label names is a programming error (std::logic_error).
 class registry {
 public:
   family& counter(const std::string& name, const std::string& help,
@@ -66,6 +78,10 @@ public:
 
   /// Every family, in registration order, in the text format 0.0.4.
   std::string expose() const;
+  /// The families' names, in registration order.
+  std::vector<std::string> names() const;
+  /// The family registered under `name`, or nullptr.
+  const family* find(const std::string& name) const;
 
 private:
   family& add(std::unique_ptr<family> f);

@@ -72,4 +72,69 @@ BOOST_AUTO_TEST_CASE(registering_a_name_twice_returns_the_same_family) {
   BOOST_TEST(&a == &b);
 }
 
+BOOST_AUTO_TEST_CASE(help_text_is_escaped_in_the_exposition) {
+  registry r;
+  r.counter("gp_z_total", "Back\\slash and\nnewline.");
+  BOOST_TEST(r.expose() == "# HELP gp_z_total Back\\\\slash and\\nnewline.\n"
+                           "# TYPE gp_z_total counter\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_histogram_without_labels_writes_le_alone) {
+  registry r;
+  auto& h = r.histogram("gp_wait_seconds", "Wait.", {}, {0.25});
+  h.observe({}, 0.25);
+  BOOST_TEST(r.expose() == "# HELP gp_wait_seconds Wait.\n"
+                           "# TYPE gp_wait_seconds histogram\n"
+                           "gp_wait_seconds_bucket{le=\"0.25\"} 1\n"
+                           "gp_wait_seconds_bucket{le=\"+Inf\"} 1\n"
+                           "gp_wait_seconds_sum 0.25\n"
+                           "gp_wait_seconds_count 1\n");
+}
+
+BOOST_AUTO_TEST_CASE(series_of_a_plan_that_is_gone_can_be_removed) {
+  registry r;
+  auto& g = r.gauge("gp_nodes", "Nodes.", {"plan", "phase"});
+  g.set({"a", "Pending"}, 1);
+  g.set({"a", "Failed"}, 1);
+  g.set({"b", "Pending"}, 2);
+  g.remove_where("plan", "a");
+  g.remove_where("no_such_label", "b");
+  BOOST_TEST(r.expose() == "# HELP gp_nodes Nodes.\n"
+                           "# TYPE gp_nodes gauge\n"
+                           "gp_nodes{plan=\"b\",phase=\"Pending\"} 2\n");
+  g.remove({"b", "Pending"});
+  BOOST_TEST(r.expose() == "# HELP gp_nodes Nodes.\n# TYPE gp_nodes gauge\n");
+}
+
+BOOST_AUTO_TEST_CASE(registering_a_name_with_another_type_or_labels_is_refused) {
+  registry r;
+  r.counter("gp_w_total", "W.", {"a"});
+  BOOST_CHECK_THROW(r.gauge("gp_w_total", "W."), std::logic_error);
+  BOOST_CHECK_THROW(r.counter("gp_w_total", "W.", {"b"}), std::logic_error);
+  BOOST_TEST((r.names() == std::vector<std::string>{"gp_w_total"}));
+  BOOST_REQUIRE(r.find("gp_w_total") != nullptr);
+  BOOST_TEST((r.find("gp_w_total")->type() == metric_type::counter));
+  BOOST_TEST(r.find("gp_nope") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(ensured_series_are_exposed_at_zero_and_keep_their_values) {
+  registry r;
+  auto& c = r.counter("gp_evictions_total", "Evictions.", {"result"});
+  auto& h = r.histogram("gp_phase_seconds", "Phases.", {"phase"}, {1});
+  c.ensure({"error"});
+  c.add({"evicted"}, 2);
+  c.ensure({"evicted"});
+  h.ensure({"Draining"});
+  BOOST_TEST(r.expose() == "# HELP gp_evictions_total Evictions.\n"
+                           "# TYPE gp_evictions_total counter\n"
+                           "gp_evictions_total{result=\"error\"} 0\n"
+                           "gp_evictions_total{result=\"evicted\"} 2\n"
+                           "# HELP gp_phase_seconds Phases.\n"
+                           "# TYPE gp_phase_seconds histogram\n"
+                           "gp_phase_seconds_bucket{phase=\"Draining\",le=\"1\"} 0\n"
+                           "gp_phase_seconds_bucket{phase=\"Draining\",le=\"+Inf\"} 0\n"
+                           "gp_phase_seconds_sum{phase=\"Draining\"} 0\n"
+                           "gp_phase_seconds_count{phase=\"Draining\"} 0\n");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
