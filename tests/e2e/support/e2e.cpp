@@ -440,7 +440,7 @@ void e2e_cluster::tear_down() {
   }
   // Plans first, while the operator still runs: their items' finalizers return nodes.
   if (op_ && !op_->alive() && !plans_.empty())
-    start_operator();
+    start_operator(op_args_);
   for (const auto& p : plans_)
     (void)api.remove(plans, "", p);
   auto ours = [&] {
@@ -550,7 +550,13 @@ void e2e_cluster::start_simulator(const std::string& time_scale) {
 }
 
 void e2e_cluster::start_operator() {
+  start_operator({"--kubeconfig", kubeconfig_, "--dcm-config", ns + "/" + dcm_config_name,
+                  "--log-level", "debug", "--metrics-addr", "0"});
+}
+
+void e2e_cluster::start_operator(const std::vector<std::string>& args) {
   op_.reset();
+  op_args_ = args;
   {
     std::ofstream mark(op_log_, std::ios::app);
     mark << "==== e2e: starting the operator ====\n";
@@ -559,11 +565,9 @@ void e2e_cluster::start_operator() {
   std::string binary = runfile("gpu-partitioner");
   if (::access(binary.c_str(), X_OK) != 0)
     binary = runfile("tests/e2e/gpu-partitioner");
-  op_ = std::make_unique<child_process>(
-      std::vector<std::string>{binary, "--kubeconfig", kubeconfig_, "--dcm-config",
-                               ns + "/" + dcm_config_name, "--log-level", "debug", "--metrics-addr",
-                               "0"},
-      op_log_);
+  std::vector<std::string> argv{binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  op_ = std::make_unique<child_process>(argv, op_log_);
 }
 
 void e2e_cluster::kill_operator() {

@@ -201,6 +201,10 @@ public:
   child_process& simulator() { return *sim_; }
   /// The operator; its output goes to $TEST_UNDECLARED_OUTPUTS_DIR/operator-<id>.log.
   void start_operator();
+  /// The operator with these arguments instead of the defaults (the admin kubeconfig,
+  /// this test's DCM ConfigMap, debug logs, no metrics endpoint); a restart at teardown
+  /// uses them too.
+  void start_operator(const std::vector<std::string>& args);
   void kill_operator();
   child_process& operator_process() { return *op_; }
   std::string operator_log(std::size_t lines = 120) const;
@@ -264,6 +268,7 @@ private:
   std::unique_ptr<child_process> sim_;
   std::unique_ptr<child_process> op_;
   std::string op_log_;
+  std::vector<std::string> op_args_;
   std::vector<std::string> plans_;
   std::vector<std::string> profiles_;
   std::string kubeconfig_;
