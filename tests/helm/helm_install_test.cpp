@@ -135,31 +135,31 @@ std::string kubectl_out(const std::vector<std::string>& args) {
 }
 
 /// The release: installed by install(), uninstalled (and its namespace deleted) by
-/// uninstall() or at the latest when it goes.
+/// uninstall() or at the latest when it goes, also after a failed install (which may
+/// leave objects and the namespace behind).
 struct release {
   std::string name;
   std::string ns;
-  bool installed = false;
+  bool attempted = false;
 
   command_result install(const std::vector<std::string>& extra) {
     std::vector<std::string> args{"helm", "install",           name, chart_copy(), "--namespace",
                                   ns,     "--create-namespace"};
     args.insert(args.end(), extra.begin(), extra.end());
-    auto r = run(args);
-    installed = installed || r.ok();
-    return r;
+    attempted = true;
+    return run(args);
   }
 
   command_result uninstall() {
     auto r = run({"helm", "uninstall", name, "--namespace", ns, "--wait", "--timeout", "60s"});
-    installed = false;
+    attempted = false;
     (void)kubectl(
         {"delete", "namespace", ns, "--ignore-not-found", "--wait=true", "--timeout=60s"});
     return r;
   }
 
   ~release() {
-    if (installed)
+    if (attempted)
       uninstall();
   }
 };
@@ -279,9 +279,16 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     // -- helm install: the objects exist --
     auto installed = rel.install({"--set", "dcm.namespace=" + c.ns,
                                   // no node runs the chart's pods here: keep them Pending
-                                  "--set", "nodeSelector.helm-test=" + c.key});
+                                  // (a string even when the key is all digits)
+                                  "--set-string", "nodeSelector.helm-test=" + c.key});
     BOOST_REQUIRE_MESSAGE(installed.ok(), installed.describe());
     HELM_NOTE("installed release " << rel.name << " in " << seconds_since(t0) << " s");
+    // NOTES.txt: how to watch the rollout, where the metrics are.
+    BOOST_TEST(installed.out.find("kubectl -n " + rel.ns + " rollout status deployment/" + full) !=
+                   std::string::npos,
+               installed.out);
+    BOOST_TEST(installed.out.find("service/" + full + "-metrics") != std::string::npos,
+               installed.out);
     auto status = run({"helm", "status", rel.name, "--namespace", rel.ns});
     BOOST_TEST(status.out.find("STATUS: deployed") != std::string::npos, status.describe());
     for (const auto& [kind, name, ns] :
