@@ -3,6 +3,8 @@
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
+#include "controller/dcm_payload.hpp"
+#include "protocol/codec/quote.hpp"
 
 namespace gpu_partitioner::actors {
 
@@ -32,31 +34,86 @@ struct worker_state {
   std::string metric_node;
 };
 
+// A profile's payload (data["profile.json"] of its ConfigMap), or why there is none.
+std::optional<std::string> payload_of(const cluster_snapshot& view,
+                                      const protocol::partitioning_profile& profile,
+                                      std::string* problem) {
+  const auto& ref = profile.spec.operator_payload;
+  auto cm = view.config_maps.find(ref.namespace_ + "/" + ref.name);
+  if (cm == view.config_maps.end()) {
+    if (problem)
+      *problem = "ConfigMap " + ref.namespace_ + "/" + ref.name + " not found";
+    return std::nullopt;
+  }
+  auto data = cm->second->find("profile.json");
+  if (data == cm->second->end()) {
+    if (problem)
+      *problem = "ConfigMap " + ref.namespace_ + "/" + ref.name + " has no data[\"profile.json\"]";
+    return std::nullopt;
+  }
+  return data->second;
+}
+
 controller::resolved_profile resolve_profile(const cluster_snapshot& view,
                                              const std::string& name) {
   controller::resolved_profile r;
   r.name = name;
   auto it = view.profiles.find(name);
   if (it == view.profiles.end()) {
-    if (auto bad = view.invalid_profiles.find(name); bad != view.invalid_profiles.end()) {
-      r.payload_problem = bad->second;
-    }
+    if (auto bad = view.invalid_profiles.find(name); bad != view.invalid_profiles.end())
+      r.invalid = bad->second;
     return r;
   }
   r.found = true;
   r.spec = it->second->spec;
   r.dcm_name = protocol::dcm_profile_name(*it->second);
-  const auto& ref = r.spec.operator_payload;
-  auto cm = view.config_maps.find(ref.namespace_ + "/" + ref.name);
-  if (cm == view.config_maps.end()) {
-    r.payload_problem = "ConfigMap " + ref.namespace_ + "/" + ref.name + " not found";
-  } else if (auto data = cm->second->find("profile.json"); data == cm->second->end()) {
-    r.payload_problem =
-        "ConfigMap " + ref.namespace_ + "/" + ref.name + " has no data[\"profile.json\"]";
-  } else {
-    r.payload = data->second;
-  }
+  r.payload = payload_of(view, *it->second, &r.payload_problem);
+  // Another profile with this DCM name and a different payload DCM would accept: the two
+  // would overwrite each other's entry in DCM's config.
+  if (r.payload && !controller::payload_problem(*r.payload))
+    for (const auto& [other_name, other] : view.profiles) {
+      if (other_name == name || protocol::dcm_profile_name(*other) != r.dcm_name)
+        continue;
+      auto theirs = payload_of(view, *other, nullptr);
+      if (theirs && !controller::payload_problem(*theirs) &&
+          !controller::dcm_config_has(R"({"gpu-config-profiles":{"p":)" + *theirs + "}}", "p",
+                                      *r.payload))
+        r.dcm_name_rivals.push_back(other_name);
+    }
   return r;
+}
+
+// Whether the item's plan lets us act on it: it must name a live plan, by name and uid.
+controller::plan_standing standing_of(const cluster_snapshot& view,
+                                      const protocol::node_partitioning& item) {
+  controller::plan_standing st;
+  const auto& ref = item.spec.plan_ref;
+  auto plan = view.plans.find(ref.name);
+  if (plan == view.plans.end()) {
+    if (auto bad = view.invalid_plans.find(ref.name); bad != view.invalid_plans.end()) {
+      st.may_start = false;
+      st.problem = "PlanInvalid: PartitioningPlan \"" + ref.name + "\" is invalid (" + bad->second +
+                   "); no node starts until it is fixed";
+      return st;
+    }
+    st.owned = st.may_start = false;
+    st.problem = "PlanNotFound: spec.planRef: PartitioningPlan \"" + ref.name +
+                 "\" does not exist; the operator does not act on this item (delete it, or "
+                 "create the plan)";
+    return st;
+  }
+  if (plan->second->metadata.uid != ref.uid) {
+    st.owned = st.may_start = false;
+    st.problem = "PlanNotFound: spec.planRef: PartitioningPlan \"" + ref.name + "\" has uid " +
+                 plan->second->metadata.uid + ", not " + protocol::codec::quote(ref.uid) +
+                 "; the operator does not act on this item";
+    return st;
+  }
+  if (plan->second->metadata.deletion_timestamp) {
+    st.may_start = false;
+    st.problem = "PlanDeleting: PartitioningPlan \"" + ref.name + "\" is being deleted";
+  }
+  return st;
 }
 
 } // namespace
@@ -105,6 +162,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     for (const auto& [key, pdb] : view.pdbs)
       in.pdbs.push_back(*pdb);
     in.profile = resolve_profile(view, in.item.spec.profile_ref.name);
+    in.plan = standing_of(view, in.item);
     in.dcm.ns = config.dcm_namespace;
     in.dcm.name = config.dcm_name;
     if (auto cm = view.config_maps.find(config.dcm_namespace + "/" + config.dcm_name);

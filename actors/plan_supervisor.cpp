@@ -145,8 +145,18 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           if (item->spec.plan_ref.name == config.plan)
             mine[name] = item.get();
 
+        // Nothing new starts unless the plan is live and resolves; nodes in flight finish.
+        auto hold_all = [&] {
+          controller::rollout_limits held;
+          held.paused = true;
+          std::vector<std::string> names;
+          for (const auto& [name, item] : mine)
+            names.push_back(name);
+          self->send(s->governor, limits_atom_v, held, names);
+        };
         if (auto invalid = view->invalid_plans.find(config.plan);
             invalid != view->invalid_plans.end()) {
+          hold_all();
           // Never act on a half-valid plan: say why, touch nothing.
           auto status = controller::invalid_plan_status(s->last_status, invalid->second,
                                                         protocol::wall_clock::now());
@@ -164,8 +174,19 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           std::map<std::string, controller::node_info> nodes;
           for (const auto& [name, node] : view->nodes)
             nodes.emplace(name, *node);
-          resolution = controller::resolve_plan(*plan, others, nodes);
-          if (resolution.problems.empty()) {
+          // Nodes in flight stay with the plan that started them.
+          std::map<std::string, std::string> flying;
+          for (const auto& [name, item] : view->items)
+            if (in_flight(*item) && !item->metadata.deletion_timestamp)
+              flying.emplace(item->spec.node_name, item->spec.plan_ref.name);
+          resolution = controller::resolve_plan(*plan, others, nodes, flying);
+          if (!resolution.problems.empty()) {
+            // An invalid plan keeps the items it has (those in flight finish) and starts
+            // nothing: removing them would abort nodes mid-change.
+            for (const auto& [name, item] : mine)
+              keep_items.insert(name);
+            hold_all();
+          } else {
             std::vector<std::string> selected;
             for (const auto& sel : resolution.selected) {
               selected.push_back(config.plan + "-" + sel.node);
@@ -193,6 +214,8 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             limits.paused = plan->spec.paused;
             self->send(s->governor, limits_atom_v, limits, selected);
           }
+        } else {
+          hold_all(); // the plan is gone or being deleted
         }
         // Items no longer selected (node gone, labels changed, plan deleted or invalid)
         // are deleted; their finalizer returns the node to service.

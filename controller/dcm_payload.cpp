@@ -1,5 +1,7 @@
 #include "controller/dcm_payload.hpp"
 
+#include "protocol/codec/quote.hpp"
+
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/prettywriter.h>
@@ -56,6 +58,35 @@ std::optional<std::string> dcm_config_with(const std::string& config_json, const
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
+namespace {
+
+// Partitions per GPU of a compute mode or a memory mode; 0 if unknown.
+int compute_partitions(const std::string& mode) {
+  static const std::pair<const char*, int> modes[] = {
+      {"SPX", 1}, {"DPX", 2}, {"QPX", 4}, {"CPX", 8}};
+  for (const auto& [name, n] : modes)
+    if (mode == name)
+      return n;
+  return 0;
+}
+
+int memory_partitions(const std::string& mode) {
+  static const std::pair<const char*, int> modes[] = {
+      {"NPS1", 1}, {"NPS2", 2}, {"NPS4", 4}, {"NPS8", 8}};
+  for (const auto& [name, n] : modes)
+    if (mode == name)
+      return n;
+  return 0;
+}
+
+std::string text_of(const rapidjson::Value& v) {
+  if (v.IsString())
+    return protocol::codec::quote(std::string_view(v.GetString(), v.GetStringLength()));
+  return "a non-string";
+}
+
+} // namespace
+
 std::optional<std::string> payload_problem(const std::string& profile_json) {
   rapidjson::Document doc;
   doc.Parse(profile_json.c_str(), profile_json.size());
@@ -65,9 +96,51 @@ std::optional<std::string> payload_problem(const std::string& profile_json) {
            std::to_string(doc.GetErrorOffset());
   if (!doc.IsObject())
     return std::string("profile.json is not a JSON object");
+  // DCM's own checks that do not depend on the node (the GPU count does): a profile
+  // that fails them would fail only after the node was drained.
+  if (auto skipped = doc.FindMember("skippedGPUs"); skipped != doc.MemberEnd()) {
+    if (!skipped->value.IsObject())
+      return std::string("profile.json: skippedGPUs is not an object");
+    if (auto ids = skipped->value.FindMember("ids"); ids != skipped->value.MemberEnd()) {
+      if (!ids->value.IsArray())
+        return std::string("profile.json: skippedGPUs.ids is not a list");
+      for (const auto& id : ids->value.GetArray())
+        if (!id.IsInt() || id.GetInt() < 0)
+          return std::string("profile.json: skippedGPUs.ids holds something other than GPU "
+                             "indices");
+    }
+  }
   auto profiles = doc.FindMember("profiles");
   if (profiles == doc.MemberEnd() || !profiles->value.IsArray() || profiles->value.Empty())
     return std::string("profile.json has no \"profiles\" list");
+  std::string memory_mode;
+  for (rapidjson::SizeType i = 0; i < profiles->value.Size(); ++i) {
+    const auto& g = profiles->value[i];
+    const std::string at = "profile.json: profiles[" + std::to_string(i) + "]";
+    if (!g.IsObject())
+      return at + " is not an object";
+    auto compute = g.FindMember("computePartition");
+    auto memory = g.FindMember("memoryPartition");
+    auto count = g.FindMember("numGPUsAssigned");
+    if (compute == g.MemberEnd() || memory == g.MemberEnd() || count == g.MemberEnd())
+      return at + " needs computePartition, memoryPartition and numGPUsAssigned";
+    const std::string c = compute->value.IsString() ? compute->value.GetString() : "";
+    const std::string m = memory->value.IsString() ? memory->value.GetString() : "";
+    if (compute_partitions(c) == 0)
+      return at + ".computePartition " + text_of(compute->value) +
+             " is not one of SPX, DPX, QPX, CPX";
+    if (memory_partitions(m) == 0)
+      return at + ".memoryPartition " + text_of(memory->value) +
+             " is not one of NPS1, NPS2, NPS4, NPS8";
+    if (memory_partitions(m) > compute_partitions(c))
+      return at + ": " + m + " is not possible with " + c +
+             " (a GPU has no more memory partitions than compute partitions)";
+    if (!count->value.IsInt() || count->value.GetInt() < 0)
+      return at + ".numGPUsAssigned is not a whole number of GPUs";
+    if (!memory_mode.empty() && memory_mode != m)
+      return at + ": a profile uses one memory partition mode, not " + memory_mode + " and " + m;
+    memory_mode = m;
+  }
   return std::nullopt;
 }
 

@@ -18,7 +18,8 @@ bool dcm_config_has(const std::string& config_json, const std::string& name,
 std::optional<std::string> dcm_config_with(const std::string& config_json, const std::string& name,
                                            const std::string& profile_json);
 
-/// Checks a payload's profile.json is one JSON object; the problem in words otherwise.
+/// Checks a payload's profile.json is one DCM profile object that DCM would accept on any
+/// node (modes, counts, one memory mode); the problem in words otherwise.
 std::optional<std::string> payload_problem(const std::string& profile_json);
 
 } // namespace gpu_partitioner::controller

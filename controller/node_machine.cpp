@@ -2,6 +2,8 @@
 
 #include "controller/dcm_payload.hpp"
 #include "controller/selector.hpp"
+#include "protocol/codec/pattern.hpp"
+#include "protocol/codec/quote.hpp"
 
 #include <algorithm>
 #include <set>
@@ -11,6 +13,7 @@ namespace gpu_partitioner::controller {
 using protocol::condition_status;
 using protocol::node_phase;
 using namespace std::chrono_literals;
+namespace codec = protocol::codec;
 
 namespace {
 
@@ -49,6 +52,16 @@ std::optional<std::string> annotation(const node_info& node, const char* key) {
   return it->second;
 }
 
+// Our record says an admin had cordoned the node (anything but "false": a value we did
+// not write is never a reason to uncordon).
+bool admin_cordoned(const std::string& was_unschedulable) {
+  return was_unschedulable != "false";
+}
+
+bool well_formed_record(const std::optional<std::string>& was_unschedulable) {
+  return was_unschedulable && (*was_unschedulable == "true" || *was_unschedulable == "false");
+}
+
 std::string label(const node_info& node, const char* key) {
   auto it = node.labels.find(key);
   return it == node.labels.end() ? std::string{} : it->second;
@@ -67,7 +80,7 @@ bool has_ready_label(const node_info& node, const std::string& spec) {
 
 // An allocatable quantity as a whole number; extended resources are integers.
 std::optional<long long> whole(const std::string& quantity) {
-  if (quantity.empty())
+  if (quantity.empty() || quantity.size() > 18) // more digits would overflow
     return std::nullopt;
   long long v = 0;
   for (char c : quantity) {
@@ -76,6 +89,12 @@ std::optional<long long> whole(const std::string& quantity) {
     v = v * 10 + (c - '0');
   }
   return v;
+}
+
+std::string rival_finding(const resolved_profile& profile, const std::string& rival) {
+  return "DCMProfileNameConflict: PartitioningProfile \"" + rival + "\" uses DCM profile name " +
+         codec::quote(profile.dcm_name) + " too, with another payload; DCM holds one payload " +
+         "per name, so neither is applied until one of them is renamed";
 }
 
 bool has_finalizer(const protocol::node_partitioning& item) {
@@ -137,14 +156,37 @@ struct status_editor {
   }
 };
 
-// Whether the GPUs may have been touched in the current run: DCM was asked (the run got
-// to WaitingOperator or beyond) since it last started draining. A run that failed in
-// Applying failed before the label was set.
-bool reached_applying(const protocol::node_partitioning_status& st) {
+// Whether the GPUs may be in an unknown state: DCM was asked (a run got to
+// WaitingOperator or beyond) and no run has been verified since. A run that failed in
+// Applying failed before the label was set; a retry of a node that failed after DCM was
+// asked does not make its GPUs known again until it succeeds.
+bool gpus_unsettled(const protocol::node_partitioning_status& st) {
   for (auto it = st.history.rbegin(); it != st.history.rend(); ++it) {
     if (it->phase == node_phase::waiting_operator || it->phase == node_phase::verifying)
       return true;
-    if (it->phase == node_phase::draining || it->phase == node_phase::pending)
+    if (it->phase == node_phase::succeeded)
+      return false;
+  }
+  return false;
+}
+
+// Whether the current run got past Pending, so it may have cordoned or tainted the node:
+// a run that never started (a preflight failure, a plan gone before its turn) has nothing
+// of its own to undo and leaves the node as it found it.
+bool run_started(const protocol::node_partitioning_status& st) {
+  switch (st.phase.value_or(node_phase::pending)) {
+  case node_phase::draining:
+  case node_phase::applying:
+  case node_phase::waiting_operator:
+  case node_phase::verifying:
+    return true;
+  default:
+    break;
+  }
+  for (auto it = st.history.rbegin(); it != st.history.rend(); ++it) {
+    if (it->phase == node_phase::draining)
+      return true;
+    if (it->phase == node_phase::pending)
       return false;
   }
   return false;
@@ -171,7 +213,7 @@ bool restore_node(const node_info& node, status_editor& s, node_step& out, bool 
     s.condition("NodeTainted", false, "Untainted", "amd-dcm=up:NoExecute is off the node");
   if (was && !keep_cordon) {
     node_patch p;
-    if (*was != "true" && node.unschedulable)
+    if (!admin_cordoned(*was) && node.unschedulable)
       p.unschedulable = false;
     p.annotations[was_unschedulable_annotation] = std::nullopt;
     p.annotations[applied_hash_annotation] = std::nullopt;
@@ -190,8 +232,11 @@ std::vector<protocol::namespaced_name> pdbs_covering(const std::vector<pdb_info>
   return out;
 }
 
+// At most a century: the clock counts nanoseconds, so a longer timeout (int64's maximum
+// in seconds, say) would overflow and expire at once.
 long long timeout_of(std::int64_t seconds) {
-  return std::max<std::int64_t>(seconds, 1);
+  constexpr std::int64_t century = 100LL * 365 * 24 * 3600;
+  return std::clamp<std::int64_t>(seconds, 1, century);
 }
 
 bool past(const status_editor& s, std::int64_t seconds) {
@@ -202,6 +247,12 @@ bool past(const status_editor& s, std::int64_t seconds) {
 
 void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
+  if (!in.plan.may_start) {
+    const auto& p = in.plan.problem;
+    s.condition("Started", false, p.substr(0, p.find(':')), p);
+    out.requeue = 10s;
+    return;
+  }
   auto findings = preflight(in);
   if (in.item.spec.dry_run) {
     protocol::dry_run_preview preview;
@@ -262,7 +313,7 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
 
 void fail_and_roll_back(const node_inputs& in, status_editor& s, node_step& out,
                         const std::string& reason, const std::string& message) {
-  restore_node(*in.node, s, out, false);
+  restore_node(*in.node, s, out, gpus_unsettled(s.status));
   s.error(message);
   s.enter(node_phase::failed, reason, message + "; the node was returned to service", true);
   out.events.push_back({true, "Warning", reason, message});
@@ -272,8 +323,17 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   const auto& drain = in.item.spec.drain;
   out.in_flight = true;
-  // Cordon, remembering whether an admin had cordoned it already.
-  if (!annotation(node, was_unschedulable_annotation)) {
+  // The profile (or its payload) went away: the plan no longer says what this node is to
+  // become, so stop draining it and give it back.
+  if (!in.profile.found || !in.profile.payload) {
+    auto findings = preflight(in);
+    fail_and_roll_back(in, s, out, "ProfileUnavailable",
+                       findings.empty() ? "the profile's payload is gone" : findings.front());
+    return;
+  }
+  // Cordon, remembering whether an admin had cordoned it already. A record that is not
+  // "true" or "false" (garbage, edited by hand) is written afresh.
+  if (!well_formed_record(annotation(node, was_unschedulable_annotation))) {
     node_patch p;
     p.annotations[was_unschedulable_annotation] = node.unschedulable ? "true" : "false";
     p.unschedulable = true;
@@ -422,12 +482,13 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
     return;
   }
   const std::string& profile = in.profile.dcm_name;
-  if (!in.profile.found || !in.profile.payload || !in.dcm.found) {
+  if (!in.profile.found || !in.profile.payload || !in.dcm.found ||
+      payload_problem(*in.profile.payload)) {
     // Preflight passed earlier; the profile, its payload or DCM's ConfigMap went away
     // since. The GPUs were not touched yet: give the node back.
     auto findings = preflight(in);
     const std::string why = findings.empty() ? "the profile's payload is gone" : findings.front();
-    restore_node(node, s, out, false);
+    restore_node(node, s, out, gpus_unsettled(s.status));
     s.error(why);
     s.enter(node_phase::failed, "ProfileUnavailable", why + "; the node was returned to service",
             true);
@@ -440,9 +501,18 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
     const std::string why = "the profile could not be handed to DCM within " +
                             std::to_string(timeout_of(timeout)) + " s" +
                             (in.write_error.empty() ? "" : ": " + in.write_error);
-    restore_node(node, s, out, false);
+    restore_node(node, s, out, gpus_unsettled(s.status));
     s.error(why);
     s.enter(node_phase::failed, "ApplyTimeout", why + "; the node was returned to service", true);
+    return;
+  }
+  if (!in.profile.dcm_name_rivals.empty()) {
+    // Writing now would replace another profile's payload under the same DCM name.
+    const std::string why = rival_finding(in.profile, in.profile.dcm_name_rivals.front());
+    restore_node(node, s, out, gpus_unsettled(s.status));
+    s.error(why);
+    s.enter(node_phase::failed, "ProfileUnavailable", why + "; the node was returned to service",
+            true);
     return;
   }
   if (!dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
@@ -560,16 +630,17 @@ void on_succeeded(const node_inputs& in, status_editor& s, node_step& out) {
     out.requeue = 1ms;
     return;
   }
-  // Finish returning the node: uncordon (unless an admin had cordoned it).
-  if (restore_node(*in.node, s, out, false))
+  // Finish returning the node: uncordon (unless an admin had cordoned it). A node that
+  // was already in the target state was never taken.
+  if (run_started(s.status) && restore_node(*in.node, s, out, false))
     out.requeue = poll_interval;
 }
 
 void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
-  if (!reached_applying(s.status)) {
-    // Nothing on the GPUs was touched: the node goes back to service, and a failure of
-    // preflight clears itself once the cause is fixed.
-    if (restore_node(*in.node, s, out, false))
+  if (!gpus_unsettled(s.status)) {
+    // Nothing on the GPUs was touched: the node goes back to service (if this run took
+    // it), and a failure of preflight clears itself once the cause is fixed.
+    if (run_started(s.status) && restore_node(*in.node, s, out, false))
       out.requeue = poll_interval;
     const auto& history = s.status.history;
     const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
@@ -593,8 +664,7 @@ void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
   const node_phase phase = s.phase();
   const bool touched_gpus =
       (phase == node_phase::applying || phase == node_phase::waiting_operator ||
-       phase == node_phase::verifying ||
-       (phase == node_phase::failed && reached_applying(s.status)));
+       phase == node_phase::verifying || gpus_unsettled(s.status));
   if (in.node) {
     if (touched_gpus) {
       out.events.push_back({true, "Warning", "LeftCordoned",
@@ -606,7 +676,7 @@ void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
                                 in.item.spec.node_name + " left cordoned"});
       if (in.node->has_dcm_taint() && annotation(*in.node, was_unschedulable_annotation))
         out.taint = false;
-    } else if (restore_node(*in.node, s, out, false)) {
+    } else if (run_started(s.status) && restore_node(*in.node, s, out, false)) {
       // Undo first; the finalizer goes on the next step, once the node is back.
       out.requeue = poll_interval;
       return;
@@ -629,8 +699,12 @@ std::vector<std::string> preflight(const node_inputs& in) {
   std::vector<std::string> findings;
   const auto& profile = in.profile;
   if (!profile.found) {
-    findings.push_back("ProfileNotFound: PartitioningProfile \"" + profile.name +
-                       "\" does not exist");
+    if (!profile.invalid.empty())
+      findings.push_back("ProfileInvalid: PartitioningProfile \"" + profile.name +
+                         "\" is invalid: " + profile.invalid);
+    else
+      findings.push_back("ProfileNotFound: PartitioningProfile \"" + profile.name +
+                         "\" does not exist");
     return findings;
   }
   if (!profile.payload) {
@@ -638,6 +712,30 @@ std::vector<std::string> preflight(const node_inputs& in) {
   } else if (auto problem = payload_problem(*profile.payload)) {
     findings.push_back("PayloadInvalid: " + *problem);
   }
+  // What the profile names must be something a node can carry; otherwise the node would
+  // fail only after it was drained (the label patch refused, the label never seen).
+  const std::string where = "ProfileInvalid: PartitioningProfile \"" + profile.name + "\" ";
+  if (!codec::is_label_value(profile.dcm_name))
+    findings.push_back(
+        where + "spec.operatorPayload.profileName: the DCM profile name " +
+        codec::quote(profile.dcm_name) + " (" + std::to_string(profile.dcm_name.size()) +
+        " characters" +
+        (profile.spec.operator_payload.profile_name ? "" : ", the profile's own name") +
+        ") is not a node label value (at most 63 characters); set "
+        "spec.operatorPayload.profileName");
+  const auto& ready = profile.spec.verification.ready_label;
+  if (!ready.empty() && !codec::is_label_requirement(ready))
+    findings.push_back(where + "spec.verification.readyLabel: " + codec::quote(ready) +
+                       " is not a node label key or key=value (a name of at most 63 "
+                       "characters)");
+  for (std::size_t i = 0; i < profile.spec.expected_resources.size(); ++i) {
+    const auto& name = profile.spec.expected_resources[i].name;
+    if (!codec::is_label_key(name))
+      findings.push_back(where + "spec.expectedResources[" + std::to_string(i) +
+                         "].name: " + codec::quote(name) + " is not a resource name");
+  }
+  for (const auto& rival : profile.dcm_name_rivals)
+    findings.push_back(rival_finding(profile, rival));
   // DCM reads its profiles from this ConfigMap; without it (or with garbage in it) DCM
   // cannot apply anything, so find out before the node is disturbed.
   if (!in.dcm.found)
@@ -650,6 +748,16 @@ std::vector<std::string> preflight(const node_inputs& in) {
       !matches(*profile.spec.target_selector, in.node->labels))
     findings.push_back("TargetMismatch: node " + in.node->name +
                        " does not match the targetSelector of profile " + profile.name);
+  if (in.node) {
+    // A node that reports no AMD GPU resource at all has nothing to partition: a CPU
+    // node, or one whose device plugin never ran. Draining it would gain nothing.
+    const bool gpus = std::any_of(in.node->allocatable.begin(), in.node->allocatable.end(),
+                                  [](const auto& r) { return r.first.rfind("amd.com/", 0) == 0; });
+    if (!gpus)
+      findings.push_back("NotAGPUNode: node " + in.node->name +
+                         " reports no amd.com/ resource in status.allocatable: it has no AMD "
+                         "GPUs, or their device plugin is not running");
+  }
   return findings;
 }
 
@@ -701,6 +809,13 @@ node_step step_node(const node_inputs& in) {
 
   if (in.item.metadata.deletion_timestamp) {
     on_deleting(in, s, out);
+    s.finish();
+    return out;
+  }
+  if (!in.plan.owned) {
+    // Not an item of a live plan: say so, and do nothing else (no finalizer either).
+    const auto& p = in.plan.problem;
+    s.condition("Owned", false, p.substr(0, p.find(':')), p);
     s.finish();
     return out;
   }

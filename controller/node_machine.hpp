@@ -22,7 +22,8 @@ namespace gpu_partitioner::controller {
 // -- names the operator writes --
 inline constexpr const char* item_finalizer = "infrastructure.silogen.ai/node-partitioning";
 /// On the Node while we hold it: "true" if it was already cordoned before we came (an
-/// admin's cordon, which we never lift), "false" if we cordoned it.
+/// admin's cordon, which we never lift), "false" if we cordoned it. Any other value is
+/// read as "true", and rewritten when a run starts.
 inline constexpr const char* was_unschedulable_annotation =
     "infrastructure.silogen.ai/was-unschedulable";
 /// On the Node: `<desiredHash>@<startedAt>` of the run that set the profile label, so a
@@ -45,6 +46,22 @@ struct resolved_profile {
   std::optional<std::string> payload;
   /// Why the payload is missing, when it is ("ConfigMap kube-amd-gpu/x not found").
   std::string payload_problem;
+  /// The profile exists but does not decode: why (its field and problem).
+  std::string invalid;
+  /// Other profiles that use the same DCM profile name with another valid payload: DCM
+  /// holds one payload per name, so they would overwrite each other's.
+  std::vector<std::string> dcm_name_rivals;
+};
+
+/// Whether the item's plan lets the operator act on it.
+struct plan_standing {
+  /// The item belongs to a live plan (its planRef names one, with that uid). An item
+  /// made by hand, or left by a plan that is gone, is not acted on at all.
+  bool owned = true;
+  /// The plan may start nodes: false while it is invalid or being deleted.
+  bool may_start = true;
+  /// Why not, "Reason: message", for the item's conditions.
+  std::string problem;
 };
 
 /// DCM's config ConfigMap as observed.
@@ -65,6 +82,7 @@ struct eviction_memory {
 
 struct node_inputs {
   protocol::node_partitioning item;
+  plan_standing plan;
   std::optional<node_info> node;
   std::vector<pod_info> pods;
   std::vector<pdb_info> pdbs;

@@ -11,8 +11,16 @@ bool node_info::has_dcm_taint() const {
 }
 
 bool node_info::is_control_plane() const {
-  return labels.count("node-role.kubernetes.io/control-plane") > 0 ||
-         labels.count("node-role.kubernetes.io/master") > 0;
+  static const char* roles[] = {"node-role.kubernetes.io/control-plane",
+                                "node-role.kubernetes.io/master"};
+  // kubeadm sets both the label and the taint; some clusters keep only one of them.
+  for (const char* role : roles) {
+    if (labels.count(role) > 0)
+      return true;
+    if (std::any_of(taints.begin(), taints.end(), [&](const taint& t) { return t.key == role; }))
+      return true;
+  }
+  return false;
 }
 
 bool tolerates(const toleration& t, const taint& taint) {

@@ -39,6 +39,7 @@ struct node_info {
   bool ready = true;
 
   bool has_dcm_taint() const;
+  /// Labelled or tainted node-role.kubernetes.io/control-plane (or the older .../master).
   bool is_control_plane() const;
 };
 

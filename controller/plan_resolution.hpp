@@ -27,14 +27,23 @@ struct plan_resolution {
   std::vector<protocol::node_conflict> conflicts;
   /// Problems with the plan itself that stop it from acting at all.
   std::vector<std::string> problems;
+  /// Entries that select no node ("spec.partitionings[0] (training) selects no node").
+  std::vector<std::string> unmatched;
 };
+
+/// The longest object name Kubernetes accepts; a NodePartitioning is named <plan>-<node>.
+inline constexpr std::size_t max_object_name = 253;
 
 /// Resolves `plan` against the observed nodes and every other plan. Control-plane nodes
 /// are never selected; `exclude` removes nodes; an entry with an empty selector is a
-/// problem (it would select every node), not a wildcard. Plans being deleted still
-/// claim their nodes until they are gone.
+/// problem (it would select every node), not a wildcard, as are selectors, labels and
+/// resource names Kubernetes would refuse, and nodes whose item name would be too long.
+/// Plans being deleted still claim their nodes until they are gone. A node in flight for
+/// one plan (`in_flight`: node -> that plan's name) stays with it until it lands: another
+/// plan selecting it then sees a conflict instead of taking it away mid-change.
 plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
                              const std::vector<protocol::partitioning_plan>& other_plans,
-                             const std::map<std::string, node_info>& nodes);
+                             const std::map<std::string, node_info>& nodes,
+                             const std::map<std::string, std::string>& in_flight = {});
 
 } // namespace gpu_partitioner::controller

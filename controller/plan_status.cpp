@@ -40,6 +40,25 @@ void remember(protocol::partitioning_plan_status& st,
   }
 }
 
+// Joins `parts` with "; ", stopping after 10 of them or 4000 characters so that a plan
+// with thousands of nodes, or hostile names, still fits a condition's 32 KiB message.
+std::string listed(const std::vector<std::string>& parts) {
+  constexpr std::size_t max_parts = 10;
+  constexpr std::size_t max_chars = 4000;
+  std::string out;
+  std::size_t shown = 0;
+  for (const auto& p : parts) {
+    if (shown == max_parts || out.size() + p.size() > max_chars)
+      break;
+    out += (out.empty() ? "" : "; ") + p;
+    ++shown;
+  }
+  if (shown < parts.size())
+    out += (out.empty() ? "" : "; ") + std::string("... and ") +
+           std::to_string(parts.size() - shown) + " more";
+  return out;
+}
+
 } // namespace
 
 protocol::partitioning_plan_status
@@ -54,7 +73,7 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
   for (const auto& sel : resolution.selected)
     st.order.push_back(sel.node);
   st.conflicts = resolution.conflicts;
-  std::string failed_nodes;
+  std::vector<std::string> failed_nodes;
   for (const auto& [name, item] : items) {
     if (item->metadata.deletion_timestamp)
       continue;
@@ -80,8 +99,9 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
       break;
     case node_phase::failed:
       ++st.nodes.failed;
-      failed_nodes += (failed_nodes.empty() ? "" : ", ") + item->spec.node_name +
-                      (item->status.last_error.empty() ? "" : " (" + item->status.last_error + ")");
+      failed_nodes.push_back(item->spec.node_name + (item->status.last_error.empty()
+                                                         ? ""
+                                                         : " (" + item->status.last_error + ")"));
       break;
     }
   }
@@ -89,25 +109,33 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
       st.nodes.draining + st.nodes.applying + st.nodes.waiting_operator + st.nodes.verifying;
 
   if (!resolution.problems.empty()) {
-    std::string all;
-    for (const auto& p : resolution.problems)
-      all += (all.empty() ? "" : "; ") + p;
-    set_condition(st, "Invalid", true, "InvalidSpec", all, now, gen);
+    set_condition(st, "Invalid", true, "InvalidSpec",
+                  listed(resolution.problems) + "; no node starts until it is fixed", now, gen);
   } else {
     set_condition(st, "Invalid", false, "Valid", "the plan resolves", now, gen);
   }
   if (!st.conflicts.empty()) {
-    std::string which;
+    std::vector<std::string> which;
     for (const auto& c : st.conflicts)
-      which += (which.empty() ? "" : "; ") + c.node + ": " + c.reason;
+      which.push_back(c.node + ": " + c.reason);
     set_condition(st, "Conflict", true, "NodesSelectedTwice",
-                  std::to_string(st.conflicts.size()) + " node(s) left alone: " + which, now, gen);
+                  std::to_string(st.conflicts.size()) + " node(s) left alone: " + listed(which),
+                  now, gen);
   } else {
     set_condition(st, "Conflict", false, "NoConflict", "no node is selected twice", now, gen);
   }
+  if (resolution.problems.empty()) {
+    // A selector that matches nothing is most often a typo in a label: say which entry.
+    if (!resolution.unmatched.empty())
+      set_condition(st, "NodesSelected", false, "NoNodesSelected", listed(resolution.unmatched),
+                    now, gen);
+    else
+      set_condition(st, "NodesSelected", true, "NodesSelected",
+                    "every partitioning selects at least one node", now, gen);
+  }
   set_condition(st, "Degraded", st.nodes.failed > 0,
                 st.nodes.failed > 0 ? "NodesFailed" : "NoFailures",
-                st.nodes.failed > 0 ? "failed: " + failed_nodes + "; no further nodes start"
+                st.nodes.failed > 0 ? "failed: " + listed(failed_nodes) + "; no further nodes start"
                                     : "no node failed",
                 now, gen);
   set_condition(st, "Paused", plan.spec.paused, plan.spec.paused ? "Paused" : "Running",

@@ -6,6 +6,7 @@
 #include <rapidjson/writer.h>
 
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace gpu_partitioner::kube {
@@ -23,7 +24,12 @@ result<std::string> event_recorder::create(const event_spec& e, const std::strin
       suffix, sizeof suffix, ".%llx",
       static_cast<unsigned long long>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()));
-  const std::string name = e.regarding.name + suffix;
+  // An object named at the 253-character limit would give an invalid Event name: cut the
+  // object's part (it stays a DNS subdomain: no trailing '-' or '.').
+  std::string name = e.regarding.name.substr(0, 253 - std::strlen(suffix));
+  while (!name.empty() && (name.back() == '-' || name.back() == '.'))
+    name.pop_back();
+  name += suffix;
   const std::string ts = protocol::format_time(now);
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);

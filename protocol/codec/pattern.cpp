@@ -98,6 +98,24 @@ bool is_label_key_or_pair(std::string_view s) {
   return is_qualified_name(s.substr(0, eq)) && (value.empty() || is_label_name(value));
 }
 
+bool is_label_key(std::string_view s) {
+  const auto slash = s.find('/');
+  if (slash == std::string_view::npos)
+    return s.size() <= 63 && is_label_name(s);
+  const auto prefix = s.substr(0, slash);
+  const auto name = s.substr(slash + 1);
+  return prefix.size() <= 253 && is_dns1123_subdomain(prefix) && name.size() <= 63 &&
+         is_label_name(name);
+}
+
+bool is_label_requirement(std::string_view s) {
+  const auto eq = s.find('=');
+  if (eq == std::string_view::npos)
+    return is_label_key(s);
+  const auto value = s.substr(eq + 1);
+  return is_label_key(s.substr(0, eq)) && (value.empty() || is_label_value(value));
+}
+
 bool is_desired_hash(std::string_view s) {
   constexpr std::string_view prefix = "sha256:";
   if (s.size() != prefix.size() + 64 || s.substr(0, prefix.size()) != prefix)

@@ -25,6 +25,15 @@ bool is_desired_hash(std::string_view s);
 bool is_condition_type(std::string_view s);
 bool is_condition_reason(std::string_view s);
 
+// -- Kubernetes' length limits, which the CRDs' patterns do not state --
+
+/// A label key or a resource name as Kubernetes validates it: an optional DNS subdomain
+/// prefix of at most 253 characters and '/', then a name of at most 63.
+bool is_label_key(std::string_view s);
+
+/// "key" or "key=value" naming a node label, within Kubernetes' limits.
+bool is_label_requirement(std::string_view s);
+
 /// RFC 3339 date-time (the CRD's `format: date-time`), e.g. 2024-05-01T12:00:00Z.
 bool is_rfc3339_date_time(std::string_view s);
 

@@ -99,11 +99,13 @@ printer_columns_show_progress() {
     sleep 0.5
   done
   local header
-  header=$(kubectl get partitioningplans | head -n1)
+  # sed reads the whole table: `head -n1` may close the pipe while kubectl still writes,
+  # and under pipefail kubectl's SIGPIPE (141) fails the case.
+  header=$(kubectl get partitioningplans | sed -n 1p)
   for col in PHASE DONE TOTAL FAILED; do
     grep -qw "$col" <<<"$header" || { echo "no $col column in: $header"; return 1; }
   done
-  header=$(kubectl get nodepartitioning training-pool-partition-gpu-node-01 | head -n1)
+  header=$(kubectl get nodepartitioning training-pool-partition-gpu-node-01 | sed -n 1p)
   for col in NODE PROFILE PHASE; do
     grep -qw "$col" <<<"$header" || { echo "no $col column in: $header"; return 1; }
   done

@@ -526,6 +526,27 @@ BOOST_AUTO_TEST_CASE(repeated_events_are_aggregated_into_one_object) {
   BOOST_TEST(kube::string_at(got.value()["involvedObject"], "name") == "subject");
 }
 
+BOOST_AUTO_TEST_CASE(an_event_about_an_object_named_at_the_253_character_limit_is_recorded) {
+  scratch_namespace ns;
+  auto& api = ns.conn.api;
+  kube::event_recorder recorder(api, "gpu-partitioner", "it");
+  kube::event_spec e;
+  // 253 characters; cut to make room for the ".<hex time>" suffix (17 characters), the
+  // object's part would end in '-', which no name may.
+  const std::string subject = std::string(235, 'a') + "-" + std::string(17, 'b');
+  BOOST_REQUIRE(subject.size() == 253u);
+  e.regarding = {"v1", "ConfigMap", ns.name, subject, ""};
+  e.type = "Normal";
+  e.reason = "Started";
+  e.message = "long names";
+  auto name = recorder.record(e);
+  BOOST_REQUIRE_MESSAGE(name.ok(), (name.ok() ? "" : name.error().describe()));
+  BOOST_TEST(name.value().size() <= 253u);
+  auto got = api.get(kube::resources::events(), ns.name, name.value());
+  BOOST_REQUIRE(got);
+  BOOST_TEST(kube::string_at(got.value()["involvedObject"], "name") == subject);
+}
+
 BOOST_AUTO_TEST_CASE(token_kubeconfig_authenticates) {
   auto config = cluster::token();
   BOOST_TEST(!config.token.empty());

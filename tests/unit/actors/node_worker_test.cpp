@@ -40,6 +40,7 @@ struct worker_fixture : actor_fixture {
     plugin.daemon_set = true;
     cluster().put(plugin);
     cluster().put(make_item("gpu-1"));
+    cluster().put(make_plan());
   }
 
   void start() {

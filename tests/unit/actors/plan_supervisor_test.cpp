@@ -251,6 +251,62 @@ BOOST_FIXTURE_TEST_CASE(a_restarted_worker_is_granted_a_token, supervisor_fixtur
 
 // Any exit that is not a worker's (here an anonymous shutdown, as from a parent) still
 // ends the supervisor, and its workers with it.
+// Hostile input: a plan edited into one that does not resolve keeps its items (a node in
+// flight is not aborted) and starts nothing; an item made by hand for no live plan is
+// never acted on.
+BOOST_FIXTURE_TEST_CASE(a_plan_that_turns_invalid_keeps_its_items_and_starts_no_node,
+                        supervisor_fixture) {
+  auto plan = make_plan(1, false);
+  plan.spec.partitionings[0].selector = {}; // empty: would select every node
+  cluster().put(plan);
+  cluster().put(make_item("gpu-1"));
+  cluster().put(make_item("gpu-2"));
+  start();
+  show_view();
+  show_view();
+  BOOST_TEST(item_requests(remove_op).empty());
+  BOOST_TEST(item_requests(create_op).empty());
+  // The workers ran and asked for tokens; none was granted, so nothing was cordoned.
+  BOOST_TEST(static_cast<bool>(worker_of("gpu-1")));
+  for (const auto& io : io_state->node_requests)
+    BOOST_TEST(!io.patch, "a node write for " << io.node);
+  BOOST_TEST(written->last_phase("plan-gpu-1") == "Pending");
+  BOOST_TEST_REQUIRE(!written->plan_statuses.empty());
+  bool invalid = false;
+  for (const auto& c : plan_status().conditions)
+    invalid = invalid || (c.type == "Invalid" && c.status == gp::condition_status::true_);
+  BOOST_TEST(invalid);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_item_made_by_hand_for_no_live_plan_is_left_alone, supervisor_fixture) {
+  auto plan = make_plan(1, false);
+  cluster().put(plan);
+  auto stray = make_item("gpu-3");
+  stray.metadata.name = "ghost-gpu-3";
+  stray.metadata.finalizers.clear();
+  stray.spec.plan_ref = {"ghost", "00000000-dead"};
+  cluster().put(stray);
+  ga::plan_supervisor_config c;
+  c.plan = "ghost";
+  c.dcm_namespace = dcm_ns;
+  c.dcm_name = dcm_cm;
+  c.io = io;
+  c.writer = writer;
+  supervisor = spawn(ga::plan_supervisor, c);
+  sched.run();
+  show_view();
+  show_view();
+  BOOST_TEST(io_state->node_requests.empty());
+  BOOST_TEST(io_state->item_requests.empty());
+  BOOST_TEST_REQUIRE(!written->statuses.empty());
+  const auto& st = written->statuses.back().second;
+  bool orphaned = false;
+  for (const auto& cond : st.conditions)
+    orphaned = orphaned || (cond.type == "Owned" && cond.reason == "PlanNotFound");
+  BOOST_TEST(orphaned);
+  BOOST_TEST(written->last_phase("ghost-gpu-3") == "Pending");
+}
+
 BOOST_FIXTURE_TEST_CASE(another_exit_still_ends_the_supervisor_and_its_workers,
                         supervisor_fixture) {
   cluster().put(make_item("gpu-1"));

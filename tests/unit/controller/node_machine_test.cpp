@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -2202,6 +2204,272 @@ BOOST_DATA_TEST_CASE(random_runs_keep_the_safety_rules_and_end, bdata::xrange(30
         BOOST_TEST(n.unschedulable == m.admin);
     }
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+// Hostile input: garbage in our own annotations, profiles and payloads that could never
+// work, items of no live plan, timeouts at int64's limit. Each is refused before the node
+// is touched, or leaves the node as the safest reading of it says.
+BOOST_AUTO_TEST_SUITE(hostile_input)
+
+BOOST_AUTO_TEST_CASE(junk_in_was_unschedulable_is_rewritten_from_the_node_when_a_run_starts) {
+  world w;
+  w.at(node_phase::draining);
+  w.node().annotations[gc::was_unschedulable_annotation] = "banana";
+  auto s = w.step();
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "false");
+  BOOST_TEST(cordon_write(s) == "cordon");
+  w.node().unschedulable = true;
+  w.node().annotations[gc::was_unschedulable_annotation] = "\xF0\x9F\x8D\x8C";
+  s = w.step();
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "true");
+}
+
+BOOST_AUTO_TEST_CASE(junk_in_was_unschedulable_never_leads_to_an_uncordon) {
+  world w;
+  w.at(node_phase::succeeded).partitioned().admin_cordoned();
+  w.node().annotations[gc::was_unschedulable_annotation] = "yes";
+  auto s = w.step();
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "<remove>");
+}
+
+BOOST_AUTO_TEST_CASE(a_preflight_failure_leaves_a_cordoned_node_and_its_annotations_alone) {
+  world w;
+  w.admin_cordoned();
+  w.node().annotations[gc::was_unschedulable_annotation] = "false"; // stale, or junk
+  w.in.profile = gc::resolved_profile{};
+  w.in.profile.name = "missing";
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(no_node_writes(s));
+  keep_status(w, s);
+  for (int i = 0; i < 3; ++i) {
+    s = w.step();
+    BOOST_TEST(no_node_writes(s));
+    keep_status(w, s);
+  }
+  w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+  s = w.step();
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(s.remove_finalizer);
+}
+
+BOOST_AUTO_TEST_CASE(a_retry_that_fails_preflight_keeps_the_cordon_of_gpus_in_an_unknown_state) {
+  world w;
+  w.failed_in(node_phase::waiting_operator, "OperatorFailed").cordoned_by_us().label_ours();
+  w.in.item.metadata.annotations[gc::retry_annotation] = "junk \x07";
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  keep_status(w, s);
+  w.in.item.metadata.annotations.clear();
+  w.in.profile.payload.reset();
+  w.in.profile.payload_problem = "ConfigMap kube-amd-gpu/cpx-nps4 not found";
+  s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  keep_status(w, s);
+  for (int i = 0; i < 3; ++i) {
+    s = w.step();
+    BOOST_TEST(cordon_write(s) == "-");
+    keep_status(w, s);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_drain_timeout_on_a_retry_after_a_dcm_failure_keeps_the_cordon) {
+  world w;
+  w.failed_in(node_phase::waiting_operator, "OperatorFailed").cordoned_by_us();
+  auto& h = w.status().history;
+  h.push_back({node_phase::pending, gp::format_time(t0), "Retry", ""});
+  h.push_back({node_phase::draining, gp::format_time(t0), "Started", ""});
+  w.status().phase = node_phase::draining;
+  w.in.item.spec.drain.timeout_seconds = 10;
+  w.with(pod("web-0")).with(pdb("web", "web", 0)).later(20s);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(cordon_write(s) == "-");
+  keep_status(w, s);
+  BOOST_TEST(cordon_write(w.step()) == "-");
+}
+
+BOOST_AUTO_TEST_CASE(timeouts_at_int64s_maximum_do_not_expire_at_once) {
+  const auto forever = std::numeric_limits<std::int64_t>::max();
+  world w;
+  w.at(node_phase::draining).cordoned_by_us().with(pod("web-0")).with(pdb("web", "web", 0));
+  w.in.item.spec.drain.timeout_seconds = forever;
+  w.later(3600s);
+  BOOST_TEST(phase_after(w, w.step()) == "Draining");
+  world v;
+  v.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  v.in.item.spec.verification.timeout_seconds = forever;
+  v.later(3600s);
+  BOOST_TEST(phase_after(v, v.step()) == "WaitingOperator");
+  world u;
+  u.at(node_phase::verifying).cordoned_by_us().label_ours().dcm_says("success");
+  u.in.profile.spec.verification.timeout_seconds = forever;
+  u.later(3600s);
+  BOOST_TEST(phase_after(u, u.step()) == "Verifying");
+}
+
+BOOST_AUTO_TEST_CASE(a_profile_deleted_mid_drain_returns_the_node_at_once) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us().with(pod("web-0")).with(pdb("web", "web", 0));
+  w.in.profile = gc::resolved_profile{};
+  w.in.profile.name = "mi300x-cpx-nps4";
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "ProfileUnavailable");
+  BOOST_TEST(contains(status_after(w, s).last_error, "mi300x-cpx-nps4"));
+  BOOST_TEST(cordon_write(s) == "uncordon");
+  BOOST_TEST(s.removals.empty());
+}
+
+struct finding_case {
+  std::string name;
+  std::function<void(world&)> set_up;
+  std::string finding;
+};
+
+std::ostream& operator<<(std::ostream& out, const finding_case& c) {
+  return out << c.name;
+}
+
+std::string payload_with(const std::string& group) {
+  return R"({"skippedGPUs":{"ids":[]},"profiles":[)" + group + "]}";
+}
+
+const std::vector<finding_case> refused_before_anything{
+    {"unknown compute mode",
+     [](world& w) {
+       w.in.profile.payload = payload_with(
+           R"({"computePartition":"XPX","memoryPartition":"NPS4","numGPUsAssigned":8})");
+     },
+     "PayloadInvalid: profile.json: profiles[0].computePartition \"XPX\""},
+    {"unknown memory mode",
+     [](world& w) {
+       w.in.profile.payload = payload_with(
+           R"({"computePartition":"CPX","memoryPartition":"NPS3","numGPUsAssigned":8})");
+     },
+     "profiles[0].memoryPartition \"NPS3\""},
+    {"more memory than compute partitions",
+     [](world& w) {
+       w.in.profile.payload = payload_with(
+           R"({"computePartition":"SPX","memoryPartition":"NPS4","numGPUsAssigned":8})");
+     },
+     "NPS4 is not possible with SPX"},
+    {"negative GPU count",
+     [](world& w) {
+       w.in.profile.payload = payload_with(
+           R"({"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":-8})");
+     },
+     "numGPUsAssigned"},
+    {"two memory modes",
+     [](world& w) {
+       w.in.profile.payload = payload_with(
+           R"({"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":4},)"
+           R"({"computePartition":"SPX","memoryPartition":"NPS1","numGPUsAssigned":4})");
+     },
+     "one memory partition mode"},
+    {"skipped GPUs that are not indices",
+     [](world& w) {
+       w.in.profile.payload =
+           R"({"skippedGPUs":{"ids":["zero"]},"profiles":[{"computePartition":"CPX",)"
+           R"("memoryPartition":"NPS4","numGPUsAssigned":8}]})";
+     },
+     "skippedGPUs.ids"},
+    {"invalid JSON", [](world& w) { w.in.profile.payload = R"({"profiles": [)"; },
+     "PayloadInvalid: profile.json is not valid JSON"},
+    {"a DCM name longer than a label value",
+     [](world& w) {
+       w.in.profile.spec.operator_payload.profile_name.reset();
+       w.in.profile.dcm_name = std::string(253, 'l');
+     },
+     "ProfileInvalid: PartitioningProfile \"mi300x-cpx-nps4\" spec.operatorPayload.profileName"},
+    {"a ready label Kubernetes cannot hold",
+     [](world& w) {
+       w.in.profile.spec.verification.ready_label = "amd.com/" + std::string(64, 'r');
+     },
+     "spec.verification.readyLabel"},
+    {"an expected resource that is not a resource name",
+     [](world& w) { w.in.profile.spec.expected_resources[0].name = "amd.com/gpu!!"; },
+     "spec.expectedResources[0].name: \"amd.com/gpu!!\""},
+    {"a profile that does not decode",
+     [](world& w) {
+       w.in.profile = gc::resolved_profile{};
+       w.in.profile.name = "broken";
+       w.in.profile.invalid = "spec.operatorPayload.kind: \"Secret\" is not one of ConfigMap";
+     },
+     "ProfileInvalid: PartitioningProfile \"broken\" is invalid: spec.operatorPayload.kind"},
+    {"another profile with this DCM name and another payload",
+     [](world& w) { w.in.profile.dcm_name_rivals = {"rival"}; },
+     "DCMProfileNameConflict: PartitioningProfile \"rival\" uses DCM profile name \"cpx-nps4\""},
+    {"a node without GPUs",
+     [](world& w) {
+       w.node().allocatable = {{"cpu", "96"}, {"memory", "1Ti"}};
+       w.in.profile.spec.target_selector.reset();
+     },
+     "NotAGPUNode: node gpu-1"},
+};
+
+BOOST_DATA_TEST_CASE(a_profile_that_could_never_work_fails_preflight_with_the_node_untouched,
+                     bdata::make(refused_before_anything), c) {
+  world w;
+  w.in.token = true;
+  c.set_up(w);
+  const auto findings = gc::preflight(w.in);
+  BOOST_TEST_REQUIRE(!findings.empty());
+  BOOST_TEST(contains(findings.front(), c.finding), findings.front());
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "PreflightFailed");
+  BOOST_TEST(contains(status_after(w, s).last_error, c.finding));
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.wants_token);
+}
+
+BOOST_AUTO_TEST_CASE(applying_stops_before_writing_dcm_config_when_a_rival_appeared) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted();
+  w.in.profile.dcm_name_rivals = {"rival"};
+  auto s = w.step();
+  BOOST_TEST(!s.dcm);
+  BOOST_TEST(label_write(s, gc::dcm_profile_label) == "-");
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(contains(status_after(w, s).last_error, "DCMProfileNameConflict"));
+}
+
+BOOST_AUTO_TEST_CASE(an_item_of_no_live_plan_is_not_acted_on_and_says_so) {
+  world w;
+  w.in.token = true;
+  w.in.item.metadata.finalizers.clear();
+  w.in.plan.owned = false;
+  w.in.plan.may_start = false;
+  w.in.plan.problem = "PlanNotFound: spec.planRef: PartitioningPlan \"ghost\" does not exist";
+  for (auto phase : {node_phase::pending, node_phase::draining, node_phase::verifying}) {
+    w.at(phase);
+    auto s = w.step();
+    BOOST_TEST(no_node_writes(s));
+    BOOST_TEST(!s.add_finalizer);
+    BOOST_TEST(!s.wants_token);
+    BOOST_TEST(!s.in_flight);
+    BOOST_TEST(phase_after(w, s) == name_of(phase));
+    BOOST_TEST(condition_of(w, s, "Owned") == "False/PlanNotFound");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_pending_item_of_a_plan_that_may_not_start_asks_for_no_token) {
+  world w;
+  w.in.plan.may_start = false;
+  w.in.plan.problem = "PlanInvalid: PartitioningPlan \"plan\" is invalid (spec.x: bad)";
+  auto s = w.step();
+  BOOST_TEST(!s.wants_token);
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(condition_of(w, s, "Started") == "False/PlanInvalid");
+  // A node already in flight finishes.
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("success");
+  BOOST_TEST(phase_after(w, w.step()) == "Verifying");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

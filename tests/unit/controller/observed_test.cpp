@@ -246,6 +246,15 @@ BOOST_AUTO_TEST_CASE(is_control_plane_by_either_role_label_whatever_its_value) {
   BOOST_TEST(node_with_labels({{"node-role.kubernetes.io/master", "true"}}).is_control_plane());
 }
 
+BOOST_AUTO_TEST_CASE(is_control_plane_by_the_role_taint_alone) {
+  BOOST_TEST(node_with_taints({{"node-role.kubernetes.io/control-plane", "", "NoSchedule"}})
+                 .is_control_plane());
+  BOOST_TEST(
+      node_with_taints({{"node-role.kubernetes.io/master", "", "NoSchedule"}}).is_control_plane());
+  BOOST_TEST(
+      !node_with_taints({{"node-role.kubernetes.io/worker", "", "NoSchedule"}}).is_control_plane());
+}
+
 BOOST_AUTO_TEST_CASE(is_control_plane_false_for_workers_and_unlabelled_nodes) {
   BOOST_TEST(!node_with_labels({}).is_control_plane());
   BOOST_TEST(!node_with_labels({{"node-role.kubernetes.io/worker", ""}}).is_control_plane());

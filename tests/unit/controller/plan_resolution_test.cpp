@@ -298,4 +298,95 @@ BOOST_AUTO_TEST_CASE(selector_matching_nothing_gives_empty_selection_without_pro
   BOOST_TEST(no_nodes.problems.empty());
 }
 
+BOOST_AUTO_TEST_CASE(entries_that_select_nothing_are_named) {
+  auto r = gc::resolve_plan(plan("p", {entry("train", sel({{"gpu", "mi300x"}}), "cpx"),
+                                       entry("typo", sel({{"gpu", "mi300"}}), "cpx")}),
+                            {}, pool);
+  BOOST_TEST(selected_names(r) == "gpu-1,gpu-2");
+  BOOST_TEST_REQUIRE(r.unmatched.size() == 1u);
+  BOOST_TEST(r.unmatched[0] == "spec.partitionings[1] (typo) selects no node");
+}
+
+BOOST_AUTO_TEST_CASE(an_entry_matching_only_a_control_plane_node_says_so) {
+  auto with_cp = pool;
+  with_cp.emplace("cp-1", nodes({{"cp-1", {{"gpu", "mi355x"}}}}).at("cp-1"));
+  with_cp.at("cp-1").taints.push_back({"node-role.kubernetes.io/control-plane", "", "NoSchedule"});
+  auto r = gc::resolve_plan(plan("p", {entry("e", sel({{"gpu", "mi355x"}}), "cpx")}), {}, with_cp);
+  BOOST_TEST(r.selected.empty());
+  BOOST_TEST_REQUIRE(r.unmatched.size() == 1u);
+  BOOST_TEST(contains(r.unmatched[0], "control-plane node cp-1"), r.unmatched[0]);
+}
+
+BOOST_AUTO_TEST_CASE(selectors_kubernetes_would_refuse_are_problems_named_by_field) {
+  const std::string mib(1 << 20, 'm');
+  struct bad {
+    gp::label_selector selector;
+    std::string field;
+  };
+  const std::vector<bad> cases{
+      {sel({{"pool", mib}}), "spec.partitionings[0].selector.matchLabels: the value of \"pool\""},
+      {sel({{std::string(64, 'k'), "x"}}), "spec.partitionings[0].selector.matchLabels: \"kkk"},
+      {sel({}, {req("pool", in, {"a", mib})}),
+       "spec.partitionings[0].selector.matchExpressions[0].values[1]"},
+      {sel({}, {req("bad key!", exists)}),
+       "spec.partitionings[0].selector.matchExpressions[0].key"},
+  };
+  for (const auto& c : cases) {
+    auto r = gc::resolve_plan(plan("p", {entry("e", c.selector, "cpx")}), {}, pool);
+    BOOST_TEST_REQUIRE(r.problems.size() == 1u);
+    BOOST_TEST(contains(r.problems[0], c.field), r.problems[0]);
+    BOOST_TEST(r.problems[0].size() < 400u, "the message quotes the 1 MiB value in full");
+    BOOST_TEST(r.selected.empty());
+  }
+  auto excluded = plan(
+      "p", {entry("e", sel({{"gpu", "mi300x"}}), "cpx", sel({{"pool", std::string(64, 'v')}}))});
+  auto r = gc::resolve_plan(excluded, {}, pool);
+  BOOST_TEST_REQUIRE(r.problems.size() == 1u);
+  BOOST_TEST(contains(r.problems[0], "spec.partitionings[0].exclude.matchLabels"));
+}
+
+BOOST_AUTO_TEST_CASE(verification_labels_and_resources_kubernetes_cannot_hold_are_problems) {
+  auto p = plan("p", {entry("e", sel({{"gpu", "mi300x"}}), "cpx")});
+  p.spec.verification.gpu_ready_label = std::string(1 << 20, 'g');
+  p.spec.verification.require_plugin_resources = {"amd.com/gpu",
+                                                  "amd.com/" + std::string(100, 'x')};
+  auto r = gc::resolve_plan(p, {}, pool);
+  BOOST_TEST_REQUIRE(r.problems.size() == 2u);
+  BOOST_TEST(contains(r.problems[0], "spec.verification.gpuReadyLabel"));
+  BOOST_TEST(contains(r.problems[0], "1048576 characters"));
+  BOOST_TEST(contains(r.problems[1], "spec.verification.requirePluginResources[1]"));
+  BOOST_TEST(r.selected.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_whose_item_name_would_pass_253_characters_makes_the_plan_invalid) {
+  const std::string node = "gpu-1";
+  const std::string fits(253 - 1 - node.size(), 'p');
+  auto ok =
+      gc::resolve_plan(plan(fits, {entry("e", sel({{"pool", "training"}}), "cpx")}), {}, pool);
+  BOOST_TEST(ok.problems.empty());
+  BOOST_TEST(selected_names(ok) == "gpu-1");
+  auto r = gc::resolve_plan(plan(fits + "p", {entry("e", sel({{"pool", "training"}}), "cpx")}), {},
+                            pool);
+  BOOST_TEST_REQUIRE(r.problems.size() == 1u);
+  BOOST_TEST(contains(r.problems[0], "metadata.name: the NodePartitioning of node gpu-1"),
+             r.problems[0]);
+  BOOST_TEST(contains(r.problems[0], "254 characters"));
+}
+
+BOOST_AUTO_TEST_CASE(a_node_in_flight_for_one_plan_stays_with_it_and_the_other_sees_a_conflict) {
+  auto a = plan("a", {entry("e", sel({{"gpu", "mi300x"}}), "cpx")});
+  auto b = plan("b", {entry("e", sel({{"pool", "training"}}), "spx")});
+  const std::map<std::string, std::string> flying{{"gpu-1", "a"}};
+  auto ra = gc::resolve_plan(a, {b}, pool, flying);
+  BOOST_TEST(selected_names(ra) == "gpu-1,gpu-2");
+  BOOST_TEST(ra.conflicts.empty());
+  auto rb = gc::resolve_plan(b, {a}, pool, flying);
+  BOOST_TEST(rb.selected.empty());
+  BOOST_TEST_REQUIRE(rb.conflicts.size() == 1u);
+  BOOST_TEST(rb.conflicts[0].node == "gpu-1");
+  BOOST_TEST(rb.conflicts[0].reason == "in flight for plan a");
+  // Once it lands, the DESIGN rule holds again: neither takes it.
+  BOOST_TEST(conflict_nodes(gc::resolve_plan(a, {b}, pool)) == "gpu-1");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -126,4 +126,30 @@ BOOST_AUTO_TEST_CASE(long_hostile_input_is_matched_without_recursion) {
   BOOST_TEST(!codec::is_dns1123_label(huge + "-"));
 }
 
+BOOST_AUTO_TEST_CASE(label_keys_hold_a_63_character_name_after_a_253_character_prefix) {
+  const std::string name63(63, 'n');
+  const std::string prefix253 = std::string(63, 'p') + "." + std::string(63, 'p') + "." +
+                                std::string(63, 'p') + "." + std::string(61, 'p');
+  BOOST_TEST(prefix253.size() == 253u);
+  BOOST_TEST(codec::is_label_key(name63));
+  BOOST_TEST(codec::is_label_key(prefix253 + "/" + name63));
+  BOOST_TEST(codec::is_label_key("amd.com/gpu.ready"));
+  BOOST_TEST(!codec::is_label_key(name63 + "n"));
+  BOOST_TEST(!codec::is_label_key("amd.com/" + name63 + "n"));
+  BOOST_TEST(!codec::is_label_key(prefix253 + "p/" + name63));
+  BOOST_TEST(!codec::is_label_key("amd.com/gpu!!"));
+  BOOST_TEST(!codec::is_label_key(""));
+  BOOST_TEST(!codec::is_label_key(std::string(1 << 20, 'g')));
+}
+
+BOOST_AUTO_TEST_CASE(label_requirements_are_a_key_or_key_equals_a_63_character_value) {
+  BOOST_TEST(codec::is_label_requirement("amd.com/gpu.ready"));
+  BOOST_TEST(codec::is_label_requirement("amd.com/gpu.ready=true"));
+  BOOST_TEST(codec::is_label_requirement("amd.com/gpu.ready="));
+  BOOST_TEST(codec::is_label_requirement("k=" + std::string(63, 'v')));
+  BOOST_TEST(!codec::is_label_requirement("k=" + std::string(64, 'v')));
+  BOOST_TEST(!codec::is_label_requirement("amd.com/" + std::string(64, 'r')));
+  BOOST_TEST(!codec::is_label_requirement("=true"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
