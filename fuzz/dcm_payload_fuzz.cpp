@@ -1,0 +1,71 @@
+// DCM's config and a profile's payload (controller/dcm_payload): any text is judged
+// without crashing; a config with a profile set holds that profile, setting it again
+// changes nothing, and every object config with an object profile can take it.
+//
+// Input: "NAME\n--\nCONFIG\n--\nPROFILE" (the separator cannot occur in JSON text).
+
+#include "controller/dcm_payload.hpp"
+#include "fuzz/check.hpp"
+
+#include <rapidjson/document.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace {
+
+namespace gc = gpu_partitioner::controller;
+
+bool is_object(const std::string& text) {
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseIterativeFlag>(text.c_str(), text.size());
+  return !doc.HasParseError() && doc.IsObject();
+}
+
+bool has_non_object_profiles(const std::string& config) {
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseIterativeFlag>(config.c_str(), config.size());
+  if (doc.HasParseError() || !doc.IsObject())
+    return false;
+  auto it = doc.FindMember("gpu-config-profiles");
+  return it != doc.MemberEnd() && !it->value.IsObject();
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  const std::string separator = "\n--\n";
+  const auto first = input.find(separator);
+  if (first == std::string::npos)
+    return 0;
+  const auto second = input.find(separator, first + separator.size());
+  if (second == std::string::npos)
+    return 0;
+  const std::string name = input.substr(0, first);
+  const std::string config =
+      input.substr(first + separator.size(), second - first - separator.size());
+  const std::string profile = input.substr(second + separator.size());
+
+  const auto problem = gc::payload_problem(profile);
+  if (!problem)
+    FUZZ_CHECK(is_object(profile), "a payload that is not an object is accepted");
+  else
+    FUZZ_CHECK(!problem->empty(), "a refused payload without a reason");
+
+  (void)gc::dcm_config_has(config, name, profile);
+  const auto updated = gc::dcm_config_with(config, name, profile);
+  const bool can = (config.empty() || is_object(config)) && is_object(profile) &&
+                   !has_non_object_profiles(config);
+  FUZZ_CHECK(updated.has_value() == can,
+             std::string(can ? "refused" : "accepted") + ":\n  config: " + fuzz::shown(config) +
+                 "\n  profile: " + fuzz::shown(profile));
+  if (!updated)
+    return 0;
+  FUZZ_CHECK(gc::dcm_config_has(*updated, name, profile),
+             "the updated config does not hold the profile:\n  " + fuzz::shown(*updated));
+  const auto again = gc::dcm_config_with(*updated, name, profile);
+  FUZZ_CHECK(again && *again == *updated, "setting the profile twice changes the config");
+  return 0;
+}
