@@ -5,13 +5,58 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include <set>
+#include <string_view>
+
 namespace gpu_partitioner::controller {
 
 namespace {
 
+// Iterative parsing: a ConfigMap can hold a megabyte of '[' (the recursive parser ran
+// out of stack on it).
+void parse(const std::string& text, rapidjson::Document& doc) {
+  doc.Parse<rapidjson::kParseIterativeFlag>(text.c_str(), text.size());
+}
+
+// Whether `v` nests at most `depth` levels; recurses no deeper than that.
+bool within_depth(const rapidjson::Value& v, int depth) {
+  if (!v.IsObject() && !v.IsArray())
+    return true;
+  if (depth <= 0)
+    return false;
+  if (v.IsObject()) {
+    for (const auto& m : v.GetObject())
+      if (!within_depth(m.value, depth - 1))
+        return false;
+  } else {
+    for (const auto& item : v.GetArray())
+      if (!within_depth(item, depth - 1))
+        return false;
+  }
+  return true;
+}
+
+// The first key found twice in one object, at any level.
+std::optional<std::string> duplicate_key(const rapidjson::Value& v) {
+  if (v.IsObject()) {
+    std::set<std::string_view> names;
+    for (const auto& m : v.GetObject()) {
+      if (!names.insert({m.name.GetString(), m.name.GetStringLength()}).second)
+        return std::string(m.name.GetString(), m.name.GetStringLength());
+      if (auto inner = duplicate_key(m.value))
+        return inner;
+    }
+  } else if (v.IsArray()) {
+    for (const auto& item : v.GetArray())
+      if (auto inner = duplicate_key(item))
+        return inner;
+  }
+  return std::nullopt;
+}
+
 bool parse_object(const std::string& text, rapidjson::Document& doc) {
-  doc.Parse(text.c_str(), text.size());
-  return !doc.HasParseError() && doc.IsObject();
+  parse(text, doc);
+  return !doc.HasParseError() && doc.IsObject() && within_depth(doc, dcm_json_max_depth);
 }
 
 } // namespace
@@ -58,13 +103,17 @@ std::optional<std::string> dcm_config_with(const std::string& config_json, const
 
 std::optional<std::string> payload_problem(const std::string& profile_json) {
   rapidjson::Document doc;
-  doc.Parse(profile_json.c_str(), profile_json.size());
+  parse(profile_json, doc);
   if (doc.HasParseError())
     return std::string("profile.json is not valid JSON: ") +
            rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
            std::to_string(doc.GetErrorOffset());
   if (!doc.IsObject())
     return std::string("profile.json is not a JSON object");
+  if (!within_depth(doc, dcm_json_max_depth))
+    return "profile.json is nested deeper than " + std::to_string(dcm_json_max_depth) + " levels";
+  if (auto key = duplicate_key(doc))
+    return "profile.json has the key \"" + *key + "\" twice in one object";
   auto profiles = doc.FindMember("profiles");
   if (profiles == doc.MemberEnd() || !profiles->value.IsArray() || profiles->value.Empty())
     return std::string("profile.json has no \"profiles\" list");

@@ -8,17 +8,24 @@
 
 namespace gpu_partitioner::controller {
 
+/// How deeply DCM's config and a payload may nest (DCM's own are 4 levels deep): deeper
+/// text is refused rather than parsed, copied and written back recursively.
+inline constexpr int dcm_json_max_depth = 64;
+
 /// Whether `config_json` has `gpu-config-profiles.<name>` equal (as JSON, key order
 /// aside) to `profile_json`.
 bool dcm_config_has(const std::string& config_json, const std::string& name,
                     const std::string& profile_json);
 
 /// `config_json` with `gpu-config-profiles.<name>` set to `profile_json`; an empty
-/// config starts from `{}`. Nothing if either text is not a JSON object.
+/// config starts from `{}`. Nothing if either text is not a JSON object (nested at most
+/// dcm_json_max_depth levels).
 std::optional<std::string> dcm_config_with(const std::string& config_json, const std::string& name,
                                            const std::string& profile_json);
 
-/// Checks a payload's profile.json is one JSON object; the problem in words otherwise.
+/// Checks a payload's profile.json is one JSON object with a "profiles" list, nested at
+/// most dcm_json_max_depth levels, without a key twice in one object (which no config
+/// holding it could be seen to equal); the problem in words otherwise.
 std::optional<std::string> payload_problem(const std::string& profile_json);
 
 } // namespace gpu_partitioner::controller

@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(f.code == code && f.kind == gk::kind_for_code(code) && f.reason.empty() &&
                    f.causes.empty(),
                "a body that is no Status changed code, kind, reason or causes");
-    const std::string expected = body.empty() ? "HTTP " + std::to_string(code)
+    const std::string expected = body.empty()        ? "HTTP " + std::to_string(code)
                                  : body.size() > 512 ? body.substr(0, 512) + "..."
                                                      : body;
     FUZZ_CHECK(f.message == expected, "message " + fuzz::shown(f.message));

@@ -10,7 +10,7 @@
 #define FUZZ_CHECK(condition, what)                                                                \
   do {                                                                                             \
     if (!(condition)) {                                                                            \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n  %s\n", __FILE__, __LINE__, #condition,     \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n  %s\n", __FILE__, __LINE__, #condition,      \
                    std::string(what).c_str());                                                     \
       std::abort();                                                                                \
     }                                                                                              \

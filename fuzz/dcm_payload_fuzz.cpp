@@ -1,6 +1,7 @@
 // DCM's config and a profile's payload (controller/dcm_payload): any text is judged
-// without crashing; a config with a profile set holds that profile, setting it again
-// changes nothing, and every object config with an object profile can take it.
+// without crashing; every object config can take an object profile unless the result
+// would nest too deeply; a config with a valid payload set holds it, and setting it
+// again changes nothing.
 //
 // Input: "NAME\n--\nCONFIG\n--\nPROFILE" (the separator cannot occur in JSON text).
 
@@ -9,6 +10,7 @@
 
 #include <rapidjson/document.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,6 +23,32 @@ bool is_object(const std::string& text) {
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseIterativeFlag>(text.c_str(), text.size());
   return !doc.HasParseError() && doc.IsObject();
+}
+
+// How deeply valid JSON text nests, without recursion. RapidJSON takes a NUL byte for
+// the end of the text, and so does this.
+int depth_of(const std::string& json) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : json) {
+    if (c == '\0')
+      break;
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 bool has_non_object_profiles(const std::string& config) {
@@ -56,14 +84,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   (void)gc::dcm_config_has(config, name, profile);
   const auto updated = gc::dcm_config_with(config, name, profile);
+  // The profile lands under gpu-config-profiles.NAME: two levels down.
   const bool can = (config.empty() || is_object(config)) && is_object(profile) &&
-                   !has_non_object_profiles(config);
-  FUZZ_CHECK(updated.has_value() == can,
-             std::string(can ? "refused" : "accepted") + ":\n  config: " + fuzz::shown(config) +
-                 "\n  profile: " + fuzz::shown(profile));
+                   !has_non_object_profiles(config) &&
+                   std::max(depth_of(config), 2 + depth_of(profile)) <= gc::dcm_json_max_depth;
+  FUZZ_CHECK(updated.has_value() == can, std::string(can ? "refused" : "accepted") +
+                                             ":\n  config: " + fuzz::shown(config) +
+                                             "\n  profile: " + fuzz::shown(profile));
   if (!updated)
     return 0;
-  FUZZ_CHECK(gc::dcm_config_has(*updated, name, profile),
+  // A payload with a problem never gets this far (the node's preflight refuses it).
+  FUZZ_CHECK(problem || gc::dcm_config_has(*updated, name, profile),
              "the updated config does not hold the profile:\n  " + fuzz::shown(*updated));
   const auto again = gc::dcm_config_with(*updated, name, profile);
   FUZZ_CHECK(again && *again == *updated, "setting the profile twice changes the config");

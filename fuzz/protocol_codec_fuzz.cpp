@@ -46,10 +46,10 @@ void round_trip(const std::string& text) {
   }
   const std::string encoded = gp::to_json(first.value());
   auto second = gp::from_json<T>(encoded);
-  FUZZ_CHECK(second.ok(), std::string(T::kind_name) + ": the encoded form is refused: " +
-                              (second.ok() ? "" : second.error().message()) +
-                              "\n  input:   " + fuzz::shown(text) +
-                              "\n  encoded: " + fuzz::shown(encoded));
+  FUZZ_CHECK(second.ok(),
+             std::string(T::kind_name) +
+                 ": the encoded form is refused: " + (second.ok() ? "" : second.error().message()) +
+                 "\n  input:   " + fuzz::shown(text) + "\n  encoded: " + fuzz::shown(encoded));
   FUZZ_CHECK(second.value() == first.value(),
              std::string(T::kind_name) + ": decode(encode(x)) != x\n  input:   " +
                  fuzz::shown(text) + "\n  encoded: " + fuzz::shown(encoded) +

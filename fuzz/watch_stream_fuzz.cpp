@@ -47,8 +47,9 @@ std::vector<std::string> split_in_chunks(std::string_view stream, std::uint16_t 
   std::uint32_t state = seed;
   for (std::size_t at = 0; at < stream.size();) {
     state = state * 1103515245u + 12345u;
-    const std::size_t n =
-        seed == 0 ? stream.size() : std::min<std::size_t>(1 + (state >> 16) % 97, stream.size() - at);
+    const std::size_t n = seed == 0
+                              ? stream.size()
+                              : std::min<std::size_t>(1 + (state >> 16) % 97, stream.size() - at);
     splitter.feed(stream.substr(at, n), [&](std::string& line) { lines.push_back(line); });
     at += n;
   }
@@ -142,8 +143,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(lines == expected, "the lines depend on the chunking (" +
                                     std::to_string(lines.size()) + " vs " +
                                     std::to_string(expected.size()) + ")");
-  FUZZ_CHECK(pending == rest.size(), "pending " + std::to_string(pending) +
-                                         " bytes, expected " + std::to_string(rest.size()));
+  FUZZ_CHECK(pending == rest.size(), "pending " + std::to_string(pending) + " bytes, expected " +
+                                         std::to_string(rest.size()));
   std::size_t whole_pending = 0;
   FUZZ_CHECK(split_in_chunks(stream, 0, whole_pending) == expected && whole_pending == rest.size(),
              "one chunk splits differently");
