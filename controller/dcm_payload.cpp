@@ -54,6 +54,23 @@ std::optional<std::string> duplicate_key(const rapidjson::Value& v) {
   return std::nullopt;
 }
 
+// Whether a number that is not a 64-bit integer occurs (RapidJSON reads those as
+// doubles, not always back to the value it wrote).
+bool has_double(const rapidjson::Value& v) {
+  if (v.IsDouble())
+    return true;
+  if (v.IsObject()) {
+    for (const auto& m : v.GetObject())
+      if (has_double(m.value))
+        return true;
+  } else if (v.IsArray()) {
+    for (const auto& item : v.GetArray())
+      if (has_double(item))
+        return true;
+  }
+  return false;
+}
+
 bool parse_object(const std::string& text, rapidjson::Document& doc) {
   parse(text, doc);
   return !doc.HasParseError() && doc.IsObject() && within_depth(doc, dcm_json_max_depth);
@@ -114,6 +131,9 @@ std::optional<std::string> payload_problem(const std::string& profile_json) {
     return "profile.json is nested deeper than " + std::to_string(dcm_json_max_depth) + " levels";
   if (auto key = duplicate_key(doc))
     return "profile.json has the key \"" + *key + "\" twice in one object";
+  if (has_double(doc))
+    return std::string("profile.json has a number that is not a whole number (DCM's profiles "
+                       "count partitions and name GPUs by index)");
   auto profiles = doc.FindMember("profiles");
   if (profiles == doc.MemberEnd() || !profiles->value.IsArray() || profiles->value.Empty())
     return std::string("profile.json has no \"profiles\" list");

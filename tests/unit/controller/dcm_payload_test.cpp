@@ -87,4 +87,17 @@ BOOST_AUTO_TEST_CASE(a_payload_with_a_key_twice_is_refused_before_any_node_is_to
              "profile.json has the key \"profiles\" twice in one object");
 }
 
+// Found by the fuzzer in DCM's config: numbers that are not 64-bit integers are doubles,
+// which RapidJSON 1.1 does not read back to the value it wrote, so in a payload they
+// would never compare equal either. DCM's profiles hold only whole numbers.
+BOOST_AUTO_TEST_CASE(a_payload_with_a_fractional_or_huge_number_is_refused) {
+  const std::string expected = "profile.json has a number that is not a whole number (DCM's "
+                               "profiles count partitions and name GPUs by index)";
+  BOOST_TEST(gc::payload_problem(R"({"profiles":[{"numGPUsAssigned":8.5}]})").value() == expected);
+  BOOST_TEST(
+      gc::payload_problem(R"({"profiles":[{"x":866666666666666466666666666666666}]})").value() ==
+      expected);
+  BOOST_TEST(!gc::payload_problem(R"({"profiles":[{"x":-9223372036854775808}]})").has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
