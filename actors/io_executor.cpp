@@ -121,7 +121,8 @@ struct executor {
       auto updated = controller::dcm_config_with(config_json, w.profile_name, w.profile_json);
       if (!updated)
         return "DCM's ConfigMap " + w.ns + "/" + w.name +
-               " does not hold a JSON object in config.json";
+               " does not hold a JSON object in config.json (nested at most " +
+               std::to_string(controller::dcm_json_max_depth) + " levels)";
       // Every other key of the ConfigMap is kept: only data["config.json"] changes.
       std::string body;
       if (current) {

@@ -7,13 +7,75 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include <set>
+#include <string_view>
+
 namespace gpu_partitioner::controller {
 
 namespace {
 
+// Iterative parsing: a ConfigMap can hold a megabyte of '[' (the recursive parser ran
+// out of stack on it).
+void parse(const std::string& text, rapidjson::Document& doc) {
+  doc.Parse<rapidjson::kParseIterativeFlag>(text.c_str(), text.size());
+}
+
+// Whether `v` nests at most `depth` levels; recurses no deeper than that.
+bool within_depth(const rapidjson::Value& v, int depth) {
+  if (!v.IsObject() && !v.IsArray())
+    return true;
+  if (depth <= 0)
+    return false;
+  if (v.IsObject()) {
+    for (const auto& m : v.GetObject())
+      if (!within_depth(m.value, depth - 1))
+        return false;
+  } else {
+    for (const auto& item : v.GetArray())
+      if (!within_depth(item, depth - 1))
+        return false;
+  }
+  return true;
+}
+
+// The first key found twice in one object, at any level.
+std::optional<std::string> duplicate_key(const rapidjson::Value& v) {
+  if (v.IsObject()) {
+    std::set<std::string_view> names;
+    for (const auto& m : v.GetObject()) {
+      if (!names.insert({m.name.GetString(), m.name.GetStringLength()}).second)
+        return std::string(m.name.GetString(), m.name.GetStringLength());
+      if (auto inner = duplicate_key(m.value))
+        return inner;
+    }
+  } else if (v.IsArray()) {
+    for (const auto& item : v.GetArray())
+      if (auto inner = duplicate_key(item))
+        return inner;
+  }
+  return std::nullopt;
+}
+
+// Whether a number that is not a 64-bit integer occurs (RapidJSON reads those as
+// doubles, not always back to the value it wrote).
+bool has_double(const rapidjson::Value& v) {
+  if (v.IsDouble())
+    return true;
+  if (v.IsObject()) {
+    for (const auto& m : v.GetObject())
+      if (has_double(m.value))
+        return true;
+  } else if (v.IsArray()) {
+    for (const auto& item : v.GetArray())
+      if (has_double(item))
+        return true;
+  }
+  return false;
+}
+
 bool parse_object(const std::string& text, rapidjson::Document& doc) {
-  doc.Parse(text.c_str(), text.size());
-  return !doc.HasParseError() && doc.IsObject();
+  parse(text, doc);
+  return !doc.HasParseError() && doc.IsObject() && within_depth(doc, dcm_json_max_depth);
 }
 
 } // namespace
@@ -89,13 +151,20 @@ std::string text_of(const rapidjson::Value& v) {
 
 std::optional<std::string> payload_problem(const std::string& profile_json) {
   rapidjson::Document doc;
-  doc.Parse(profile_json.c_str(), profile_json.size());
+  parse(profile_json, doc);
   if (doc.HasParseError())
     return std::string("profile.json is not valid JSON: ") +
            rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
            std::to_string(doc.GetErrorOffset());
   if (!doc.IsObject())
     return std::string("profile.json is not a JSON object");
+  if (!within_depth(doc, dcm_json_max_depth))
+    return "profile.json is nested deeper than " + std::to_string(dcm_json_max_depth) + " levels";
+  if (auto key = duplicate_key(doc))
+    return "profile.json has the key \"" + *key + "\" twice in one object";
+  if (has_double(doc))
+    return std::string("profile.json has a number that is not a whole number (DCM's profiles "
+                       "count partitions and name GPUs by index)");
   // DCM's own checks that do not depend on the node (the GPU count does): a profile
   // that fails them would fail only after the node was drained.
   if (auto skipped = doc.FindMember("skippedGPUs"); skipped != doc.MemberEnd()) {

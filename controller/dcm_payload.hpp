@@ -8,18 +8,28 @@
 
 namespace gpu_partitioner::controller {
 
+/// How deeply DCM's config and a payload may nest (DCM's own are 4 levels deep): deeper
+/// text is refused rather than parsed, copied and written back recursively.
+inline constexpr int dcm_json_max_depth = 64;
+
 /// Whether `config_json` has `gpu-config-profiles.<name>` equal (as JSON, key order
 /// aside) to `profile_json`.
 bool dcm_config_has(const std::string& config_json, const std::string& name,
                     const std::string& profile_json);
 
-/// `config_json` with `gpu-config-profiles.<name>` set to `profile_json`; an empty
-/// config starts from `{}`. Nothing if either text is not a JSON object.
+/// `config_json` with `gpu-config-profiles.<name>` set to `profile_json`, written out
+/// again (indented). Numbers other than 64-bit integers come out as RapidJSON 1.1 reads
+/// them, which is not correctly rounded: 3.3e49 may come back a unit in the last place
+/// off (fuzz/dcm_payload_fuzz.cpp found it; DCM's configs hold small integers). An empty
+/// config starts from `{}`. Nothing if either text is not a JSON object (nested at most
+/// dcm_json_max_depth levels).
 std::optional<std::string> dcm_config_with(const std::string& config_json, const std::string& name,
                                            const std::string& profile_json);
 
 /// Checks a payload's profile.json is one DCM profile object that DCM would accept on any
-/// node (modes, counts, one memory mode); the problem in words otherwise.
+/// node (modes, counts, one memory mode), nested at most dcm_json_max_depth levels,
+/// without a key twice in one object or a number that is not a 64-bit integer (no config
+/// holding either could be seen to equal it); the problem in words otherwise.
 std::optional<std::string> payload_problem(const std::string& profile_json);
 
 } // namespace gpu_partitioner::controller

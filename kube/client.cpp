@@ -114,7 +114,7 @@ result<rapidjson::Document> client::send(http_request req) {
   if (!body)
     return body.error();
   rapidjson::Document doc;
-  doc.Parse(body.value().c_str(), body.value().size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(body.value().c_str(), body.value().size());
   if (doc.HasParseError())
     return make_error(error_kind::decode, std::string(to_string(req.method)) + " " + req.path +
                                               ": the answer is not JSON");

@@ -166,7 +166,7 @@ result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std
     return make_error(error_kind::config, where + " exited with status " +
                                               std::to_string(run->status) + ": " + trim(run->err));
   rapidjson::Document doc;
-  doc.Parse(run->out.c_str(), run->out.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(run->out.c_str(), run->out.size());
   if (doc.HasParseError() || !doc.IsObject())
     return make_error(error_kind::config, where + ": output is not a JSON ExecCredential");
   auto status = doc.FindMember("status");

@@ -137,7 +137,8 @@ failure decode_status(int code, const std::string& body) {
   e.code = code;
   e.kind = kind_for_code(code);
   rapidjson::Document doc;
-  doc.Parse(body.c_str(), body.size());
+  // Iterative: whatever answers (a proxy, say) must not exhaust the stack with nesting.
+  doc.Parse<rapidjson::kParseIterativeFlag>(body.c_str(), body.size());
   if (doc.HasParseError() || !doc.IsObject() || string_member(doc, "kind") != "Status") {
     constexpr std::size_t limit = 512;
     e.message = body.size() > limit ? body.substr(0, limit) + "..." : body;

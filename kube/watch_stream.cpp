@@ -47,7 +47,9 @@ void read_identity(const rapidjson::Value& object, object_key& key, std::string&
 }
 
 result<done> decode_event(std::string& line, watch_event& out) {
-  out.document.ParseInsitu(line.data());
+  // Iterative: a line nested a hundred thousand levels deep overflowed the stack of the
+  // recursive parser.
+  out.document.ParseInsitu<rapidjson::kParseIterativeFlag>(line.data());
   if (out.document.HasParseError())
     return make_error(error_kind::decode,
                       std::string("watch event is not JSON: ") +

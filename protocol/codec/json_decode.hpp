@@ -108,6 +108,35 @@ inline std::size_t character_count(std::string_view s) {
   return n;
 }
 
+// Well-formed UTF-8: no stray continuation bytes, overlong forms, surrogates (U+D800 to
+// U+DFFF) or code points past U+10FFFF. RapidJSON checks the raw bytes of a document
+// (kParseValidateEncodingFlag) but decodes a \u escape of a lone surrogate ("\udc00")
+// into three bytes that are not UTF-8, which no encoder of ours may write back out.
+inline bool is_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 ? 2 : 0;
+    if (n == 0 || b > 0xF4 || i + n > s.size())
+      return false;
+    std::uint32_t cp = b & (0x7F >> n);
+    for (std::size_t k = 1; k < n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80)
+        return false;
+      cp = cp << 6 | (c & 0x3F);
+    }
+    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+      return false;
+    i += n;
+  }
+  return true;
+}
+
 // -- values --
 
 template <class T>
@@ -116,6 +145,8 @@ bool decode_value(const rapidjson::Value& v, T& out, decode_context& cx);
 inline bool decode_scalar(const rapidjson::Value& v, std::string& out, decode_context& cx) {
   if (!v.IsString())
     return type_mismatch(cx, "a string", v);
+  if (!is_utf8(view(v)))
+    return cx.fail("is not valid UTF-8 text");
   out.assign(v.GetString(), v.GetStringLength());
   return true;
 }
@@ -206,6 +237,8 @@ bool decode_value(const rapidjson::Value& v, T& out, decode_context& cx) {
     out.clear();
     for (const auto& m : v.GetObject()) {
       decode_context::scope entry(cx, view(m.name), decode_context::scope::key_tag{});
+      if (!is_utf8(view(m.name)))
+        return cx.fail("the key is not valid UTF-8 text");
       if (!decode_scalar(m.value, out[std::string(view(m.name))], cx))
         return false;
     }

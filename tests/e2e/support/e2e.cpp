@@ -223,6 +223,22 @@ int child_process::stop() {
   return status_;
 }
 
+std::string sanitizer_report(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line, report;
+  int taken = 0;
+  while (taken < 40 && std::getline(in, line)) {
+    if (report.empty() && line.find("ERROR: AddressSanitizer") == std::string::npos &&
+        line.find("ERROR: LeakSanitizer") == std::string::npos &&
+        line.find(": runtime error: ") == std::string::npos &&
+        line.find("WARNING: ThreadSanitizer") == std::string::npos)
+      continue;
+    report += line + "\n";
+    ++taken;
+  }
+  return report;
+}
+
 std::string child_process::tail(std::size_t lines) const {
   std::ifstream in(log_path_);
   std::deque<std::string> last;
@@ -472,6 +488,10 @@ void e2e_cluster::tear_down() {
                          << status << ")");
     op_.reset();
   }
+  // In the sanitizer build (tools/test) a finding in the operator fails the test.
+  if (!op_log_.empty())
+    if (const auto report = sanitizer_report(op_log_); !report.empty())
+      BOOST_ERROR("the operator's log (" << op_log_ << ") holds a sanitizer report:\n" << report);
   // Pods end while gpu-sim still plays kubelet; then gpu-sim stops; then the nodes go.
   (void)api.remove(kube::resources::namespaces(), "", ns);
   eventually(
@@ -484,6 +504,9 @@ void e2e_cluster::tear_down() {
       20s, 100ms);
   if (sim_) {
     sim_->stop();
+    if (const auto report = sanitizer_report(sim_->log_path()); !report.empty())
+      BOOST_ERROR("gpu-sim's log (" << sim_->log_path() << ") holds a sanitizer report:\n"
+                                    << report);
     sim_.reset();
   }
   for (const auto& n : nodes)

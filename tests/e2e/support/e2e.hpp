@@ -96,6 +96,10 @@ private:
   int status_ = -1;
 };
 
+/// The first lines of an AddressSanitizer, LeakSanitizer, UndefinedBehaviorSanitizer or
+/// ThreadSanitizer report in a child's log; "" when there is none.
+std::string sanitizer_report(const std::string& log_path);
+
 // -- black-box views --
 
 struct node_view {

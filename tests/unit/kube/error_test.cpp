@@ -174,6 +174,15 @@ BOOST_AUTO_TEST_CASE(long_non_status_body_is_cut_at_512_bytes) {
   BOOST_TEST(e.message == std::string(512, 'x') + "...");
 }
 
+// Found by fuzz/api_status_fuzz.cpp: the recursive parser overflowed the stack on a
+// body nested a million levels deep.
+BOOST_AUTO_TEST_CASE(deeply_nested_body_is_kept_as_text_not_a_stack_overflow) {
+  const std::string body = R"({"kind":"Status","details":)" + std::string(1 << 20, '[');
+  const auto e = kube::decode_status(500, body);
+  BOOST_TEST(e.kind == error_kind::server_error);
+  BOOST_TEST(e.message == body.substr(0, 512) + "...");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(error_classification)

@@ -244,6 +244,18 @@ BOOST_AUTO_TEST_CASE(event_reusing_a_watch_event_clears_the_previous_error_field
   BOOST_TEST(event.resource_version == "9");
 }
 
+// Found by fuzz/watch_stream_fuzz.cpp: the recursive parser overflowed the stack on a
+// line nested 100,000 levels deep.
+BOOST_AUTO_TEST_CASE(deeply_nested_line_is_decoded_without_exhausting_the_stack) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  std::string line = R"({"type":"ADDED","object":{"metadata":{"name":"n"},"spec":)" + deep + "}}";
+  kube::watch_event event;
+  BOOST_TEST_REQUIRE(kube::decode_event(line, event).ok());
+  BOOST_TEST(event.key.name == "n");
+  std::string unterminated = R"({"type":"ADDED","object":)" + std::string(1 << 20, '[');
+  BOOST_TEST(!kube::decode_event(unterminated, event).ok());
+}
+
 BOOST_AUTO_TEST_CASE(object_without_metadata_has_an_empty_identity) {
   std::string line = R"({"type":"ADDED","object":{"kind":"Node"}})";
   kube::watch_event event;

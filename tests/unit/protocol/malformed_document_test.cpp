@@ -355,4 +355,37 @@ BOOST_AUTO_TEST_CASE(utf8_lengths_count_characters_not_bytes) {
   BOOST_TEST(r.ok(), gpt::error_of(r));
 }
 
+// Found by fuzz/canonical_json_fuzz.cpp, and then in the round trip of
+// fuzz/protocol_codec_fuzz.cpp: a \u escape of a lone low surrogate (RapidJSON refuses a
+// lone high one) decoded into bytes that are not UTF-8, and the encoder wrote them into
+// a document that no decoder (ours included) accepts.
+BOOST_AUTO_TEST_CASE(a_lone_surrogate_escape_is_refused_and_a_pair_is_not) {
+  auto with = [](const std::string& spec_members) {
+    std::string text = valid_profile;
+    text.replace(text.find(R"("spec": {)"), 9, R"("spec": {)" + spec_members + ",");
+    return text;
+  };
+  auto lone = gp::from_json<profile>(with(R"("displayName": "MI300X \udc00 CPX")"));
+  BOOST_TEST_REQUIRE(!lone.ok());
+  BOOST_TEST(lone.error().message() == "spec.displayName: is not valid UTF-8 text");
+  auto key = gp::from_json<profile>(with(R"("targetSelector": {"matchLabels": {"\udfff": "x"}})"));
+  BOOST_TEST_REQUIRE(!key.ok());
+  BOOST_TEST(key.error().problem == "the key is not valid UTF-8 text");
+  auto pair = gp::from_json<profile>(with(R"("displayName": "\ud83d\ude00")"));
+  BOOST_TEST_REQUIRE(pair.ok(), gpt::error_of(pair));
+  BOOST_TEST(pair.value().spec.display_name == "\xf0\x9f\x98\x80");
+}
+
+BOOST_AUTO_TEST_CASE(utf8_check_takes_every_well_formed_sequence_and_nothing_else) {
+  using gpu_partitioner::protocol::codec::is_utf8;
+  BOOST_TEST(is_utf8("plain \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf"));
+  BOOST_TEST(!is_utf8("\x80"));                 // a stray continuation byte
+  BOOST_TEST(!is_utf8("\xc3"));                 // cut short
+  BOOST_TEST(!is_utf8("\xc0\xaf"));             // overlong '/'
+  BOOST_TEST(!is_utf8("\xe0\x80\xaf"));         // overlong, three bytes
+  BOOST_TEST(!is_utf8("\xed\xb0\x80"));         // U+DC00, a surrogate
+  BOOST_TEST(!is_utf8("\xf4\x90\x80\x80"));     // past U+10FFFF
+  BOOST_TEST(!is_utf8("\xf8\x88\x80\x80\x80")); // five bytes
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,103 @@
+// controller/dcm_payload: DCM's config with a profile set, and the payload checks. The
+// last cases are inputs the fuzzer (fuzz/dcm_payload_fuzz.cpp) found.
+#include "controller/dcm_payload.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+namespace gc = gpu_partitioner::controller;
+
+namespace {
+
+const std::string cpx =
+    R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":8}]})";
+
+std::string nested(int levels) {
+  return std::string(levels, '[') + std::string(levels, ']');
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(dcm_payload)
+
+BOOST_AUTO_TEST_CASE(a_profile_set_into_a_config_is_held_and_other_keys_are_kept) {
+  const auto updated = gc::dcm_config_with(
+      R"({"gpu-config-profiles":{"spx-nps1":{"profiles":[1]}},"other":[1,2]})", "cpx-nps4", cpx);
+  BOOST_TEST_REQUIRE(updated.has_value());
+  BOOST_TEST(gc::dcm_config_has(*updated, "cpx-nps4", cpx));
+  BOOST_TEST(gc::dcm_config_has(*updated, "spx-nps1", R"({"profiles":[1]})"));
+  BOOST_TEST(updated->find(R"("other")") != std::string::npos);
+  BOOST_TEST(gc::dcm_config_with(*updated, "cpx-nps4", cpx).value() == *updated);
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_config_starts_from_an_empty_object) {
+  const auto updated = gc::dcm_config_with("", "cpx-nps4", cpx);
+  BOOST_TEST_REQUIRE(updated.has_value());
+  BOOST_TEST(gc::dcm_config_has(*updated, "cpx-nps4", cpx));
+}
+
+BOOST_AUTO_TEST_CASE(a_good_payload_has_no_problem) {
+  BOOST_TEST(!gc::payload_problem(cpx).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(payload_problems_are_said_in_words) {
+  BOOST_TEST(gc::payload_problem("[1]").value() == "profile.json is not a JSON object");
+  BOOST_TEST(gc::payload_problem(R"({"profiles":[]})").value() ==
+             "profile.json has no \"profiles\" list");
+  BOOST_TEST(gc::payload_problem("{").value() ==
+             "profile.json is not valid JSON: Missing a name for object member. at offset 1");
+}
+
+BOOST_AUTO_TEST_CASE(nesting_up_to_the_limit_is_fine) {
+  // The object is one level, each bracket pair one more.
+  const std::string at_limit = R"({"profiles":[1],"x":)" + nested(gc::dcm_json_max_depth - 1) + "}";
+  const std::string past_limit = R"({"profiles":[1],"x":)" + nested(gc::dcm_json_max_depth) + "}";
+  BOOST_TEST(!gc::payload_problem(at_limit).has_value());
+  BOOST_TEST(gc::payload_problem(past_limit).value() ==
+             "profile.json is nested deeper than 64 levels");
+  BOOST_TEST(gc::dcm_config_with(at_limit, "p", cpx).has_value());
+  BOOST_TEST(!gc::dcm_config_with(past_limit, "p", cpx).has_value());
+}
+
+// Found by the fuzzer: the recursive parser overflowed the stack on deep nesting, which
+// a ConfigMap (1 MiB) can hold; the operator crashed on such a payload or DCM config.
+BOOST_AUTO_TEST_CASE(a_megabyte_of_nesting_is_refused_not_a_stack_overflow) {
+  const std::string deep = R"({"profiles":)" + std::string(1 << 20, '[');
+  const std::string deep_valid = R"({"profiles":[1],"x":)" + nested(200000) + "}";
+  BOOST_TEST(gc::payload_problem(deep).value().rfind("profile.json is not valid JSON", 0) == 0);
+  BOOST_TEST(gc::payload_problem(deep_valid).value() ==
+             "profile.json is nested deeper than 64 levels");
+  BOOST_TEST(!gc::dcm_config_with(deep_valid, "p", cpx).has_value());
+  BOOST_TEST(!gc::dcm_config_with("", "p", deep_valid).has_value());
+  BOOST_TEST(!gc::dcm_config_has(deep_valid, "p", cpx));
+  BOOST_TEST(!gc::dcm_config_has(R"({"gpu-config-profiles":{"p":)" + nested(200000) + "}}", "p",
+                                 deep_valid));
+}
+
+// Found by the fuzzer: with a key twice in one object the config written never
+// compared equal to the payload (rapidjson's == finds the first of the two), so a node
+// was drained, then rewrote DCM's config every poll until its apply timeout.
+BOOST_AUTO_TEST_CASE(a_payload_with_a_key_twice_is_refused_before_any_node_is_touched) {
+  const std::string payload =
+      R"({"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4","memoryPartition":"NPS1"}]})";
+  BOOST_TEST(gc::payload_problem(payload).value() ==
+             "profile.json has the key \"memoryPartition\" twice in one object");
+  BOOST_TEST(gc::payload_problem(R"({"profiles":[1],"profiles":[2]})").value() ==
+             "profile.json has the key \"profiles\" twice in one object");
+}
+
+// Found by the fuzzer in DCM's config: numbers that are not 64-bit integers are doubles,
+// which RapidJSON 1.1 does not read back to the value it wrote, so in a payload they
+// would never compare equal either. DCM's profiles hold only whole numbers.
+BOOST_AUTO_TEST_CASE(a_payload_with_a_fractional_or_huge_number_is_refused) {
+  const std::string expected = "profile.json has a number that is not a whole number (DCM's "
+                               "profiles count partitions and name GPUs by index)";
+  BOOST_TEST(gc::payload_problem(R"({"profiles":[{"numGPUsAssigned":8.5}]})").value() == expected);
+  BOOST_TEST(
+      gc::payload_problem(R"({"profiles":[{"x":866666666666666466666666666666666}]})").value() ==
+      expected);
+  BOOST_TEST(!gc::payload_problem(R"({"profiles":[{"x":-9223372036854775808}]})").has_value());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
