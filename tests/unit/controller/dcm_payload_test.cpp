@@ -51,7 +51,9 @@ BOOST_AUTO_TEST_CASE(payload_problems_are_said_in_words) {
 
 BOOST_AUTO_TEST_CASE(nesting_up_to_the_limit_is_fine) {
   // The object is one level, each bracket pair one more.
-  const std::string at_limit = R"({"profiles":[1],"x":)" + nested(gc::dcm_json_max_depth - 1) + "}";
+  const std::string at_limit =
+      R"({"profiles":[)" + std::string(R"({"computePartition":"CPX","memoryPartition":"NPS4",)") +
+      R"("numGPUsAssigned":8}],"x":)" + nested(gc::dcm_json_max_depth - 1) + "}";
   const std::string past_limit = R"({"profiles":[1],"x":)" + nested(gc::dcm_json_max_depth) + "}";
   BOOST_TEST(!gc::payload_problem(at_limit).has_value());
   BOOST_TEST(gc::payload_problem(past_limit).value() ==
@@ -97,7 +99,9 @@ BOOST_AUTO_TEST_CASE(a_payload_with_a_fractional_or_huge_number_is_refused) {
   BOOST_TEST(
       gc::payload_problem(R"({"profiles":[{"x":866666666666666466666666666666666}]})").value() ==
       expected);
-  BOOST_TEST(!gc::payload_problem(R"({"profiles":[{"x":-9223372036854775808}]})").has_value());
+  BOOST_TEST(!gc::payload_problem(R"({"profiles":[{"computePartition":"CPX","memoryPartition":)"
+                                  R"("NPS4","numGPUsAssigned":8,"x":-9223372036854775808}]})")
+                  .has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
