@@ -40,6 +40,8 @@ struct observation {
   std::shared_ptr<const config_map_data> data;
   /// An object that did not decode: the field and the problem.
   std::string problem;
+  /// When the watch delivered it (the start of a reaction to it).
+  protocol::wall_clock::time_point received{};
 };
 
 /// Everything observed, immutable once published; shared by every actor that reads it.
@@ -62,6 +64,9 @@ struct cluster_snapshot {
   by_key<config_map_data> dcm_events;
   /// Every watch has listed once.
   bool synced = false;
+  /// Nodes whose Node object or pods changed since the previous snapshot, with the
+  /// arrival of the earliest such change (reaction latency starts there).
+  std::map<std::string, protocol::wall_clock::time_point> node_changes;
 };
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 
@@ -78,6 +83,9 @@ struct node_io {
   bool add_finalizer = false;
   bool remove_finalizer = false;
   bool clear_retry = false;
+  /// Set when these writes answer an observed change of the node or its pods: when it
+  /// arrived. The executor records the reaction latency as it starts writing.
+  std::optional<protocol::wall_clock::time_point> reacting_to;
 };
 
 struct node_io_result {

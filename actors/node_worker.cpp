@@ -28,6 +28,9 @@ struct worker_state {
   bool dirty = false;
   std::uint64_t timer_generation = 0;
   std::optional<protocol::node_phase> logged_phase;
+  /// The arrival of the earliest change of the node or its pods not yet answered: the
+  /// start of the reaction latency of the next write.
+  std::optional<protocol::wall_clock::time_point> change_at;
 };
 
 controller::resolved_profile resolve_profile(const cluster_snapshot& view,
@@ -202,6 +205,8 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     const bool writes = io.patch || io.taint || !io.removals.empty() || io.dcm ||
                         io.add_finalizer || io.remove_finalizer || io.clear_retry;
     if (writes) {
+      io.reacting_to = s->change_at;
+      s->change_at.reset();
       const std::string observed_rv = in.node ? in.node->resource_version : std::string{};
       auto executor = caf::actor_cast<caf::actor>(config.io);
       if (!executor)
@@ -249,6 +254,10 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
               });
       return;
     }
+    // A change that brought no write is answered, unless the machine goes on at once
+    // (a phase change whose writes come in the next step).
+    if (out.requeue.count() == 0 || out.requeue > 1ms)
+      s->change_at.reset();
     if (s->dirty) {
       s->dirty = false;
       self->send(self, tick_atom_v, ++s->timer_generation);
@@ -261,9 +270,13 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
   return {
       [=](view_atom, const snapshot_ptr& view) {
         s->view = view;
-        if (!s->status)
-          if (auto it = view->items.find(config.item); it != view->items.end())
+        if (auto it = view->items.find(config.item); it != view->items.end()) {
+          if (!s->status)
             s->status = it->second->status;
+          if (auto c = view->node_changes.find(it->second->spec.node_name);
+              c != view->node_changes.end() && !s->change_at)
+            s->change_at = c->second;
+        }
         (*step)();
       },
       [=](grant_atom) {

@@ -16,6 +16,8 @@ struct root_state {
   /// Where each pod is filed (pods move between nodes only by being recreated).
   std::map<std::string, std::string> pod_nodes;
   std::set<std::string> synced;
+  /// Nodes whose Node or pods changed since the last snapshot: the earliest arrival.
+  std::map<std::string, protocol::wall_clock::time_point> node_changes;
   bool dirty = false;
   bool tick_pending = false;
   std::map<std::string, caf::actor> supervisors;
@@ -28,6 +30,7 @@ void apply(root_state& s, const observation& o) {
   auto& v = s.view;
   switch (o.what) {
   case k::node:
+    s.node_changes.emplace(o.key, o.received);
     if (o.deleted)
       v.nodes.erase(o.key);
     else
@@ -36,6 +39,7 @@ void apply(root_state& s, const observation& o) {
   case k::pod: {
     auto old = s.pod_nodes.find(o.key);
     if (old != s.pod_nodes.end()) {
+      s.node_changes.emplace(old->second, o.received);
       auto& on_node = v.pods_by_node[old->second];
       on_node.erase(o.key);
       if (on_node.empty())
@@ -43,6 +47,7 @@ void apply(root_state& s, const observation& o) {
       s.pod_nodes.erase(old);
     }
     if (!o.deleted && o.pod && !o.pod->node_name.empty()) {
+      s.node_changes.emplace(o.pod->node_name, o.received);
       v.pods_by_node[o.pod->node_name][o.key] = o.pod;
       s.pod_nodes[o.key] = o.pod->node_name;
     }
@@ -146,7 +151,10 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
         if (!s->dirty || !s->view.synced)
           return;
         s->dirty = false;
+        s->view.node_changes = std::move(s->node_changes);
+        s->node_changes.clear();
         auto snapshot = std::make_shared<const cluster_snapshot>(s->view);
+        s->view.node_changes.clear();
         // A supervisor per plan; items whose plan is gone are still served (a deleted
         // plan's items run their finalizers) by a supervisor kept until they are gone.
         std::set<std::string> wanted;
