@@ -28,8 +28,11 @@ struct worker_state {
   bool dirty = false;
   std::uint64_t timer_generation = 0;
   std::optional<protocol::node_phase> logged_phase;
-  /// The arrival of the earliest change of the node or its pods not yet answered: the
-  /// start of the reaction latency of the next write.
+  /// The last step wrote nothing and waits for the world (DCM, kubelet, the device
+  /// plugin) to change the node or its pods.
+  bool waiting = false;
+  /// The arrival of the earliest such change not yet answered: the start of the reaction
+  /// latency of the next write.
   std::optional<protocol::wall_clock::time_point> change_at;
 };
 
@@ -207,6 +210,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (writes) {
       io.reacting_to = s->change_at;
       s->change_at.reset();
+      s->waiting = false;
       const std::string observed_rv = in.node ? in.node->resource_version : std::string{};
       auto executor = caf::actor_cast<caf::actor>(config.io);
       if (!executor)
@@ -256,7 +260,8 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     }
     // A change that brought no write is answered, unless the machine goes on at once
     // (a phase change whose writes come in the next step).
-    if (out.requeue.count() == 0 || out.requeue > 1ms)
+    s->waiting = out.requeue.count() == 0 || out.requeue > 1ms;
+    if (s->waiting)
       s->change_at.reset();
     if (s->dirty) {
       s->dirty = false;
@@ -273,8 +278,10 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
         if (auto it = view->items.find(config.item); it != view->items.end()) {
           if (!s->status)
             s->status = it->second->status;
+          // Only a change the worker was waiting for starts a reaction: not the echo of
+          // its own write, which it reads already.
           if (auto c = view->node_changes.find(it->second->spec.node_name);
-              c != view->node_changes.end() && !s->change_at)
+              c != view->node_changes.end() && s->waiting && !s->change_at)
             s->change_at = c->second;
         }
         (*step)();

@@ -40,8 +40,9 @@ operator_metrics::operator_metrics()
                                         "Writes that failed and will be retried.", {"plan"})),
       reaction_seconds(registry.histogram(
           "gpu_partitioner_reaction_seconds",
-          "From the arrival of a watched change of a node or its pods to the start of the "
-          "operator's next write for that node, by the kind of that write.",
+          "From the arrival of a watched change of a node or its pods that a waiting node "
+          "worker acts on (pods gone, DCM's answer, the device plugin's report) to the start "
+          "of its next write, by the kind of that write.",
           {"write"}, reaction_buckets)),
       leader(registry.gauge("gpu_partitioner_leader", "1 while this replica leads, else 0.")),
       progress(registry.gauge("gpu_partitioner_plan_progress_ratio",

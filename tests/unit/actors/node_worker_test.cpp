@@ -294,6 +294,24 @@ BOOST_FIXTURE_TEST_CASE(a_write_carries_the_arrival_of_the_change_it_answers, wo
   BOOST_TEST(!request(1).reacting_to.has_value());
 }
 
+BOOST_FIXTURE_TEST_CASE(the_echo_of_its_own_write_is_not_a_change_to_react_to, worker_fixture) {
+  io_state->hold = true;
+  start();
+  show_view();
+  caf::anon_send(worker, ga::grant_atom_v);
+  sched.run();
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST_REQUIRE(requests() == 1u); // the cordon, held
+  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now();
+  show_view();
+  cluster().view.node_changes.clear();
+  deliver();
+  BOOST_TEST_REQUIRE(requests() == 2u);
+  BOOST_TEST(removal_names(request(1)) == "team/web-0:evict");
+  BOOST_TEST(!request(1).reacting_to.has_value());
+}
+
 BOOST_FIXTURE_TEST_CASE(a_worker_whose_item_is_gone_does_nothing, worker_fixture) {
   cluster().view.items.clear();
   start();
