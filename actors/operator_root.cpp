@@ -20,6 +20,7 @@ struct root_state {
   std::map<std::string, protocol::wall_clock::time_point> node_changes;
   bool dirty = false;
   bool tick_pending = false;
+  std::chrono::steady_clock::time_point published{};
   std::map<std::string, caf::actor> supervisors;
 };
 
@@ -110,7 +111,13 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
   auto schedule = [self, s, settings] {
     if (!s->tick_pending) {
       s->tick_pending = true;
-      self->delayed_send(self, settings.publish_interval, tick_atom_v);
+      // Behind what is already in the mailbox, so a burst that arrived together is one
+      // snapshot; a change right after a publish waits for the rest of the interval.
+      const auto since = std::chrono::steady_clock::now() - s->published;
+      if (since >= settings.publish_interval)
+        self->send(self, tick_atom_v);
+      else
+        self->delayed_send(self, settings.publish_interval - since, tick_atom_v);
     }
   };
   // A supervisor that fails is logged and started again with the next view; any other
@@ -151,6 +158,7 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
         if (!s->dirty || !s->view.synced)
           return;
         s->dirty = false;
+        s->published = std::chrono::steady_clock::now();
         s->view.node_changes = std::move(s->node_changes);
         s->node_changes.clear();
         auto snapshot = std::make_shared<const cluster_snapshot>(s->view);
