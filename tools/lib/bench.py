@@ -614,6 +614,13 @@ class Bench:
         run["audit_requests_per_node"] = {k: v / self.n for k, v in sorted(by_verb.items())}
         run["audit_writes_per_node"] = {k: v / self.n for k, v in sorted(writes_by.items())}
         run["audit_writes_per_node_total"] = sum(writes_by.values()) / self.n
+        # The API server's time for the operator's writes, evictions apart: an eviction
+        # updates the PDB's status and, when that conflicts, the API server retries it
+        # after 500 ms.
+        ev = [a["done"] - a["t"] for a in in_run if a["resource"] == "pods/eviction"]
+        other = [a["done"] - a["t"] for a in in_run if a["verb"] in writes and a["resource"] != "pods/eviction"]
+        run["write_latency"] = {"eviction_p50": quantile(ev, 0.5), "eviction_p99": quantile(ev, 0.99),
+                                "other_p50": quantile(other, 0.5), "other_p99": quantile(other, 0.99)}
         run["audit_requests_per_node_total"] = sum(by_verb.values()) / self.n
         run["lease_requests"] = lease
         # Reaction latency as the API server saw it: for each request of the operator on a
@@ -650,6 +657,80 @@ class Bench:
             run["handover"] = {"p50": quantile(gaps, 0.5), "p99": quantile(gaps, 0.99),
                                "mean": sum(gaps) / len(gaps) if gaps else None}
         run["first_write_seconds"] = (min(first_op.values()) - start) if first_op else None
+        run["breakdown"] = self.breakdown(run, audit, is_op, node_of)
+
+    def breakdown(self, run, audit, is_op, node_of):
+        """Where one node's time goes, from the audit log: the simulated waits (at their
+        configured length), the other parties' lag beyond them (gpu-sim's 50 ms tick, the
+        taint manager), the operator's reactions and its writes. Means over the nodes whose
+        every step was found."""
+        sc = run["time_scale"]
+        per = {}
+        for a in audit:
+            node = node_of(a)
+            if node in self.nodes:
+                per.setdefault(node, []).append(a)
+        parts = {}
+        found = 0
+        for node, events in per.items():
+            try:
+                op = lambda a: is_op(a)
+                nodew = lambda a: a["resource"].startswith("nodes") and a["verb"] in ("patch", "update")
+                i = 0
+
+                def next_where(pred, after):
+                    for a in events:
+                        if a["t"] >= after and pred(a):
+                            return a
+                    raise LookupError
+
+                cordon = next_where(lambda a: op(a) and nodew(a), 0)
+                evs = [a for a in events if op(a) and a["resource"] == "pods/eviction"]
+                last_ev = max(a["done"] for a in evs)
+                gone = [a for a in events if not op(a) and a["verb"] == "delete" and a["resource"] == "pods"
+                        and a["ns"] != "kube-amd-gpu" and a["user"] == "admin"]
+                pods_gone = max(a["done"] for a in gone)
+                taint0 = next_where(op, pods_gone + 1e-9)
+                taint1 = next_where(lambda a: op(a) and nodew(a), taint0["t"])
+                kcm = next_where(lambda a: not op(a) and a["verb"] == "delete" and a["ns"] == "kube-amd-gpu",
+                                 taint1["done"])
+                ds_gone = next_where(lambda a: a["user"] == "admin" and a["verb"] == "delete" and a["ns"] == "kube-amd-gpu",
+                                     kcm["done"])
+                label = next_where(lambda a: op(a) and nodew(a), ds_gone["done"])
+                dcm = next_where(lambda a: not op(a) and nodew(a), label["done"])
+                untaint0 = next_where(op, dcm["done"])
+                untaint1 = next_where(lambda a: op(a) and nodew(a), untaint0["t"])
+                uncordon = next_where(lambda a: op(a) and nodew(a), untaint1["done"])
+                plugin = max(a["done"] for a in events
+                             if not op(a) and nodew(a) and untaint1["done"] <= a["done"] <= uncordon["t"])
+            except (LookupError, ValueError):
+                continue
+            found += 1
+            steps = {
+                "operator: cordon and evictions (writes)": last_ev - cordon["t"],
+                "simulated: workload pods' grace": WORKLOAD_GRACE * sc,
+                "gpu-sim lag: pods deleted after their grace": pods_gone - last_ev - WORKLOAD_GRACE * sc,
+                "operator: reaction to the pods gone": taint0["t"] - pods_gone,
+                "operator: taint (GET, PATCH)": taint1["done"] - taint0["t"],
+                "taint manager: device plugin pod evicted": kcm["done"] - taint1["done"],
+                "simulated: device plugin pod's grace": self.ds_grace * sc,
+                "gpu-sim lag: plugin pod deleted after its grace": ds_gone["done"] - kcm["done"] - self.ds_grace * sc,
+                "operator: reaction to the plugin pod gone": label["t"] - ds_gone["done"],
+                "operator: profile label (PATCH)": label["done"] - label["t"],
+                "simulated: DCM's memory-mode change": DCM_MEMORY_CHANGE * sc,
+                "gpu-sim lag: DCM's answer": dcm["done"] - label["done"] - DCM_MEMORY_CHANGE * sc,
+                "operator: reaction to DCM's answer": untaint0["t"] - dcm["done"],
+                "operator: untaint (GET, PATCH)": untaint1["done"] - untaint0["t"],
+                "simulated: device plugin restart": PLUGIN_RESTART * sc,
+                "gpu-sim lag: the plugin's report": plugin - untaint1["done"] - PLUGIN_RESTART * sc,
+                "operator: reaction to the plugin's report": uncordon["t"] - plugin,
+                "operator: uncordon (PATCH)": uncordon["done"] - uncordon["t"],
+            }
+            for k, v in steps.items():
+                parts[k] = parts.get(k, 0.0) + v
+        if not found:
+            return None
+        return {"nodes": found, "mean": {k: v / found for k, v in parts.items()}}
 
     def analyse_manual(self):
         m = self.manual
@@ -786,6 +867,33 @@ class Bench:
                 L.append("")
                 L.append(f'One node at a time, from one node\'s last write to the next node\'s first: '
                          f'p50 {ms(h["p50"])}, p99 {ms(h["p99"])}, mean {ms(h["mean"])}.')
+        L.append("")
+        if any(r.get("breakdown") for r in self.runs):
+            L.append("## Where one node's time goes")
+            L.append("")
+            L.append("Mean seconds per node, from the audit log: the simulated waits at their configured "
+                     "length, the other parties' lag beyond them (gpu-sim acts on a 50 ms tick; the taint "
+                     "manager), and the operator's reactions and writes (a write's time is the API "
+                     "server's). The sum is the node's time from its cordon to its uncordon.")
+            L.append("")
+            shown = [r for r in self.runs if r.get("breakdown")]
+            L.append("| step | " + " | ".join(f'maxParallel {r["max_parallel"]}' for r in shown) + " |")
+            L.append("|---|" + "---|" * len(shown))
+            keys = list(shown[0]["breakdown"]["mean"].keys())
+            for k in keys:
+                L.append(f"| {k} | " + " | ".join(f'{r["breakdown"]["mean"].get(k, 0):.3f}' for r in shown) + " |")
+            tot = lambda r, pre: sum(v for k, v in r["breakdown"]["mean"].items() if k.startswith(pre))
+            for label, pre in [("all simulated waits", "simulated"), ("all gpu-sim lag", "gpu-sim"),
+                               ("the taint manager", "taint manager"), ("all the operator's", "operator")]:
+                L.append(f"| **{label}** | " + " | ".join(f"**{tot(r, pre):.3f}**" for r in shown) + " |")
+            L.append(f"| nodes measured | " + " | ".join(str(r["breakdown"]["nodes"]) for r in shown) + " |")
+            L.append("")
+        L.append("The API server's time for the operator's requests (arrival to completion): " + "; ".join(
+            f'maxParallel {r["max_parallel"]}: evictions p50 {ms(r["write_latency"]["eviction_p50"])}, '
+            f'p99 {ms(r["write_latency"]["eviction_p99"])}, other writes p50 {ms(r["write_latency"]["other_p50"])}, '
+            f'p99 {ms(r["write_latency"]["other_p99"])}' for r in self.runs if r.get("write_latency")) +
+            ". An eviction updates the PodDisruptionBudget's status; when that update conflicts "
+            "(another eviction, the disruption controller) the API server retries it after 500 ms.")
         L.append("")
         L.append("## API requests per node (the operator's, from the audit log)")
         L.append("")
