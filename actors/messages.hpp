@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,15 @@ struct cluster_snapshot {
   by_key<config_map_data> dcm_events;
   /// Every watch has listed once.
   bool synced = false;
-  /// Nodes whose Node object or pods changed since the previous snapshot, with the
-  /// arrival of the earliest such change (reaction latency starts there).
+  // -- what changed since the previous snapshot (a worker looks again only if its part did) --
+  /// Nodes whose Node object, pods or DCM Events changed, with the arrival of the earliest
+  /// such change (reaction latency starts there).
   std::map<std::string, protocol::wall_clock::time_point> node_changes;
+  /// NodePartitionings, by name.
+  std::set<std::string> item_changes;
+  bool pdbs_changed = false;
+  /// Plans, profiles, ConfigMaps, or the caches just synced: every worker looks again.
+  bool shared_changed = false;
 };
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 

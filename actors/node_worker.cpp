@@ -4,6 +4,8 @@
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
 
+#include <algorithm>
+
 namespace gpu_partitioner::actors {
 
 namespace {
@@ -101,8 +103,12 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (auto pods = view.pods_by_node.find(in.item.spec.node_name); pods != view.pods_by_node.end())
       for (const auto& [key, pod] : pods->second)
         in.pods.push_back(*pod);
+    // Only the budgets covering a pod on the node matter to it (the machine asks nothing
+    // else of them), and a large cluster has thousands.
     for (const auto& [key, pdb] : view.pdbs)
-      in.pdbs.push_back(*pdb);
+      if (std::any_of(in.pods.begin(), in.pods.end(),
+                      [&](const controller::pod_info& p) { return pdb->covers(p); }))
+        in.pdbs.push_back(*pdb);
     in.profile = resolve_profile(view, in.item.spec.profile_ref.name);
     in.dcm.ns = config.dcm_namespace;
     in.dcm.name = config.dcm_name;
@@ -274,17 +280,24 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
 
   return {
       [=](view_atom, const snapshot_ptr& view) {
+        const bool first = !s->view;
         s->view = view;
-        if (auto it = view->items.find(config.item); it != view->items.end()) {
-          if (!s->status)
-            s->status = it->second->status;
-          // Only a change the worker was waiting for starts a reaction: not the echo of
-          // its own write, which it reads already.
-          if (auto c = view->node_changes.find(it->second->spec.node_name);
-              c != view->node_changes.end() && s->waiting && !s->change_at)
-            s->change_at = c->second;
-        }
-        (*step)();
+        auto it = view->items.find(config.item);
+        if (it == view->items.end())
+          return;
+        if (!s->status)
+          s->status = it->second->status;
+        auto change = view->node_changes.find(it->second->spec.node_name);
+        // Only a change the worker was waiting for starts a reaction: not the echo of its
+        // own write, which it reads already.
+        if (change != view->node_changes.end() && s->waiting && !s->change_at)
+          s->change_at = change->second;
+        // A view in which nothing of this worker's changed brings nothing new (its timers
+        // cover time passing): in a plan of a thousand nodes most views are such.
+        const bool draining = s->status && s->status->phase == protocol::node_phase::draining;
+        if (first || view->shared_changed || change != view->node_changes.end() ||
+            view->item_changes.count(config.item) || (view->pdbs_changed && draining))
+          (*step)();
       },
       [=](grant_atom) {
         if (!s->token) {

@@ -301,17 +301,17 @@ class Bench:
                          "verification": {"readyLabel": "amd.com/gpu.ready", "timeoutSeconds": 7200},
                          "operatorPayload": {"kind": "ConfigMap", "name": payload,
                                              "namespace": "kube-amd-gpu", "profileName": dcm}}})
-        # Workloads: one Deployment (and PDB) per 10 nodes' worth of pods, spread by the
-        # scheduler; each pod holds one GPU.
-        per = 10 * self.args.pods_per_node
-        total = self.n * self.args.pods_per_node
+        # Workloads: a Deployment of P replicas (one GPU each) per node's worth, spread by
+        # the scheduler, each under a PodDisruptionBudget sized for the plan's parallelism:
+        # a wave of maxParallel nodes takes maxParallel/N of a Deployment's pods on average;
+        # the budget allows twice that, plus one (P at most). A drain then waits on a PDB
+        # only when a Deployment's pods pile up in one wave (the report counts refusals).
+        pods = self.args.pods_per_node
+        self.pdb_max_unavailable = min(pods, 1 + math.ceil(2 * pods * max(self.parallel) / self.n))
         self.deployments = []
-        i = 0
-        while total > 0:
-            replicas = min(per, total)
-            total -= replicas
-            name = f"bench-{i:03d}"
-            i += 1
+        for i in range(self.n if pods > 0 else 0):
+            replicas = pods
+            name = f"bench-{i:04d}"
             self.deployments.append(name)
             docs.append({
                 "apiVersion": "apps/v1", "kind": "Deployment",
@@ -329,7 +329,8 @@ class Bench:
                 "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                 "metadata": {"name": name, "namespace": WORKLOADS,
                              "labels": {"sim.gpu-partitioner.io/managed": "true"}},
-                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": name}}}})
+                "spec": {"maxUnavailable": self.pdb_max_unavailable,
+                         "selector": {"matchLabels": {"app": name}}}})
         kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
         self.restart_sim(self.args.time_scale)
         log(f"waiting for {self.n * self.args.pods_per_node} workload pods to run")
@@ -347,18 +348,6 @@ class Bench:
         # Where the nodes start: the profile the sim reports now.
         log("workloads ready")
 
-    def set_budgets(self, max_parallel):
-        # Each Deployment has 10 nodes' worth of pods spread over all nodes: a wave of
-        # maxParallel nodes takes maxParallel x 10 / N of its pods on average. Its PDB allows
-        # twice that, plus one: a drain waits on a PDB only when one Deployment's pods pile up
-        # on the nodes of one wave (the report counts the refusals).
-        size = 10 * self.args.pods_per_node
-        allowed = min(size, 1 + math.ceil(2 * max_parallel * size / self.n))
-        for d in self.deployments:
-            kubectl("-n", WORKLOADS, "patch", "pdb", d, "--type=merge",
-                    "-p", json.dumps({"spec": {"maxUnavailable": allowed}}))
-        return allowed
-
     # - one rollout -
     def node_seconds(self):
         """The simulated time one node needs at time scale 1: the workload pods' grace
@@ -371,12 +360,14 @@ class Bench:
         per_node = self.node_seconds()
         scale = self.args.time_scale
         if waves * per_node * scale > self.args.max_run_seconds:
-            scale = float(f"{self.args.max_run_seconds / (waves * per_node):.2g}")
+            exact = self.args.max_run_seconds / (waves * per_node)
+            step = 10 ** (math.floor(math.log10(exact)) - 1)  # two significant digits, down
+            scale = round(math.floor(exact / step) * step, 12)
         if scale != self.sim_scale:
             self.restart_sim(scale)
         profile = PROFILES[index % 2]
         plan = f"bench-{index + 1}-mp{max_parallel}"
-        budget = self.set_budgets(max_parallel)
+        budget = self.pdb_max_unavailable
         run = {"plan": plan, "max_parallel": max_parallel, "nodes": self.n, "waves": waves,
                "time_scale": scale, "node_seconds": per_node * scale,
                "ideal_seconds": waves * per_node * scale, "profile": profile[0],
@@ -816,8 +807,9 @@ class Bench:
                  "the figures are what this machine did, not what the operator needs alone. "
                  "bench/README.md explains each figure.")
         L.append("")
-        L.append(f"{self.args.pods_per_node} GPU pods per node in Deployments of 10 nodes' worth "
-                 "under PodDisruptionBudgets; one rollout per maxParallel (maxUnavailable the same), "
+        L.append(f"{self.args.pods_per_node} GPU pods per node: {len(self.deployments)} Deployments of "
+                 f"{self.args.pods_per_node} replicas, each under a PodDisruptionBudget with maxUnavailable "
+                 f"{self.pdb_max_unavailable}; one rollout per maxParallel (maxUnavailable the same), "
                  "each moving every node to the other memory mode (NPS1 <-> NPS4), with a fresh "
                  "operator. Per node the simulated stack takes "
                  f"{WORKLOAD_GRACE} s (workload pods' grace) + {self.ds_grace} s (device plugin pod's "
@@ -1045,6 +1037,7 @@ def main():
     if not parallel or min(parallel) < 1:
         die("--max-parallel wants whole numbers of at least 1, e.g. 1,10,50")
     b = Bench(args)
+    b.parallel = parallel
     b.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
     b.setup()
     t_start = time.time()

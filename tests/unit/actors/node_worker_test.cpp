@@ -312,6 +312,28 @@ BOOST_FIXTURE_TEST_CASE(the_echo_of_its_own_write_is_not_a_change_to_react_to, w
   BOOST_TEST(!request(1).reacting_to.has_value());
 }
 
+// A view in which nothing of this worker's changed is not a step: no status, no report
+// to the governor. Its node's change, its item's, or (draining) a PDB's is.
+BOOST_FIXTURE_TEST_CASE(a_view_with_nothing_of_the_workers_changed_is_not_stepped, worker_fixture) {
+  start();
+  show_view();
+  const auto wants = governed->wants.size();
+  BOOST_TEST_REQUIRE(wants >= 1u);
+  cluster().mark_all_changed = false;
+  cluster().view.node_changes["gpu-2"] = gp::wall_clock::now();
+  cluster().view.item_changes.insert(std::string(plan_name) + "-gpu-2");
+  cluster().view.pdbs_changed = true; // not draining: no matter
+  show_view();
+  BOOST_TEST(governed->wants.size() == wants);
+  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now();
+  show_view();
+  BOOST_TEST(governed->wants.size() == wants + 1);
+  cluster().view.node_changes.clear();
+  cluster().view.item_changes.insert(item_name);
+  show_view();
+  BOOST_TEST(governed->wants.size() == wants + 2);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_worker_whose_item_is_gone_does_nothing, worker_fixture) {
   cluster().view.items.clear();
   start();
