@@ -191,6 +191,17 @@ struct executor {
 
   node_io_result perform(const node_io& io) {
     node_io_result r;
+    if (io.reacting_to) {
+      const char* kind = io.add_finalizer || io.clear_retry ? "item"
+                         : io.patch && !io.patch->empty()   ? "node_patch"
+                         : io.taint                         ? (*io.taint ? "taint" : "untaint")
+                         : !io.removals.empty()             ? "eviction"
+                         : io.dcm                           ? "dcm_config"
+                                                            : "item";
+      process_metrics().reaction_seconds.observe(
+          {kind},
+          std::chrono::duration<double>(protocol::wall_clock::now() - *io.reacting_to).count());
+    }
     auto keep = [&](kube::result<rapidjson::Document>& d) {
       if (d)
         r.node = std::make_shared<const controller::node_info>(decode_node(d.value()));

@@ -166,6 +166,9 @@ int main(int argc, char** argv) {
 
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 2);
+  // Idle workers wait on a condition variable instead of polling (work stealing polls
+  // every 50 us when idle: most of an idle operator's CPU).
+  cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("logger.verbosity", caf::atom("quiet"));
   caf::actor_system system{cfg};
 
@@ -173,8 +176,10 @@ int main(int argc, char** argv) {
   io.connection = connection.value();
   io.identity = identity;
   auto writer = system.spawn<caf::detached>(actors::status_writer, io);
+  // Eight connections for the node writes: with fifty nodes in flight, evictions (which
+  // the API server may hold 500 ms on a PDB conflict) would otherwise queue behind each other.
   auto io_pool = caf::actor_pool::make(
-      system.dummy_execution_unit(), 4,
+      system.dummy_execution_unit(), 8,
       [&] { return system.spawn<caf::detached>(actors::io_executor, io); },
       caf::actor_pool::round_robin());
 

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct observation {
   std::shared_ptr<const config_map_data> data;
   /// An object that did not decode: the field and the problem.
   std::string problem;
+  /// When the watch delivered it (the start of a reaction to it).
+  protocol::wall_clock::time_point received{};
 };
 
 /// Everything observed, immutable once published; shared by every actor that reads it.
@@ -62,6 +65,15 @@ struct cluster_snapshot {
   by_key<config_map_data> dcm_events;
   /// Every watch has listed once.
   bool synced = false;
+  // -- what changed since the previous snapshot (a worker looks again only if its part did) --
+  /// Nodes whose Node object, pods or DCM Events changed, with the arrival of the earliest
+  /// such change (reaction latency starts there).
+  std::map<std::string, protocol::wall_clock::time_point> node_changes;
+  /// NodePartitionings, by name.
+  std::set<std::string> item_changes;
+  bool pdbs_changed = false;
+  /// Plans, profiles, ConfigMaps, or the caches just synced: every worker looks again.
+  bool shared_changed = false;
 };
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 
@@ -78,6 +90,9 @@ struct node_io {
   bool add_finalizer = false;
   bool remove_finalizer = false;
   bool clear_retry = false;
+  /// Set when these writes answer an observed change of the node or its pods: when it
+  /// arrived. The executor records the reaction latency as it starts writing.
+  std::optional<protocol::wall_clock::time_point> reacting_to;
 };
 
 struct node_io_result {

@@ -6,6 +6,8 @@
 #include "controller/dcm_payload.hpp"
 #include "protocol/codec/quote.hpp"
 
+#include <algorithm>
+
 namespace gpu_partitioner::actors {
 
 namespace {
@@ -32,6 +34,12 @@ struct worker_state {
   std::optional<protocol::node_phase> logged_phase;
   /// The node whose drain_blocked_pods series this worker sets ("" before the first).
   std::string metric_node;
+  /// The last step wrote nothing and waits for the world (DCM, kubelet, the device
+  /// plugin) to change the node or its pods.
+  bool waiting = false;
+  /// The arrival of the earliest such change not yet answered: the start of the reaction
+  /// latency of the next write.
+  std::optional<protocol::wall_clock::time_point> change_at;
 };
 
 // A profile's payload (data["profile.json"] of its ConfigMap), or why there is none.
@@ -159,8 +167,12 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (auto pods = view.pods_by_node.find(in.item.spec.node_name); pods != view.pods_by_node.end())
       for (const auto& [key, pod] : pods->second)
         in.pods.push_back(*pod);
+    // Only the budgets covering a pod on the node matter to it (the machine asks nothing
+    // else of them), and a large cluster has thousands.
     for (const auto& [key, pdb] : view.pdbs)
-      in.pdbs.push_back(*pdb);
+      if (std::any_of(in.pods.begin(), in.pods.end(),
+                      [&](const controller::pod_info& p) { return pdb->covers(p); }))
+        in.pdbs.push_back(*pdb);
     in.profile = resolve_profile(view, in.item.spec.profile_ref.name);
     in.plan = standing_of(view, in.item);
     in.dcm.ns = config.dcm_namespace;
@@ -272,6 +284,9 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     const bool writes = io.patch || io.taint || !io.removals.empty() || io.dcm ||
                         io.add_finalizer || io.remove_finalizer || io.clear_retry;
     if (writes) {
+      io.reacting_to = s->change_at;
+      s->change_at.reset();
+      s->waiting = false;
       const std::string observed_rv = in.node ? in.node->resource_version : std::string{};
       auto executor = caf::actor_cast<caf::actor>(config.io);
       if (!executor)
@@ -319,6 +334,11 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
               });
       return;
     }
+    // A change that brought no write is answered, unless the machine goes on at once
+    // (a phase change whose writes come in the next step).
+    s->waiting = out.requeue.count() == 0 || out.requeue > 1ms;
+    if (s->waiting)
+      s->change_at.reset();
     if (s->dirty) {
       s->dirty = false;
       self->send(self, tick_atom_v, ++s->timer_generation);
@@ -330,11 +350,24 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
 
   return {
       [=](view_atom, const snapshot_ptr& view) {
+        const bool first = !s->view;
         s->view = view;
+        auto it = view->items.find(config.item);
+        if (it == view->items.end())
+          return;
         if (!s->status)
-          if (auto it = view->items.find(config.item); it != view->items.end())
-            s->status = it->second->status;
-        (*step)();
+          s->status = it->second->status;
+        auto change = view->node_changes.find(it->second->spec.node_name);
+        // Only a change the worker was waiting for starts a reaction: not the echo of its
+        // own write, which it reads already.
+        if (change != view->node_changes.end() && s->waiting && !s->change_at)
+          s->change_at = change->second;
+        // A view in which nothing of this worker's changed brings nothing new (its timers
+        // cover time passing): in a plan of a thousand nodes most views are such.
+        const bool draining = s->status && s->status->phase == protocol::node_phase::draining;
+        if (first || view->shared_changed || change != view->node_changes.end() ||
+            view->item_changes.count(config.item) || (view->pdbs_changed && draining))
+          (*step)();
       },
       [=](grant_atom) {
         if (!s->token) {

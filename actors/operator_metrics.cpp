@@ -6,6 +6,8 @@ namespace {
 
 const std::vector<double> phase_buckets{1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
 const std::vector<double> latency_buckets{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+const std::vector<double> reaction_buckets{0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075,
+                                           0.1,   0.15,   0.2,   0.3,  0.5,  1,    2.5,  5};
 
 } // namespace
 
@@ -36,6 +38,12 @@ operator_metrics::operator_metrics()
                                       {"resource", "kind"})),
       reconcile_errors(registry.counter("gpu_partitioner_reconcile_errors_total",
                                         "Writes that failed and will be retried.", {"plan"})),
+      reaction_seconds(registry.histogram(
+          "gpu_partitioner_reaction_seconds",
+          "From the arrival of a watched change of a node or its pods that a waiting node "
+          "worker acts on (pods gone, DCM's answer, the device plugin's report) to the start "
+          "of its next write, by the kind of that write.",
+          {"write"}, reaction_buckets)),
       leader(registry.gauge("gpu_partitioner_leader", "1 while this replica leads, else 0.")),
       progress(registry.gauge("gpu_partitioner_plan_progress_ratio",
                               "Succeeded nodes over the plan's nodes (0 to 1).", {"plan"})),

@@ -21,6 +21,7 @@ struct operator_metrics {
   metrics::family& api_seconds;
   metrics::family& watch_restarts;
   metrics::family& reconcile_errors;
+  metrics::family& reaction_seconds;
   metrics::family& leader;
   metrics::family& progress;
   metrics::family& plan_phase;

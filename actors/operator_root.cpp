@@ -18,6 +18,7 @@ struct root_state {
   std::set<std::string> synced;
   bool dirty = false;
   bool tick_pending = false;
+  std::chrono::steady_clock::time_point published{};
   std::map<std::string, caf::actor> supervisors;
 };
 
@@ -28,6 +29,7 @@ void apply(root_state& s, const observation& o) {
   auto& v = s.view;
   switch (o.what) {
   case k::node:
+    v.node_changes.emplace(o.key, o.received);
     if (o.deleted)
       v.nodes.erase(o.key);
     else
@@ -36,6 +38,7 @@ void apply(root_state& s, const observation& o) {
   case k::pod: {
     auto old = s.pod_nodes.find(o.key);
     if (old != s.pod_nodes.end()) {
+      v.node_changes.emplace(old->second, o.received);
       auto& on_node = v.pods_by_node[old->second];
       on_node.erase(o.key);
       if (on_node.empty())
@@ -43,30 +46,45 @@ void apply(root_state& s, const observation& o) {
       s.pod_nodes.erase(old);
     }
     if (!o.deleted && o.pod && !o.pod->node_name.empty()) {
+      v.node_changes.emplace(o.pod->node_name, o.received);
       v.pods_by_node[o.pod->node_name][o.key] = o.pod;
       s.pod_nodes[o.key] = o.pod->node_name;
     }
     break;
   }
   case k::pdb:
+    v.pdbs_changed = true;
     if (o.deleted)
       v.pdbs.erase(o.key);
     else
       v.pdbs[o.key] = o.pdb;
     break;
   case k::config_map:
+    v.shared_changed = true;
     if (o.deleted)
       v.config_maps.erase(o.key);
     else
       v.config_maps[o.key] = o.data;
     break;
   case k::dcm_event:
-    if (o.deleted)
+    if (o.deleted) {
       v.dcm_events.erase(o.key);
-    else
+    } else {
       v.dcm_events[o.key] = o.data;
+      // News for the worker of the node it is about (on the Node, or a pod there).
+      auto field = [&](const char* f) {
+        auto it = o.data->find(f);
+        return it == o.data->end() ? std::string{} : it->second;
+      };
+      if (field("kind") == "Node")
+        v.node_changes.emplace(field("name"), o.received);
+      else if (auto pod = s.pod_nodes.find(field("namespace") + "/" + field("name"));
+               field("kind") == "Pod" && pod != s.pod_nodes.end())
+        v.node_changes.emplace(pod->second, o.received);
+    }
     break;
   case k::plan:
+    v.shared_changed = true;
     v.plans.erase(o.key);
     v.invalid_plans.erase(o.key);
     if (!o.deleted) {
@@ -77,6 +95,7 @@ void apply(root_state& s, const observation& o) {
     }
     break;
   case k::profile:
+    v.shared_changed = true;
     v.profiles.erase(o.key);
     v.invalid_profiles.erase(o.key);
     if (!o.deleted) {
@@ -87,6 +106,7 @@ void apply(root_state& s, const observation& o) {
     }
     break;
   case k::item:
+    v.item_changes.insert(o.key);
     if (o.deleted || !o.item)
       v.items.erase(o.key);
     else
@@ -105,7 +125,13 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
   auto schedule = [self, s, settings] {
     if (!s->tick_pending) {
       s->tick_pending = true;
-      self->delayed_send(self, settings.publish_interval, tick_atom_v);
+      // Behind what is already in the mailbox, so a burst that arrived together is one
+      // snapshot; a change right after a publish waits for the rest of the interval.
+      const auto since = std::chrono::steady_clock::now() - s->published;
+      if (since >= settings.publish_interval)
+        self->send(self, tick_atom_v);
+      else
+        self->delayed_send(self, settings.publish_interval - since, tick_atom_v);
     }
   };
   // A supervisor that fails is logged and started again with the next view; any other
@@ -132,6 +158,7 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
       },
       [=](synced_atom, const std::string& resource) {
         s->synced.insert(resource);
+        s->view.shared_changed = true;
         if (s->synced.size() >= resource_count && !s->view.synced) {
           s->view.synced = true;
           process_metrics().synced = true;
@@ -146,7 +173,12 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
         if (!s->dirty || !s->view.synced)
           return;
         s->dirty = false;
+        s->published = std::chrono::steady_clock::now();
         auto snapshot = std::make_shared<const cluster_snapshot>(s->view);
+        s->view.node_changes.clear();
+        s->view.item_changes.clear();
+        s->view.pdbs_changed = false;
+        s->view.shared_changed = false;
         // A supervisor per plan; items whose plan is gone are still served (a deleted
         // plan's items run their finalizers) by a supervisor kept until they are gone.
         std::set<std::string> wanted;

@@ -12,7 +12,8 @@ struct operator_settings {
   std::string dcm_name = "config-manager-config";
   /// Who writes (the lease holder's identity, recorded in field managers and events).
   std::string identity = "gpu-partitioner";
-  /// How often a changed view is published to the plans (coalescing bursts of events).
+  /// At most one snapshot of a changed view per interval, to the plans: the first change
+  /// after a quiet interval goes out at once, a burst is coalesced to the interval's end.
   std::chrono::milliseconds publish_interval{50};
 };
 

@@ -23,9 +23,12 @@ struct supervisor_state {
   bool wrote_status = false;
 };
 
+/// `hashes`: desiredHash by profile, for this plan and view (the same for every node of a
+/// profile: computed once, not once per node).
 protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan,
                                          const controller::selected_node& sel,
-                                         const cluster_snapshot& view) {
+                                         const cluster_snapshot& view,
+                                         std::map<std::string, std::string>& hashes) {
   protocol::node_partitioning item;
   item.metadata.name = plan.metadata.name + "-" + sel.node;
   item.metadata.finalizers = {controller::item_finalizer};
@@ -43,6 +46,10 @@ protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan
   item.spec.drain = plan.spec.rollout.drain;
   item.spec.verification = plan.spec.verification;
   item.spec.dry_run = plan.spec.dry_run;
+  if (auto known = hashes.find(sel.profile); known != hashes.end()) {
+    item.spec.desired_hash = known->second;
+    return item;
+  }
   auto profile = view.profiles.find(sel.profile);
   if (profile != view.profiles.end()) {
     item.spec.desired_hash =
@@ -55,6 +62,7 @@ protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan
     item.spec.desired_hash =
         protocol::desired_hash(missing, item.spec.drain, item.spec.verification);
   }
+  hashes[sel.profile] = item.spec.desired_hash;
   return item;
 }
 
@@ -188,9 +196,10 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             hold_all();
           } else {
             std::vector<std::string> selected;
+            std::map<std::string, std::string> hashes;
             for (const auto& sel : resolution.selected) {
               selected.push_back(config.plan + "-" + sel.node);
-              auto want = desired_item(*plan, sel, *view);
+              auto want = desired_item(*plan, sel, *view, hashes);
               keep_items.insert(want.metadata.name);
               auto have = mine.find(want.metadata.name);
               if (have == mine.end()) {
@@ -293,12 +302,13 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
     // order only once every item has been heard from, whatever order they asked in.
     std::set<std::string> selected;
     std::set<std::string> heard;
+    /// How many of `selected` are in `heard` (checked on every report, so kept, not counted).
+    std::size_t selected_heard = 0;
   };
   auto s = std::make_shared<state>();
   auto grant = [=] {
-    for (const auto& item : s->selected)
-      if (!s->heard.count(item))
-        return;
+    if (s->selected_heard < s->selected.size())
+      return;
     for (const auto& item : s->governor.grant()) {
       log_info("token granted (" + std::to_string(s->governor.in_flight()) + " in flight, " +
                    std::to_string(s->governor.unavailable()) + " unavailable)",
@@ -313,12 +323,16 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
           const std::vector<std::string>& selected) {
         s->governor.set_limits(limits);
         s->selected = std::set<std::string>(selected.begin(), selected.end());
+        s->selected_heard = 0;
+        for (const auto& item : s->selected)
+          s->selected_heard += s->heard.count(item);
         grant();
       },
       [=](want_atom, const std::string& item, const controller::governor_node& facts,
           const caf::actor& worker) {
         s->workers[item] = worker.address();
-        s->heard.insert(item);
+        if (s->heard.insert(item).second && s->selected.count(item))
+          ++s->selected_heard;
         const bool held = s->governor.holds(item);
         s->governor.observe(item, facts);
         if (!facts.in_flight && held && !facts.wants_token)
@@ -329,13 +343,15 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
           self->send(worker, grant_atom_v);
       },
       [=](lost_atom, const std::string& item) {
-        s->heard.erase(item);
+        if (s->heard.erase(item) && s->selected.count(item))
+          --s->selected_heard;
         s->workers.erase(item);
       },
       [=](forget_atom, const std::string& item) {
         s->governor.forget(item);
         s->workers.erase(item);
-        s->heard.erase(item);
+        if (s->heard.erase(item) && s->selected.count(item))
+          --s->selected_heard;
         s->selected.erase(item);
         grant();
       },

@@ -33,6 +33,7 @@ public:
     o.what = what_;
     o.key = d.key.namespace_.empty() ? d.key.name : d.key.namespace_ + "/" + d.key.name;
     o.deleted = d.type == kube::event_type::deleted;
+    o.received = protocol::wall_clock::now();
     if (!o.deleted && d.object != nullptr)
       fill(o, *d.object);
     caf::anon_send(sink_, observe_atom_v, std::move(o));

@@ -385,6 +385,9 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
       if (pod.deleting)
         continue;
       auto mem = in.evictions.find(key_of(pod));
+      // Evicted, but the watch has not shown the deletion yet: not again (for 5 s).
+      if (mem != in.evictions.end() && mem->second.done && in.now - mem->second.at < eviction_retry)
+        continue;
       if (mem != in.evictions.end() && mem->second.blocked) {
         auto pdbs = pdbs_covering(in.pdbs, pod);
         blocking_pdbs.insert(blocking_pdbs.end(), pdbs.begin(), pdbs.end());

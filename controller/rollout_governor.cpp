@@ -77,14 +77,32 @@ hold_reason rollout_governor::check(const std::string& candidate,
 }
 
 std::vector<std::string> rollout_governor::grant() {
+  // What check() decides for each candidate in name order, with the counts kept as
+  // tokens are granted instead of recounted per candidate: one pass over the nodes, and
+  // none when the rollout is full (a plan of a thousand nodes asks this on every report).
   std::vector<std::string> granted;
+  if (limits_.paused || in_flight() >= limits_.max_parallel)
+    return granted;
+  std::int32_t unavailable_now = 0;
+  for (const auto& [name, facts] : nodes_) {
+    if (limits_.stop_on_failure && facts.failed)
+      return granted;
+    if (counts_unavailable(name, facts))
+      ++unavailable_now;
+  }
+  const std::int32_t limit = max_unavailable();
   for (const auto& [name, facts] : nodes_) {
     if (!facts.wants_token || tokens_.count(name) > 0 || facts.failed)
       continue;
-    if (check(name, facts) != hold_reason::none)
+    if (in_flight() + 1 > limits_.max_parallel)
+      break;
+    const bool adds = !counts_unavailable(name, facts);
+    if (unavailable_now + (adds ? 1 : 0) > limit)
       continue;
     tokens_.insert(name);
     granted.push_back(name);
+    if (adds)
+      ++unavailable_now;
   }
   return granted;
 }

@@ -95,10 +95,33 @@ def summary(plan, rows, started):
         if v:
             out.append(f"  {p:<16} mean {sum(v) / len(v):6.1f} s   max {max(v):6.1f} s   ({len(v)} nodes)")
     blocked = kubectl("get", "events", "-A", "--field-selector", "reason=DrainBlocked")
-    waits = {e["involvedObject"]["name"] for e in (blocked or {}).get("items", [])
-             if e["involvedObject"]["name"].startswith((plan or {}).get("metadata", {}).get("name", "") + "-")}
-    out.append(f'pods evicted: {sum(r["evicted"] for r in rows)}; '
-               f'nodes whose drain waited on a PodDisruptionBudget: {len(waits)}')
+    prefix = (plan or {}).get("metadata", {}).get("name", "") + "-"
+    waited = {e["involvedObject"]["name"][len(prefix):] for e in (blocked or {}).get("items", [])
+              if e["involvedObject"]["name"].startswith(prefix)}
+    out.append(f'pods evicted: {sum(r["evicted"] for r in rows)}')
+
+    def drain_seconds(r):
+        h = r["history"]
+        for a, b in zip(h, h[1:]):
+            if a["phase"] == "Draining":
+                ta, tb = parse_time(a["time"]), parse_time(b["time"])
+                if ta and tb:
+                    return (tb - ta).total_seconds()
+        return None
+
+    def mean(v):
+        return sum(v) / len(v) if v else 0.0
+
+    if waited:
+        slow = [d for r in rows if r["node"] in waited for d in [drain_seconds(r)] if d is not None]
+        fast = [d for r in rows if r["node"] not in waited for d in [drain_seconds(r)] if d is not None]
+        line = (f"PDB waits: {len(waited)} of {len(rows)} nodes had an eviction refused by a "
+                f"PodDisruptionBudget and waited; their drains took {mean(slow):.1f} s on average")
+        if fast:
+            line += f", against {mean(fast):.1f} s for the others"
+        out.append(line)
+    else:
+        out.append("PDB waits: none (no eviction was refused by a PodDisruptionBudget)")
     return "\n".join(out)
 
 

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -41,6 +42,8 @@ struct options {
   std::string dcm_name = "config-manager-config";
   double time_scale = 1.0;
   int tick_ms = 50;
+  /// Parallel connections for the writes of one tick (a node's writes stay in order).
+  int writers = 8;
 };
 
 void log_line(const std::string& what) {
@@ -307,9 +310,23 @@ int run(const options& opt) {
   watches.push_back(start_watch(config.value(), pod_opts, pods));
   watches.push_back(start_watch(config.value(), cm_opts, dcm));
 
-  kube::http_client http(config.value(), std::make_shared<kube::credentials>(config.value()));
-  kube::client api(http);
-  kube::event_recorder events(api, dcm_component, "gpu-sim");
+  // One lane per connection; a node's writes (and its pods') always take the same lane,
+  // so they stay in order, while a thousand nodes' writes do not queue behind each other.
+  struct lane {
+    kube::http_client http;
+    kube::client api;
+    kube::event_recorder events;
+    std::vector<std::function<void(lane&)>> jobs;
+    explicit lane(const kube::connection_config& c)
+        : http(c, std::make_shared<kube::credentials>(c)), api(http),
+          events(api, dcm_component, "gpu-sim") {}
+  };
+  std::vector<std::unique_ptr<lane>> lanes;
+  for (int i = 0; i < std::max(1, opt.writers); ++i)
+    lanes.push_back(std::make_unique<lane>(config.value()));
+  auto lane_of = [&](const std::string& node) -> lane& {
+    return *lanes[std::hash<std::string>{}(node) % lanes.size()];
+  };
   std::map<std::string, node_memory> memory;
   std::map<pod_key, pod_memory> pod_memory_map;
   std::map<std::string, sim_time> registering;
@@ -352,63 +369,80 @@ int run(const options& opt) {
           ours.emplace(key, pod);
       pod_work = step_pods(pod_memory_map, ours, now, timing);
     }
-    for (const auto& name : to_register) {
-      kube::patch_options status;
-      status.subresource = "status";
-      auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
-                         registration_status(name), status);
-      log_line("node " + name +
-               (r ? ": registered, Ready" : ": registration failed: " + r.error().describe()));
-    }
-    for (const auto& [name, a] : node_work) {
-      if (!a.labels.empty() || !a.annotations.empty()) {
-        auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
-                           metadata_patch(a));
-        if (!r)
-          log_line("node " + name + ": label patch failed: " + r.error().describe());
-      }
-      if (a.gpu_resources) {
-        const std::string n = json_string(std::to_string(*a.gpu_resources));
+    for (const auto& name : to_register)
+      lane_of(name).jobs.push_back([name](lane& l) {
         kube::patch_options status;
         status.subresource = "status";
-        auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
-                           R"({"status":{"capacity":{"amd.com/gpu":)" + n +
-                               R"(},"allocatable":{"amd.com/gpu":)" + n + "}}}",
-                           status);
-        if (!r)
-          log_line("node " + name + ": status patch failed: " + r.error().describe());
-      }
-      for (const auto& e : a.events) {
-        log_line("node " + name + ": " + e.reason + " " + e.message);
-        kube::event_spec spec;
-        spec.regarding = {"v1", "Node", "", name, ""};
-        spec.type = e.type;
-        spec.reason = e.reason;
-        spec.message = e.message;
-        (void)events.record(spec);
-      }
-      for (const auto& [k, v] : a.labels)
-        log_line("node " + name + ": label " + k + (v ? "=" + *v : " removed"));
-      if (a.gpu_resources)
-        log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
+        auto r = l.api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
+                             registration_status(name), status);
+        log_line("node " + name +
+                 (r ? ": registered, Ready" : ": registration failed: " + r.error().describe()));
+      });
+    for (auto& [node_name, work] : node_work)
+      lane_of(node_name).jobs.push_back([name = node_name, a = std::move(work)](lane& l) {
+        if (!a.labels.empty() || !a.annotations.empty()) {
+          auto r = l.api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
+                               metadata_patch(a));
+          if (!r)
+            log_line("node " + name + ": label patch failed: " + r.error().describe());
+        }
+        if (a.gpu_resources) {
+          const std::string n = json_string(std::to_string(*a.gpu_resources));
+          kube::patch_options status;
+          status.subresource = "status";
+          auto r = l.api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
+                               R"({"status":{"capacity":{"amd.com/gpu":)" + n +
+                                   R"(},"allocatable":{"amd.com/gpu":)" + n + "}}}",
+                               status);
+          if (!r)
+            log_line("node " + name + ": status patch failed: " + r.error().describe());
+        }
+        for (const auto& e : a.events) {
+          log_line("node " + name + ": " + e.reason + " " + e.message);
+          kube::event_spec spec;
+          spec.regarding = {"v1", "Node", "", name, ""};
+          spec.type = e.type;
+          spec.reason = e.reason;
+          spec.message = e.message;
+          (void)l.events.record(spec);
+        }
+        for (const auto& [k, v] : a.labels)
+          log_line("node " + name + ": label " + k + (v ? "=" + *v : " removed"));
+        if (a.gpu_resources)
+          log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
+      });
+    for (const auto& p : pod_work.start)
+      lane_of(p.node).jobs.push_back([p, ip = next_ip++](lane& l) {
+        kube::patch_options status;
+        status.subresource = "status";
+        auto r = l.api.patch(kube::resources::pods(), p.ns, p.name, kube::patch_type::merge,
+                             running_status(p, ip), status);
+        if (!r && r.error().kind != kube::error_kind::not_found)
+          log_line("pod " + p.ns + "/" + p.name + ": start failed: " + r.error().describe());
+      });
+    for (const auto& p : pod_work.remove)
+      lane_of(p.node).jobs.push_back([p](lane& l) {
+        kube::delete_options now;
+        now.grace_period_seconds = 0;
+        now.precondition_uid = p.uid;
+        auto r = l.api.remove(kube::resources::pods(), p.ns, p.name, now);
+        if (!r && r.error().kind != kube::error_kind::not_found &&
+            r.error().kind != kube::error_kind::conflict)
+          log_line("pod " + p.ns + "/" + p.name + ": delete failed: " + r.error().describe());
+      });
+    // The lanes write at once; the next tick starts when every write of this one is done.
+    std::vector<std::thread> running;
+    for (auto& l : lanes) {
+      if (l->jobs.empty())
+        continue;
+      running.emplace_back([&l] {
+        for (auto& job : l->jobs)
+          job(*l);
+        l->jobs.clear();
+      });
     }
-    kube::patch_options status;
-    status.subresource = "status";
-    for (const auto& p : pod_work.start) {
-      auto r = api.patch(kube::resources::pods(), p.ns, p.name, kube::patch_type::merge,
-                         running_status(p, next_ip++), status);
-      if (!r && r.error().kind != kube::error_kind::not_found)
-        log_line("pod " + p.ns + "/" + p.name + ": start failed: " + r.error().describe());
-    }
-    for (const auto& p : pod_work.remove) {
-      kube::delete_options now;
-      now.grace_period_seconds = 0;
-      now.precondition_uid = p.uid;
-      auto r = api.remove(kube::resources::pods(), p.ns, p.name, now);
-      if (!r && r.error().kind != kube::error_kind::not_found &&
-          r.error().kind != kube::error_kind::conflict)
-        log_line("pod " + p.ns + "/" + p.name + ": delete failed: " + r.error().describe());
-    }
+    for (auto& t : running)
+      t.join();
   }
   for (auto& t : watches)
     t.join();
@@ -429,6 +463,8 @@ Flags:
   --node-selector SEL       nodes to simulate (default gpu.vendor=amd)
   --dcm-config NS/NAME      DCM's ConfigMap (default kube-amd-gpu/config-manager-config)
   --time-scale F            multiply every simulated delay by F (default 1)
+  --writers N               parallel connections for writes (default 8; a node's writes
+                            keep their order)
   --help
 )";
 
@@ -461,6 +497,15 @@ int main(int argc, char** argv) {
       }
       opt.dcm_namespace = v.substr(0, slash);
       opt.dcm_name = v.substr(slash + 1);
+    } else if (a == "--writers") {
+      std::string v = value();
+      char* end = nullptr;
+      opt.writers = static_cast<int>(std::strtol(v.c_str(), &end, 10));
+      if (end == v.c_str() || *end != '\0' || opt.writers < 1 || opt.writers > 64) {
+        std::fprintf(stderr, "gpu-sim: --writers: \"%s\" is not a number from 1 to 64\n",
+                     v.c_str());
+        return 2;
+      }
     } else if (a == "--time-scale") {
       std::string v = value();
       char* end = nullptr;

@@ -147,7 +147,15 @@ struct cluster_model {
   }
 
   gc::node_info node(const std::string& name) const { return *view.nodes.at(name); }
-  ga::snapshot_ptr snapshot() const { return std::make_shared<const ga::cluster_snapshot>(view); }
+  /// Snapshots say everything may have changed (every worker steps), unless a test sets
+  /// the change fields itself.
+  bool mark_all_changed = true;
+  ga::snapshot_ptr snapshot() const {
+    auto copy = std::make_shared<ga::cluster_snapshot>(view);
+    if (mark_all_changed)
+      copy->shared_changed = true;
+    return copy;
+  }
 
   // The device plugin and labeller report what the GPUs run, while not tainted.
   static void plugin(gc::node_info& n) {

@@ -247,6 +247,94 @@ BOOST_FIXTURE_TEST_CASE(a_rollback_goes_out_as_two_batches_untaint_then_uncordon
   BOOST_TEST(node.annotations.count(gc::was_unschedulable_annotation) == 0u);
 }
 
+// Reaction latency: a write carries the arrival of the change that brought it (DCM's
+// answer here); a change that brought no write is not carried into a later one.
+BOOST_FIXTURE_TEST_CASE(a_write_carries_the_arrival_of_the_change_it_answers, worker_fixture) {
+  auto item = make_item("gpu-1");
+  item.status.phase = gp::node_phase::waiting_operator;
+  item.status.observed_hash = item.spec.desired_hash;
+  item.status.started_at = gp::format_time(gp::wall_clock::now());
+  item.status.history.push_back({gp::node_phase::waiting_operator,
+                                 gp::format_time(gp::wall_clock::now()), "ProfileApplied", ""});
+  cluster().put(item);
+  cluster().view.pods_by_node.clear();
+  auto n = make_node("gpu-1");
+  n.unschedulable = true;
+  n.annotations[gc::was_unschedulable_annotation] = "false";
+  n.taints.push_back({gc::dcm_taint_key, gc::dcm_taint_value, "NoExecute"});
+  n.labels[gc::dcm_profile_label] = dcm_profile;
+  n.labels.erase(gc::dcm_state_label);
+  cluster().put(n);
+  start();
+  show_view();
+  BOOST_TEST(requests() == 0u);
+
+  // Something changed on the node, but DCM has not answered: nothing to write.
+  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now() - 1s;
+  show_view();
+  cluster().view.node_changes.clear();
+  BOOST_TEST(requests() == 0u);
+
+  // DCM's answer arrives: Verifying (status only), then at once the untaint.
+  const auto answered = gp::wall_clock::now() - 20ms;
+  n.labels[gc::dcm_state_label] = "success";
+  cluster().put(n);
+  cluster().view.node_changes["gpu-1"] = answered;
+  show_view();
+  cluster().view.node_changes.clear();
+  BOOST_TEST(written->last_phase(item_name) == "Verifying");
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST_REQUIRE(requests() >= 1u);
+  BOOST_TEST((request(0).taint == std::optional<bool>(false)));
+  BOOST_TEST_REQUIRE(request(0).reacting_to.has_value());
+  BOOST_TEST((*request(0).reacting_to == answered));
+  // The next write follows the answer to the untaint, not a new change: nothing carried.
+  run_with_timers(10);
+  BOOST_TEST_REQUIRE(requests() >= 2u);
+  BOOST_TEST(!request(1).reacting_to.has_value());
+}
+
+BOOST_FIXTURE_TEST_CASE(the_echo_of_its_own_write_is_not_a_change_to_react_to, worker_fixture) {
+  io_state->hold = true;
+  start();
+  show_view();
+  caf::anon_send(worker, ga::grant_atom_v);
+  sched.run();
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST_REQUIRE(requests() == 1u); // the cordon, held
+  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now();
+  show_view();
+  cluster().view.node_changes.clear();
+  deliver();
+  BOOST_TEST_REQUIRE(requests() == 2u);
+  BOOST_TEST(removal_names(request(1)) == "team/web-0:evict");
+  BOOST_TEST(!request(1).reacting_to.has_value());
+}
+
+// A view in which nothing of this worker's changed is not a step: no status, no report
+// to the governor. Its node's change, its item's, or (draining) a PDB's is.
+BOOST_FIXTURE_TEST_CASE(a_view_with_nothing_of_the_workers_changed_is_not_stepped, worker_fixture) {
+  start();
+  show_view();
+  const auto wants = governed->wants.size();
+  BOOST_TEST_REQUIRE(wants >= 1u);
+  cluster().mark_all_changed = false;
+  cluster().view.node_changes["gpu-2"] = gp::wall_clock::now();
+  cluster().view.item_changes.insert(std::string(plan_name) + "-gpu-2");
+  cluster().view.pdbs_changed = true; // not draining: no matter
+  show_view();
+  BOOST_TEST(governed->wants.size() == wants);
+  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now();
+  show_view();
+  BOOST_TEST(governed->wants.size() == wants + 1);
+  cluster().view.node_changes.clear();
+  cluster().view.item_changes.insert(item_name);
+  show_view();
+  BOOST_TEST(governed->wants.size() == wants + 2);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_worker_whose_item_is_gone_does_nothing, worker_fixture) {
   cluster().view.items.clear();
   start();

@@ -8,9 +8,11 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace actor_test;
@@ -442,6 +444,20 @@ BOOST_FIXTURE_TEST_CASE(a_crashed_supervisor_is_restarted_with_the_next_publish,
     BOOST_TEST(!watch(w)->down);
   }
   BOOST_TEST(!root_exit->down);
+}
+
+// A change after a quiet interval is published at once (no waiting for a timer): a new
+// item's worker starts within the mailbox's turn.
+BOOST_FIXTURE_TEST_CASE(a_change_after_a_quiet_interval_is_published_at_once, root_fixture) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  observe_node("gpu-3");
+  ga::observation i;
+  i.what = ga::observation::kind::item;
+  i.key = std::string(plan_name) + "-gpu-3";
+  i.item = std::make_shared<const gp::node_partitioning>(make_item("gpu-3"));
+  observe(i);
+  sched.run(); // no timer fired
+  BOOST_TEST(static_cast<bool>(worker_of("gpu-3")), "gpu-3's worker did not see a snapshot");
 }
 
 // The shutdown from main still ends the root and, through the links, every supervisor

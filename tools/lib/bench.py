@@ -1,0 +1,1071 @@
+#!/usr/bin/env python3
+"""tools/bench's harness, run by tools/bench once the cluster and the simulated nodes are up
+(KUBECONFIG, GPU_PARTITIONER_TOKEN_KUBECONFIG and GPU_PARTITIONER_CLUSTER_DIR set).
+
+For each maxParallel value it starts a fresh operator, applies a plan that moves every node
+to the other partition profile, samples the operator's metrics and the processes' CPU and
+memory while the rollout runs, and keeps the API server's metrics before and after. Then it
+runs the documented manual procedure with kubectl on a few nodes, reads the API server's
+audit log, and writes the report (Markdown), the chart (PNG) and the figures (JSON).
+bench/README.md explains each figure."""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# The simulated AMD stack's delays at time scale 1, in seconds: tools/simulator/node_model.hpp
+# (sim_timing) and kubelet_model.hpp. A memory-mode change (NPS1 <-> NPS4) reloads the driver.
+DCM_MEMORY_CHANGE = 140.0
+PLUGIN_RESTART = 5.0
+WORKLOAD_GRACE = 10  # terminationGracePeriodSeconds of the bench's workload pods
+PHASES = ["Pending", "Draining", "Applying", "WaitingOperator", "Verifying", "Succeeded", "Failed"]
+PROFILES = [  # name, DCM profile, payload ConfigMap, amd.com/gpu on 8 MI300X
+    ("bench-cpx-nps4", "cpx-nps4", "dcm-profile-mi300x-cpx-nps4", 64),
+    ("bench-spx-nps1", "spx-nps1", "dcm-profile-mi300x-spx-nps1", 8),
+]
+WORKLOADS = "gpu-workloads"
+OPERATOR_USER = "token-admin"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print(f"tools/bench: {msg}", file=sys.stderr, flush=True)
+
+
+def die(msg):
+    log("error: " + msg)
+    sys.exit(1)
+
+
+def kubectl(*args, input=None, check=True, kubeconfig=None):
+    env = dict(os.environ)
+    if kubeconfig:
+        env["KUBECONFIG"] = kubeconfig
+    r = subprocess.run(["kubectl", *args], input=input, capture_output=True, text=True, env=env)
+    if check and r.returncode != 0:
+        die(f"kubectl {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def free_port():
+    for _ in range(200):
+        port = random.randint(20000, 32767)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    die("no free port")
+
+
+def parse_time(text):
+    # RFC 3339 with up to nanoseconds, as the API server writes them.
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z", text)
+    if not m:
+        return None
+    t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+    return t.timestamp() + (float(m.group(2)) if m.group(2) else 0.0)
+
+
+# -- processes --
+
+def proc_cpu_seconds(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def proc_memory_kb(pid, key):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def proc_argv0(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[0].decode()
+    except OSError:
+        return None
+
+
+def stop(pid, grace=15):
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + grace
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.1)
+    log(f"pid {pid} did not stop within {grace} s of SIGTERM; SIGKILL")
+    os.kill(pid, signal.SIGKILL)
+
+
+def start(argv, logfile):
+    out = open(logfile, "a")
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                         start_new_session=True, close_fds=True)
+    out.close()
+    return p
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+# -- Prometheus text format --
+
+LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text, names):
+    """(name, {label: value}, float) for every sample of the given metric names."""
+    out = []
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        m = LINE.match(line)
+        if not m or not any(m.group(1).startswith(n) for n in names):
+            continue
+        labels = dict(LABEL.findall(m.group(2) or ""))
+        try:
+            out.append((m.group(1), labels, float(m.group(3))))
+        except ValueError:
+            pass
+    return out
+
+
+def histogram_quantiles(samples, name, qs):
+    """Quantiles from a Prometheus histogram (all label sets summed), interpolated within
+    buckets as Prometheus's histogram_quantile does."""
+    buckets = {}
+    count = 0.0
+    total = 0.0
+    for n, labels, v in samples:
+        if n == name + "_bucket":
+            le = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
+            buckets[le] = buckets.get(le, 0.0) + v
+        elif n == name + "_count":
+            count += v
+        elif n == name + "_sum":
+            total += v
+    bounds = sorted(buckets)
+    result = {}
+    for q in qs:
+        if count == 0:
+            result[q] = None
+            continue
+        rank = q * count
+        prev_bound, prev_count = 0.0, 0.0
+        value = None
+        for b in bounds:
+            if buckets[b] >= rank:
+                if math.isinf(b):
+                    value = prev_bound
+                else:
+                    span = buckets[b] - prev_count
+                    value = prev_bound + (b - prev_bound) * ((rank - prev_count) / span if span else 1.0)
+                break
+            prev_bound, prev_count = b, buckets[b]
+        result[q] = value
+    return result, int(count), total
+
+
+def quantile(values, q):
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
+
+
+def apiserver_requests():
+    """apiserver_request_total by (verb, resource/subresource), resource requests only."""
+    text = kubectl("get", "--raw", "/metrics")
+    out = {}
+    for _, labels, v in parse_metrics(text, ["apiserver_request_total"]):
+        if not labels.get("resource"):
+            continue
+        res = labels["resource"] + ("/" + labels["subresource"] if labels.get("subresource") else "")
+        key = (labels.get("verb", ""), res)
+        out[key] = out.get(key, 0.0) + v
+    return out
+
+
+# -- the bench --
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.n = args.nodes
+        self.state = args.state
+        self.token_kubeconfig = os.environ["GPU_PARTITIONER_TOKEN_KUBECONFIG"]
+        self.cluster_dir = os.environ["GPU_PARTITIONER_CLUSTER_DIR"]
+        self.audit_log = os.path.join(self.cluster_dir, "logs", "audit.log")
+        self.sim_exe = os.path.join(args.sim_state, "gpu-sim")
+        self.sim_pidfile = os.path.join(args.sim_state, "gpu-sim.pid")
+        self.sim_scale = None
+        self.nodes = []
+        self.ds_grace = 30
+        self.runs = []
+        self.manual = None
+
+    # - the cluster's processes, for CPU figures -
+    def component_pids(self):
+        pids = {}
+        for c in ["kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler"]:
+            try:
+                with open(os.path.join(self.cluster_dir, "run", c + ".pid")) as f:
+                    pids[c] = int(f.read().strip())
+            except (OSError, ValueError):
+                pass
+        pid = self.sim_pid()
+        if pid:
+            pids["gpu-sim"] = pid
+        return pids
+
+    def sim_pid(self):
+        try:
+            with open(self.sim_pidfile) as f:
+                pid = int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if proc_argv0(pid) == self.sim_exe else None
+
+    def restart_sim(self, scale):
+        """gpu-sim at another time scale (it keeps what the GPUs run in annotations)."""
+        pid = self.sim_pid()
+        if pid:
+            stop(pid)
+        shutil.copy2(os.path.join(self.state, "gpu-sim"), self.sim_exe)
+        p = start([self.sim_exe, "--kubeconfig", os.environ["KUBECONFIG"], "--time-scale", repr(scale)],
+                  os.path.join(self.args.sim_state, "gpu-sim.log"))
+        with open(self.sim_pidfile + ".tmp", "w") as f:
+            f.write(str(p.pid))
+        os.replace(self.sim_pidfile + ".tmp", self.sim_pidfile)
+        self.sim_scale = scale
+        # Its watches list every node and pod before it acts.
+        time.sleep(2 + self.n / 250)
+        log(f"gpu-sim running at time scale {scale:g} (pid {p.pid})")
+
+    # - setup -
+    def setup(self):
+        self.nodes = sorted(kubectl("get", "nodes", "-l", "nodepool=training-gpu", "-o",
+                                    "jsonpath={.items[*].metadata.name}").split())
+        if len(self.nodes) != self.n:
+            die(f"expected {self.n} simulated nodes, found {len(self.nodes)}")
+        grace = kubectl("-n", "kube-amd-gpu", "get", "daemonset", "amd-gpu-device-plugin", "-o",
+                        "jsonpath={.spec.template.spec.terminationGracePeriodSeconds}").strip()
+        self.ds_grace = min(int(grace or 30), 30)  # the simulated kubelet waits at most 30 s
+        # Profiles for the two modes, with the counts healthy simulated nodes report.
+        docs = []
+        for name, dcm, payload, count in PROFILES:
+            docs.append({
+                "apiVersion": "infrastructure.silogen.ai/v1alpha1", "kind": "PartitioningProfile",
+                "metadata": {"name": name},
+                "spec": {"displayName": name,
+                         "targetSelector": {"matchLabels": {"gpu.vendor": "amd", "gpu.family": "mi300x"}},
+                         "expectedResources": [{"name": "amd.com/gpu", "count": count}],
+                         "verification": {"readyLabel": "amd.com/gpu.ready", "timeoutSeconds": 7200},
+                         "operatorPayload": {"kind": "ConfigMap", "name": payload,
+                                             "namespace": "kube-amd-gpu", "profileName": dcm}}})
+        # Workloads: a Deployment of P replicas (one GPU each) per node's worth, spread by
+        # the scheduler, each under a PodDisruptionBudget sized for the plan's parallelism:
+        # a wave of maxParallel nodes takes maxParallel/N of a Deployment's pods on average;
+        # the budget allows twice that, plus one (P at most). A drain then waits on a PDB
+        # only when a Deployment's pods pile up in one wave (the report counts refusals).
+        pods = self.args.pods_per_node
+        self.pdb_max_unavailable = min(pods, 1 + math.ceil(2 * pods * max(self.parallel) / self.n))
+        self.deployments = []
+        for i in range(self.n if pods > 0 else 0):
+            replicas = pods
+            name = f"bench-{i:04d}"
+            self.deployments.append(name)
+            docs.append({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": WORKLOADS,
+                             "labels": {"sim.gpu-partitioner.io/managed": "true"}},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}},
+                                      "spec": {"automountServiceAccountToken": False,
+                                               "nodeSelector": {"nodepool": "training-gpu"},
+                                               "terminationGracePeriodSeconds": WORKLOAD_GRACE,
+                                               "containers": [{"name": "worker", "image": "rocm/pytorch:sim",
+                                                               "resources": {"requests": {"amd.com/gpu": "1", "cpu": "1"},
+                                                                             "limits": {"amd.com/gpu": "1"}}}]}}}})
+            docs.append({
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": name, "namespace": WORKLOADS,
+                             "labels": {"sim.gpu-partitioner.io/managed": "true"}},
+                "spec": {"maxUnavailable": self.pdb_max_unavailable,
+                         "selector": {"matchLabels": {"app": name}}}})
+        kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+        self.restart_sim(self.args.time_scale)
+        log(f"waiting for {self.n * self.args.pods_per_node} workload pods to run")
+        deadline = time.time() + 300 + self.n
+        while True:
+            ready = 0
+            out = kubectl("-n", WORKLOADS, "get", "deployments", "-o",
+                          "jsonpath={range .items[*]}{.status.readyReplicas}{\"\\n\"}{end}")
+            ready = sum(int(x) for x in out.split() if x.isdigit())
+            if ready >= self.n * self.args.pods_per_node:
+                break
+            if time.time() > deadline:
+                die(f"only {ready} of {self.n * self.args.pods_per_node} workload pods became ready")
+            time.sleep(2)
+        # Where the nodes start: the profile the sim reports now.
+        log("workloads ready")
+
+    # - one rollout -
+    def node_seconds(self):
+        """The simulated time one node needs at time scale 1: the workload pods' grace
+        period, then (after the taint) the device plugin pod's, DCM's memory-mode change,
+        and the device plugin's restart."""
+        return WORKLOAD_GRACE + self.ds_grace + DCM_MEMORY_CHANGE + PLUGIN_RESTART
+
+    def rollout(self, index, max_parallel):
+        waves = math.ceil(self.n / max_parallel)
+        per_node = self.node_seconds()
+        scale = self.args.time_scale
+        if waves * per_node * scale > self.args.max_run_seconds:
+            exact = self.args.max_run_seconds / (waves * per_node)
+            step = 10 ** (math.floor(math.log10(exact)) - 1)  # two significant digits, down
+            scale = round(math.floor(exact / step) * step, 12)
+        if scale != self.sim_scale:
+            self.restart_sim(scale)
+        profile = PROFILES[index % 2]
+        plan = f"bench-{index + 1}-mp{max_parallel}"
+        budget = self.pdb_max_unavailable
+        run = {"plan": plan, "max_parallel": max_parallel, "nodes": self.n, "waves": waves,
+               "time_scale": scale, "node_seconds": per_node * scale,
+               "ideal_seconds": waves * per_node * scale, "profile": profile[0],
+               "pdb_max_unavailable": budget, "pods_per_node": self.args.pods_per_node}
+        log(f"rollout {index + 1}: {self.n} nodes to {profile[1]}, maxParallel {max_parallel}, "
+            f"time scale {scale:g} ({run['node_seconds']:.2f} s per node, ideal "
+            f"{run['ideal_seconds']:.0f} s)")
+
+        port = free_port()
+        oplog = os.path.join(self.state, f"operator-{plan}.log")
+        op = start([os.path.join(self.state, "gpu-partitioner"), "--kubeconfig", self.token_kubeconfig,
+                    "--leader-elect", "--lease-namespace", "kube-amd-gpu",
+                    "--metrics-addr", f"127.0.0.1:{port}"], oplog)
+        metrics_url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 120
+        while True:
+            try:
+                if http_get(metrics_url + "/readyz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if op.poll() is not None:
+                die(f"the operator exited ({op.returncode}); log: {oplog}")
+            if time.time() > deadline:
+                die(f"the operator is not ready after 120 s; log: {oplog}")
+            time.sleep(0.2)
+
+        # Where every pod is, as it moves (the audit log names pods, not their nodes).
+        podmap_file = os.path.join(self.state, f"pods-{plan}.txt")
+        podwatch = subprocess.Popen(
+            ["kubectl", "get", "pods", "-A", "--watch", "-o",
+             "jsonpath={.metadata.namespace}/{.metadata.name} {.spec.nodeName}{\"\\n\"}"],
+            stdout=open(podmap_file, "w"), stderr=subprocess.DEVNULL, start_new_session=True)
+        before = apiserver_requests()
+        pids = self.component_pids()
+        cpu0 = {c: proc_cpu_seconds(p) for c, p in pids.items()}
+        op_cpu0 = proc_cpu_seconds(op.pid)
+
+        doc = {"apiVersion": "infrastructure.silogen.ai/v1alpha1", "kind": "PartitioningPlan",
+               "metadata": {"name": plan},
+               "spec": {"rollout": {"maxParallel": max_parallel, "maxUnavailable": max_parallel,
+                                    "drainPolicy": {"enabled": True, "timeoutSeconds": 7200,
+                                                    "evictionKind": "Eviction", "respectPDB": True}},
+                        "verification": {"gpuReadyLabel": "amd.com/gpu.ready",
+                                         "requirePluginResources": ["amd.com/gpu"], "timeoutSeconds": 7200},
+                        "partitionings": [{"name": "all",
+                                           "selector": {"matchLabels": {"nodepool": "training-gpu"}},
+                                           "profileRef": {"kind": "PartitioningProfile", "name": profile[0]}}]}}
+        t0 = time.time()
+        kubectl("create", "-f", "-", input=json.dumps(doc))
+        samples = []
+        limit = max(600, 3 * run["ideal_seconds"] + 300)
+        outcome = "timeout"
+        while time.time() - t0 < limit:
+            t = time.time()
+            phases = {}
+            try:
+                _, text = http_get(metrics_url + "/metrics")
+                for _, labels, v in parse_metrics(text, ["gpu_partitioner_nodes"]):
+                    if labels.get("plan") == plan:
+                        phases[labels["phase"]] = int(v)
+            except OSError:
+                pass
+            samples.append({"t": t - t0, "phases": phases, "rss_kb": proc_memory_kb(op.pid, "VmRSS"),
+                            "cpu": proc_cpu_seconds(op.pid)})
+            if op.poll() is not None:
+                outcome = "operator exited"
+                break
+            if phases.get("Failed", 0) > 0:
+                outcome = "a node failed"
+                break
+            if phases.get("Succeeded", 0) == self.n:
+                outcome = "completed"
+                break
+            time.sleep(max(0.0, 0.5 - (time.time() - t)))
+        t_done = time.time()
+        _, text = http_get(metrics_url + "/metrics")
+        after = apiserver_requests()
+        run["outcome"] = outcome
+        run["poll_seconds"] = t_done - t0
+        run["t_create"] = t0
+        run["t_done"] = t_done
+        run["samples"] = samples
+        run["operator_cpu_seconds"] = (proc_cpu_seconds(op.pid) or 0) - (op_cpu0 or 0)
+        run["operator_peak_rss_kb"] = proc_memory_kb(op.pid, "VmHWM")
+        run["component_cpu_seconds"] = {c: (proc_cpu_seconds(p) or 0) - (cpu0[c] or 0)
+                                        for c, p in pids.items() if cpu0.get(c) is not None}
+        om = parse_metrics(text, ["gpu_partitioner_"])
+        q, count, total = histogram_quantiles(om, "gpu_partitioner_reaction_seconds", [0.5, 0.99])
+        run["reaction_metric"] = {"p50": q[0.5], "p99": q[0.99], "count": count,
+                                  "mean": total / count if count else None}
+        by_write = {}
+        for n, labels, v in om:
+            if n == "gpu_partitioner_reaction_seconds_count":
+                by_write[labels["write"]] = int(v)
+        run["reaction_metric"]["by_write"] = by_write
+        run["operator_requests"] = {}
+        for n, labels, v in om:
+            if n == "gpu_partitioner_api_requests_total":
+                key = f'{labels["verb"]} {labels["resource"]}'
+                run["operator_requests"][key] = run["operator_requests"].get(key, 0) + int(v)
+        run["evictions"] = {labels["result"]: int(v) for n, labels, v in om
+                            if n == "gpu_partitioner_evictions_total"}
+        run["apiserver_requests"] = {f"{k[0]} {k[1]}": after.get(k, 0) - before.get(k, 0)
+                                     for k in after if after.get(k, 0) - before.get(k, 0) > 0}
+        log(f"rollout {index + 1}: {outcome} after {t_done - t0:.1f} s (poll); operator CPU "
+            f"{run['operator_cpu_seconds']:.1f} s, peak RSS {(run['operator_peak_rss_kb'] or 0) / 1024:.1f} MiB")
+
+        # Clean up for the next plan: items go (their finalizers need the operator), then
+        # the operator, then the pod watch.
+        kubectl("delete", "partitioningplan", plan, "--wait=false")
+        kubectl("delete", "nodepartitionings", "--all", "--wait=false", check=False)
+        deadline = time.time() + 600
+        while kubectl("get", "nodepartitionings", "-o", "name").strip():
+            if time.time() > deadline:
+                log("warning: NodePartitionings still there after 600 s")
+                break
+            time.sleep(1)
+        stop(op.pid)
+        op.wait()
+        podwatch.terminate()
+        podwatch.wait()
+        run["podmap_file"] = podmap_file
+        run["operator_log"] = oplog
+        self.runs.append(run)
+        return outcome == "completed"
+
+    # - the manual procedure -
+    def manual_procedure(self, scale):
+        k = min(self.args.manual_nodes, self.n)
+        if k <= 0:
+            return
+        if scale != self.sim_scale:
+            self.restart_sim(scale)
+        # The profile the last rollout did not leave.
+        profile = PROFILES[len(self.runs) % 2]
+        nodes = self.nodes[:k]
+        log(f"manual procedure (kubectl, one node at a time) on {k} nodes to {profile[1]}, "
+            f"time scale {scale:g}")
+        script = os.path.join(ROOT, "tools", "lib", "bench_manual.sh")
+        env = dict(os.environ, KUBECONFIG=self.token_kubeconfig)
+        t0 = time.time()
+        per_node = []
+        for node in nodes:
+            s = time.time()
+            r = subprocess.run(["bash", script, node, profile[1], str(profile[3])], env=env,
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                log(f"manual procedure failed on {node}: {r.stderr.strip()[-400:]}")
+                self.manual = {"outcome": f"failed on {node}", "nodes": k}
+                return
+            per_node.append(time.time() - s)
+        t1 = time.time()
+        ideal = (max(WORKLOAD_GRACE, self.ds_grace) + DCM_MEMORY_CHANGE + PLUGIN_RESTART) * scale
+        self.manual = {"outcome": "completed", "nodes": k, "time_scale": scale, "t_create": t0,
+                       "t_done": t1, "seconds": t1 - t0, "per_node": per_node,
+                       "ideal_node_seconds": ideal, "profile": profile[1]}
+        log(f"manual procedure: {t1 - t0:.1f} s for {k} nodes")
+
+    # - the audit log -
+    def read_audit(self):
+        windows = [(r["t_create"] - 0.5, r["t_done"] + 2.0, r) for r in self.runs]
+        if self.manual and self.manual.get("outcome") == "completed":
+            windows.append((self.manual["t_create"] - 0.5, self.manual["t_done"] + 1.0, self.manual))
+        for _, _, w in windows:
+            w["_audit"] = []
+        if not os.path.exists(self.audit_log):
+            return
+        with open(self.audit_log) as f:
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                verb = e.get("verb", "")
+                stage = e.get("stage")
+                if (verb == "watch" and stage != "ResponseStarted") or (verb != "watch" and stage != "ResponseComplete"):
+                    continue
+                t = parse_time(e.get("requestReceivedTimestamp", ""))
+                if t is None:
+                    continue
+                for lo, hi, w in windows:
+                    if lo <= t <= hi:
+                        ref = e.get("objectRef", {})
+                        w["_audit"].append({
+                            "t": t, "done": parse_time(e.get("stageTimestamp", "")) or t,
+                            "verb": verb, "user": e.get("user", {}).get("username", ""),
+                            "agent": e.get("userAgent", ""),
+                            "resource": ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else ""),
+                            "ns": ref.get("namespace", ""), "name": ref.get("name", ""),
+                            "code": e.get("responseStatus", {}).get("code", 0)})
+                        break
+
+    def analyse_run(self, run):
+        audit = sorted(run.pop("_audit", []), key=lambda a: a["t"])
+        is_op = lambda a: a["user"] == OPERATOR_USER and a["agent"].startswith("gpu-partitioner/")
+        writes = {"create", "update", "patch", "delete", "deletecollection"}
+        # Where each pod was: the watch's lines.
+        pod_node = {}
+        try:
+            with open(run["podmap_file"]) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 2:
+                        pod_node[parts[0]] = parts[1]
+        except OSError:
+            pass
+        plan_create = [a for a in audit if a["resource"] == "partitioningplans" and a["verb"] == "create"
+                       and a["name"] == run["plan"]]
+        start = plan_create[0]["t"] if plan_create else run["t_create"]
+        node_of = lambda a: (a["name"] if a["resource"].split("/")[0] == "nodes"
+                             else pod_node.get(f'{a["ns"]}/{a["name"]}') if a["resource"].split("/")[0] == "pods"
+                             else None)
+        nodes = set(self.nodes)
+        op = [a for a in audit if is_op(a)]
+        op_node_writes = [a for a in op if a["verb"] in writes and a["resource"].startswith("nodes")]
+        end = max((a["done"] for a in op_node_writes), default=run["t_done"])
+        run["wall_seconds"] = end - start
+        run["overhead_seconds"] = run["wall_seconds"] - run["ideal_seconds"]
+        run["overhead_percent"] = 100.0 * run["overhead_seconds"] / run["ideal_seconds"]
+        run["overhead_per_wave"] = run["overhead_seconds"] / run["waves"]
+        # Requests by verb, and writes by resource, per node; the Lease (leader election)
+        # apart, as it does not grow with nodes.
+        in_run = [a for a in op if a["t"] <= end + 1.0]
+        by_verb, writes_by = {}, {}
+        lease = 0
+        for a in in_run:
+            if a["resource"] == "leases":
+                lease += 1
+                continue
+            by_verb[a["verb"]] = by_verb.get(a["verb"], 0) + 1
+            if a["verb"] in writes:
+                key = f'{a["verb"]} {a["resource"]}'
+                writes_by[key] = writes_by.get(key, 0) + 1
+        run["audit_requests_per_node"] = {k: v / self.n for k, v in sorted(by_verb.items())}
+        run["audit_writes_per_node"] = {k: v / self.n for k, v in sorted(writes_by.items())}
+        run["audit_writes_per_node_total"] = sum(writes_by.values()) / self.n
+        # The API server's time for the operator's writes, evictions apart: an eviction
+        # updates the PDB's status and, when that conflicts, the API server retries it
+        # after 500 ms.
+        ev = [a["done"] - a["t"] for a in in_run if a["resource"] == "pods/eviction"]
+        other = [a["done"] - a["t"] for a in in_run if a["verb"] in writes and a["resource"] != "pods/eviction"]
+        run["write_latency"] = {"eviction_p50": quantile(ev, 0.5), "eviction_p99": quantile(ev, 0.99),
+                                "other_p50": quantile(other, 0.5), "other_p99": quantile(other, 0.99)}
+        run["audit_requests_per_node_total"] = sum(by_verb.values()) / self.n
+        run["lease_requests"] = lease
+        # Reaction latency as the API server saw it: for each request of the operator on a
+        # node (or its pods) that follows a write by someone else (gpu-sim as DCM, kubelet
+        # or device plugin; the taint manager) since the operator's previous request on that
+        # node: from that write's completion to the request's arrival.
+        last_op, last_ext, first_op, last_op_write = {}, {}, {}, {}
+        reactions = []
+        for a in audit:
+            node = node_of(a)
+            if node not in nodes:
+                continue
+            if is_op(a):
+                if node in last_op and node in last_ext and last_ext[node] > last_op[node]:
+                    reactions.append(a["t"] - last_ext[node])
+                last_op[node] = a["t"]
+                first_op.setdefault(node, a["t"])
+                if a["verb"] in writes and a["resource"].startswith("nodes"):
+                    last_op_write[node] = a["done"]
+            elif (a["verb"] in writes and a["resource"].startswith("nodes")) or \
+                    (a["verb"] == "delete" and a["resource"] == "pods"):
+                # What the operator waits for: the node's labels, taints or status, written
+                # by gpu-sim (as DCM, the device plugin, kubelet); a pod on it gone.
+                last_ext[node] = max(last_ext.get(node, 0.0), a["done"])
+        run["reaction_audit"] = {"p50": quantile(reactions, 0.5), "p99": quantile(reactions, 0.99),
+                                 "max": max(reactions) if reactions else None, "count": len(reactions)}
+        # Per node, from the operator's first request to its last write (the uncordon);
+        # and, one node at a time, the hand-over from one node's last write to the next's first.
+        spans = [last_op_write[n] - first_op[n] for n in first_op if n in last_op_write]
+        run["node_span_mean"] = sum(spans) / len(spans) if spans else None
+        if run["max_parallel"] == 1:
+            order = sorted((first_op[n], n) for n in first_op if n in last_op_write)
+            gaps = [order[i + 1][0] - last_op_write[order[i][1]] for i in range(len(order) - 1)]
+            run["handover"] = {"p50": quantile(gaps, 0.5), "p99": quantile(gaps, 0.99),
+                               "mean": sum(gaps) / len(gaps) if gaps else None}
+        run["first_write_seconds"] = (min(first_op.values()) - start) if first_op else None
+        run["breakdown"] = self.breakdown(run, audit, is_op, node_of)
+
+    def breakdown(self, run, audit, is_op, node_of):
+        """Where one node's time goes, from the audit log: the simulated waits (at their
+        configured length), the other parties' lag beyond them (gpu-sim's 50 ms tick, the
+        taint manager), the operator's reactions and its writes. Means over the nodes whose
+        every step was found."""
+        sc = run["time_scale"]
+        per = {}
+        for a in audit:
+            node = node_of(a)
+            if node in self.nodes:
+                per.setdefault(node, []).append(a)
+        parts = {}
+        found = 0
+        for node, events in per.items():
+            try:
+                op = lambda a: is_op(a)
+                nodew = lambda a: a["resource"].startswith("nodes") and a["verb"] in ("patch", "update")
+                i = 0
+
+                def next_where(pred, after):
+                    for a in events:
+                        if a["t"] >= after and pred(a):
+                            return a
+                    raise LookupError
+
+                cordon = next_where(lambda a: op(a) and nodew(a), 0)
+                evs = [a for a in events if op(a) and a["resource"] == "pods/eviction"]
+                last_ev = max(a["done"] for a in evs)
+                gone = [a for a in events if not op(a) and a["verb"] == "delete" and a["resource"] == "pods"
+                        and a["ns"] != "kube-amd-gpu" and a["user"] == "admin"]
+                pods_gone = max(a["done"] for a in gone)
+                taint0 = next_where(op, pods_gone + 1e-9)
+                taint1 = next_where(lambda a: op(a) and nodew(a), taint0["t"])
+                kcm = next_where(lambda a: not op(a) and a["verb"] == "delete" and a["ns"] == "kube-amd-gpu",
+                                 taint1["done"])
+                ds_gone = next_where(lambda a: a["user"] == "admin" and a["verb"] == "delete" and a["ns"] == "kube-amd-gpu",
+                                     kcm["done"])
+                label = next_where(lambda a: op(a) and nodew(a), ds_gone["done"])
+                dcm = next_where(lambda a: not op(a) and nodew(a), label["done"])
+                untaint0 = next_where(op, dcm["done"])
+                untaint1 = next_where(lambda a: op(a) and nodew(a), untaint0["t"])
+                uncordon = next_where(lambda a: op(a) and nodew(a), untaint1["done"])
+                plugin = max(a["done"] for a in events
+                             if not op(a) and nodew(a) and untaint1["done"] <= a["done"] <= uncordon["t"])
+            except (LookupError, ValueError):
+                continue
+            found += 1
+            steps = {
+                "operator: cordon and evictions (writes)": last_ev - cordon["t"],
+                "simulated: workload pods' grace": WORKLOAD_GRACE * sc,
+                "gpu-sim lag: pods deleted after their grace": pods_gone - last_ev - WORKLOAD_GRACE * sc,
+                "operator: reaction to the pods gone": taint0["t"] - pods_gone,
+                "operator: taint (GET, PATCH)": taint1["done"] - taint0["t"],
+                "taint manager: device plugin pod evicted": kcm["done"] - taint1["done"],
+                "simulated: device plugin pod's grace": self.ds_grace * sc,
+                "gpu-sim lag: plugin pod deleted after its grace": ds_gone["done"] - kcm["done"] - self.ds_grace * sc,
+                "operator: reaction to the plugin pod gone": label["t"] - ds_gone["done"],
+                "operator: profile label (PATCH)": label["done"] - label["t"],
+                "simulated: DCM's memory-mode change": DCM_MEMORY_CHANGE * sc,
+                "gpu-sim lag: DCM's answer": dcm["done"] - label["done"] - DCM_MEMORY_CHANGE * sc,
+                "operator: reaction to DCM's answer": untaint0["t"] - dcm["done"],
+                "operator: untaint (GET, PATCH)": untaint1["done"] - untaint0["t"],
+                "simulated: device plugin restart": PLUGIN_RESTART * sc,
+                "gpu-sim lag: the plugin's report": plugin - untaint1["done"] - PLUGIN_RESTART * sc,
+                "operator: reaction to the plugin's report": uncordon["t"] - plugin,
+                "operator: uncordon (PATCH)": uncordon["done"] - uncordon["t"],
+            }
+            for k, v in steps.items():
+                parts[k] = parts.get(k, 0.0) + v
+        if not found:
+            return None
+        return {"nodes": found, "mean": {k: v / found for k, v in parts.items()}}
+
+    def analyse_manual(self):
+        m = self.manual
+        if not m or m.get("outcome") != "completed":
+            return
+        audit = m.pop("_audit", [])
+        mine = [a for a in audit if a["user"] == OPERATOR_USER and a["agent"].startswith("kubectl")]
+        by_verb, writes_by = {}, {}
+        for a in mine:
+            by_verb[a["verb"]] = by_verb.get(a["verb"], 0) + 1
+            if a["verb"] in {"create", "update", "patch", "delete"}:
+                key = f'{a["verb"]} {a["resource"]}'
+                writes_by[key] = writes_by.get(key, 0) + 1
+        k = m["nodes"]
+        m["requests_per_node"] = {v: c / k for v, c in sorted(by_verb.items())}
+        m["writes_per_node"] = {v: c / k for v, c in sorted(writes_by.items())}
+        m["node_seconds_mean"] = sum(m["per_node"]) / k
+
+    # - output -
+    def chart(self, path):
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            log("warning: no matplotlib (tools/setup installs python3-matplotlib); no chart")
+            return False
+        colors = {"Pending": "#c7c7c7", "Draining": "#ff7f0e", "Applying": "#d62728",
+                  "WaitingOperator": "#9467bd", "Verifying": "#17becf", "Succeeded": "#2ca02c",
+                  "Failed": "#000000"}
+        runs = self.runs
+        fig, axes = plt.subplots(len(runs), 1, figsize=(10, 2.8 * len(runs)), squeeze=False)
+        for ax, r in zip(axes[:, 0], runs):
+            t = [s["t"] for s in r["samples"]]
+            ys = [[s["phases"].get(p, 0) for s in r["samples"]] for p in PHASES]
+            ax.stackplot(t, ys, labels=PHASES, colors=[colors[p] for p in PHASES], step="post")
+            ax.axvline(r["ideal_seconds"], color="k", linestyle="--", linewidth=1)
+            ax.text(r["ideal_seconds"], self.n * 0.5, " ideal", fontsize=8)
+            ax.set_xlim(0, max(t[-1] if t else 1, r["ideal_seconds"]) * 1.02)
+            ax.set_ylim(0, self.n)
+            ax.set_ylabel("nodes")
+            ax.set_title(f'{self.n} nodes, maxParallel {r["max_parallel"]}, time scale {r["time_scale"]:g} '
+                         f'({r["node_seconds"]:.2f} s per node): {r.get("wall_seconds", 0):.0f} s, '
+                         f'ideal {r["ideal_seconds"]:.0f} s', fontsize=9)
+        axes[-1, 0].set_xlabel("seconds since the plan was created")
+        axes[0, 0].legend(loc="upper left", fontsize=7, ncol=4)
+        fig.tight_layout()
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        return True
+
+    def machine(self):
+        model, cpus = "?", os.cpu_count()
+        try:
+            out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                if line.startswith("Model name:"):
+                    model = line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        total_kb = 0
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    total_kb = int(line.split()[1])
+        return {"cpu": model, "cores": cpus, "memory_gib": round(total_kb / 1048576),
+                "kernel": platform.release(), "load_at_start": self.load_at_start}
+
+    def report(self, base):
+        m = self.machine()
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+        fmt = lambda v, d=1: "n/a" if v is None else f"{v:.{d}f}"
+        ms = lambda v: "n/a" if v is None else f"{v * 1000:.0f} ms"
+        L = []
+        L.append(f"# Bench: {self.n} simulated MI300X nodes, {datetime.date.today().isoformat()}")
+        L.append("")
+        L.append(f"`tools/bench --nodes {self.n}` at commit `{commit}` ({self.args.build} build), on "
+                 f"\"{m['cpu']}\", {m['cores']} cores, {m['memory_gib']} GiB, Linux {m['kernel']}; "
+                 f"load average {m['load_at_start']} at the start. The machine runs the API server, "
+                 "etcd, the controller manager, the scheduler, gpu-sim (every simulated node's DCM, "
+                 "device plugin and kubelet) and the operator at once, and is shared with other work: "
+                 "the figures are what this machine did, not what the operator needs alone. "
+                 "bench/README.md explains each figure.")
+        L.append("")
+        L.append(f"{self.args.pods_per_node} GPU pods per node: {len(self.deployments)} Deployments of "
+                 f"{self.args.pods_per_node} replicas, each under a PodDisruptionBudget with maxUnavailable "
+                 f"{self.pdb_max_unavailable}; one rollout per maxParallel (maxUnavailable the same), "
+                 "each moving every node to the other memory mode (NPS1 <-> NPS4), with a fresh "
+                 "operator. Per node the simulated stack takes "
+                 f"{WORKLOAD_GRACE} s (workload pods' grace) + {self.ds_grace} s (device plugin pod's "
+                 f"grace, after the taint) + {DCM_MEMORY_CHANGE:.0f} s (DCM's memory-mode change) + "
+                 f"{PLUGIN_RESTART:.0f} s (device plugin restart) = {self.node_seconds():.0f} s at time "
+                 "scale 1; the ideal schedule is waves x that x the time scale.")
+        L.append("")
+        L.append("## Rollouts")
+        L.append("")
+        L.append("| maxParallel | time scale | s per node | waves | ideal | wall | overhead | per wave | "
+                 "at time scale 1 | first write | outcome |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in self.runs:
+            proj = 100.0 * r.get("overhead_per_wave", 0) / self.node_seconds()
+            L.append(f'| {r["max_parallel"]} | {r["time_scale"]:g} | {r["node_seconds"]:.2f} | {r["waves"]} | '
+                     f'{r["ideal_seconds"]:.1f} s | {fmt(r.get("wall_seconds"))} s | '
+                     f'{fmt(r.get("overhead_seconds"))} s ({fmt(r.get("overhead_percent"))} %) | '
+                     f'{fmt(r.get("overhead_per_wave"), 2)} s | {proj:.2f} % | '
+                     f'{fmt(r.get("first_write_seconds"), 2)} s | {r["outcome"]} |')
+        L.append("")
+        L.append("Overhead = wall - ideal, where wall runs from the plan's creation to the operator's "
+                 "last write to a Node (as the audit log stamps them). \"At time scale 1\" puts the "
+                 "overhead per wave over the real stack's per-node time "
+                 f"({self.node_seconds():.0f} s): what the overhead would weigh with real DCM delays, "
+                 "assuming it does not grow with them. \"First write\": from the plan's creation to the "
+                 "operator's first request on a node.")
+        L.append("")
+        L.append("## Reaction latency")
+        L.append("")
+        L.append("From a change the operator waits for (pods gone, DCM's state label, the device "
+                 "plugin's report) to its next write for that node.")
+        L.append("")
+        L.append("| maxParallel | operator metric p50 | p99 | reactions | audit log p50 | p99 | max | reactions |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        for r in self.runs:
+            rm, ra = r["reaction_metric"], r.get("reaction_audit", {})
+            L.append(f'| {r["max_parallel"]} | {ms(rm["p50"])} | {ms(rm["p99"])} | {rm["count"]} | '
+                     f'{ms(ra.get("p50"))} | {ms(ra.get("p99"))} | {ms(ra.get("max"))} | {ra.get("count", 0)} |')
+        L.append("")
+        L.append("The metric (`gpu_partitioner_reaction_seconds`) runs from the watch event's arrival "
+                 "in the operator to the start of the write (quantiles interpolated in its buckets); the "
+                 "audit log's figure from the other party's write completing in the API server to the "
+                 "operator's request arriving there, so it adds the watch's delivery.")
+        for r in self.runs:
+            if r.get("handover"):
+                h = r["handover"]
+                L.append("")
+                L.append(f'One node at a time, from one node\'s last write to the next node\'s first: '
+                         f'p50 {ms(h["p50"])}, p99 {ms(h["p99"])}, mean {ms(h["mean"])}.')
+        L.append("")
+        if any(r.get("breakdown") for r in self.runs):
+            L.append("## Where one node's time goes")
+            L.append("")
+            L.append("Mean seconds per node, from the audit log: the simulated waits at their configured "
+                     "length, the other parties' lag beyond them (gpu-sim acts on a 50 ms tick; the taint "
+                     "manager), and the operator's reactions and writes (a write's time is the API "
+                     "server's). The sum is the node's time from its cordon to its uncordon.")
+            L.append("")
+            shown = [r for r in self.runs if r.get("breakdown")]
+            L.append("| step | " + " | ".join(f'maxParallel {r["max_parallel"]}' for r in shown) + " |")
+            L.append("|---|" + "---|" * len(shown))
+            keys = list(shown[0]["breakdown"]["mean"].keys())
+            for k in keys:
+                L.append(f"| {k} | " + " | ".join(f'{r["breakdown"]["mean"].get(k, 0):.3f}' for r in shown) + " |")
+            tot = lambda r, pre: sum(v for k, v in r["breakdown"]["mean"].items() if k.startswith(pre))
+            for label, pre in [("all simulated waits", "simulated"), ("all gpu-sim lag", "gpu-sim"),
+                               ("the taint manager", "taint manager"), ("all the operator's", "operator")]:
+                L.append(f"| **{label}** | " + " | ".join(f"**{tot(r, pre):.3f}**" for r in shown) + " |")
+            L.append(f"| nodes measured | " + " | ".join(str(r["breakdown"]["nodes"]) for r in shown) + " |")
+            L.append("")
+        L.append("The API server's time for the operator's requests (arrival to completion): " + "; ".join(
+            f'maxParallel {r["max_parallel"]}: evictions p50 {ms(r["write_latency"]["eviction_p50"])}, '
+            f'p99 {ms(r["write_latency"]["eviction_p99"])}, other writes p50 {ms(r["write_latency"]["other_p50"])}, '
+            f'p99 {ms(r["write_latency"]["other_p99"])}' for r in self.runs if r.get("write_latency")) +
+            ". An eviction updates the PodDisruptionBudget's status; when that update conflicts "
+            "(another eviction, the disruption controller) the API server retries it after 500 ms.")
+        L.append("")
+        L.append("## API requests per node (the operator's, from the audit log)")
+        L.append("")
+        verbs = sorted({v for r in self.runs for v in r.get("audit_requests_per_node", {})})
+        L.append("| maxParallel | " + " | ".join(verbs) + " | all | writes | Lease requests (whole run) |")
+        L.append("|---|" + "---|" * (len(verbs) + 3))
+        for r in self.runs:
+            rv = r.get("audit_requests_per_node", {})
+            L.append(f'| {r["max_parallel"]} | ' + " | ".join(fmt(rv.get(v, 0), 2) for v in verbs) +
+                     f' | {fmt(r.get("audit_requests_per_node_total"), 2)} | '
+                     f'{fmt(r.get("audit_writes_per_node_total"), 2)} | {r.get("lease_requests", 0)} |')
+        L.append("")
+        L.append("Writes per node by resource:")
+        L.append("")
+        keys = sorted({k for r in self.runs for k in r.get("audit_writes_per_node", {})})
+        L.append("| write | " + " | ".join(f'maxParallel {r["max_parallel"]}' for r in self.runs) + " |")
+        L.append("|---|" + "---|" * len(self.runs))
+        for k in keys:
+            L.append(f"| {k} | " + " | ".join(fmt(r.get("audit_writes_per_node", {}).get(k, 0), 2) for r in self.runs) + " |")
+        L.append("")
+        L.append("The API server's own count (`apiserver_request_total`, every client: the operator, "
+                 "gpu-sim, the controller manager, the scheduler), per node over each rollout:")
+        L.append("")
+        averbs = sorted({k.split()[0] for r in self.runs for k in r["apiserver_requests"]})
+        L.append("| maxParallel | " + " | ".join(averbs) + " |")
+        L.append("|---|" + "---|" * len(averbs))
+        for r in self.runs:
+            tot = {}
+            for k, v in r["apiserver_requests"].items():
+                tot[k.split()[0]] = tot.get(k.split()[0], 0) + v
+            L.append(f'| {r["max_parallel"]} | ' + " | ".join(fmt(tot.get(v, 0) / self.n, 1) for v in averbs) + " |")
+        L.append("")
+        L.append("The operator's own count (`gpu_partitioner_api_requests_total`), per node: " + "; ".join(
+            f'maxParallel {r["max_parallel"]}: ' + ", ".join(
+                f"{k} {v / self.n:.2f}" for k, v in sorted(r["operator_requests"].items()))
+            for r in self.runs) + ".")
+        L.append("")
+        L.append("## The operator's resources")
+        L.append("")
+        L.append("| maxParallel | peak RSS | CPU | CPU per node | gpu-sim CPU | kube-apiserver CPU | etcd CPU | "
+                 "controller manager CPU | scheduler CPU | evictions (evicted / refused by a PDB) |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        for r in self.runs:
+            c = r["component_cpu_seconds"]
+            ev = r.get("evictions", {})
+            L.append(f'| {r["max_parallel"]} | {fmt((r["operator_peak_rss_kb"] or 0) / 1024)} MiB | '
+                     f'{fmt(r["operator_cpu_seconds"])} s | {fmt(1000 * r["operator_cpu_seconds"] / self.n)} ms | '
+                     f'{fmt(c.get("gpu-sim"))} s | {fmt(c.get("kube-apiserver"))} s | {fmt(c.get("etcd"))} s | '
+                     f'{fmt(c.get("kube-controller-manager"))} s | {fmt(c.get("kube-scheduler"))} s | '
+                     f'{ev.get("evicted", 0)} / {ev.get("pdb_blocked", 0)} |')
+        L.append("")
+        L.append("## The manual procedure, side by side")
+        L.append("")
+        mm = self.manual
+        if not mm:
+            L.append("Not run (--manual-nodes 0).")
+        elif mm.get("outcome") != "completed":
+            L.append(f'Did not complete: {mm.get("outcome")}.')
+        else:
+            one = next((r for r in self.runs if r["max_parallel"] == 1), None)
+            L.append(f'The documented procedure (shared/reference/amd-dcm.md), scripted with kubectl one '
+                     f'node at a time as tools/lib/bench_manual.sh does it: taint, wait for the pods to go, '
+                     f'label (removing the stale state label), wait for DCM\'s state, untaint, wait for the '
+                     f'new resources. {mm["nodes"]} nodes at time scale {mm["time_scale"]:g}, on the same '
+                     f'cluster after the rollouts.')
+            L.append("")
+            L.append("| | s per node | ideal s per node | API requests per node | writes per node | "
+                     "cordon | PDB-respecting drain |")
+            L.append("|---|---|---|---|---|---|---|")
+            L.append(f'| manual (kubectl) | {mm["node_seconds_mean"]:.2f} | {mm["ideal_node_seconds"]:.2f} | '
+                     f'{sum(mm["requests_per_node"].values()):.1f} | {sum(mm["writes_per_node"].values()):.1f} | no | '
+                     f'no: the taint deletes every pod at once |')
+            if one and one["time_scale"] == mm["time_scale"]:
+                L.append(f'| operator, maxParallel 1 | {one["wall_seconds"] / self.n:.2f} | {one["node_seconds"]:.2f} | '
+                         f'{one.get("audit_requests_per_node_total", 0):.1f} | '
+                         f'{one.get("audit_writes_per_node_total", 0):.1f} | yes | yes |')
+            L.append("")
+            L.append(f'Manual per node: ' + ", ".join(f"{s:.2f} s" for s in mm["per_node"]) +
+                     f'. Requests per node by verb: ' + ", ".join(f"{k} {v:.1f}" for k, v in mm["requests_per_node"].items()) +
+                     f'. At that pace the {self.n} nodes would take {mm["node_seconds_mean"] * self.n:.0f} s '
+                     f'one at a time, with a person or a script watching each step. The manual ideal is '
+                     f'shorter per node: without a drain, the workload pods and the device plugin go '
+                     f'together when the taint lands.')
+        L.append("")
+        L.append("## Targets")
+        L.append("")
+        L.append("| target | measured | met |")
+        L.append("|---|---|---|")
+        best = max(self.runs, key=lambda r: r["max_parallel"])
+        ok = lambda b: "yes" if b else "no"
+        L.append(f'| operator overhead under 2 % of the ideal schedule | {fmt(best.get("overhead_percent"))} % '
+                 f'at maxParallel {best["max_parallel"]}, time scale {best["time_scale"]:g}; '
+                 + "; ".join(f'{fmt(r.get("overhead_percent"))} % at maxParallel {r["max_parallel"]}' for r in self.runs if r is not best)
+                 + f' | {ok(all(r.get("overhead_percent", 1e9) < 2 for r in self.runs))} |')
+        p99s = [r["reaction_metric"]["p99"] for r in self.runs if r["reaction_metric"]["p99"] is not None]
+        p99a = [r.get("reaction_audit", {}).get("p99") for r in self.runs if r.get("reaction_audit", {}).get("p99") is not None]
+        L.append(f'| reaction latency p99 under 100 ms | metric {", ".join(ms(v) for v in p99s)}; audit log '
+                 f'{", ".join(ms(v) for v in p99a)} | {ok(p99s and max(p99s) < 0.1 and (not p99a or max(p99a) < 0.1))} |')
+        peak = max((r["operator_peak_rss_kb"] or 0) for r in self.runs) / 1024
+        L.append(f'| peak RSS under 64 MB | {peak:.1f} MiB | {ok(peak * 1048576 < 64e6)} |')
+        wmax = max(r.get("audit_writes_per_node_total", 0) for r in self.runs)
+        L.append(f'| API writes per node no more than the README\'s count | {wmax:.2f} (README: see '
+                 f'"API writes per node") | see README |')
+        L.append("")
+        L.append(f"![nodes by phase over time]({os.path.basename(base)}.png)")
+        L.append("")
+        with open(base + ".md", "w") as f:
+            f.write("\n".join(L) + "\n")
+
+    def sane(self):
+        problems = []
+        for r in self.runs:
+            tag = f'maxParallel {r["max_parallel"]}'
+            if r["outcome"] != "completed":
+                problems.append(f"{tag}: rollout {r['outcome']}")
+                continue
+            if not (r.get("wall_seconds", 0) >= 0.9 * r["ideal_seconds"]):
+                problems.append(f"{tag}: wall time {r.get('wall_seconds')} below the ideal {r['ideal_seconds']}")
+            if r["reaction_metric"]["count"] < self.n:
+                problems.append(f"{tag}: only {r['reaction_metric']['count']} reactions measured by the metric")
+            if r.get("reaction_audit", {}).get("count", 0) < self.n:
+                problems.append(f"{tag}: only {r.get('reaction_audit', {}).get('count')} reactions in the audit log")
+            w = r.get("audit_writes_per_node_total", 0)
+            if not 5 <= w <= 100:
+                problems.append(f"{tag}: {w} writes per node")
+            if not r["operator_peak_rss_kb"] or not r["operator_cpu_seconds"] > 0:
+                problems.append(f"{tag}: no RSS or CPU figure")
+        if self.manual and self.manual.get("outcome") not in (None, "completed"):
+            problems.append("manual procedure: " + self.manual["outcome"])
+        return problems
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=100)
+    ap.add_argument("--max-parallel", default="1,10,50")
+    ap.add_argument("--pods-per-node", type=int, default=3)
+    ap.add_argument("--time-scale", type=float, default=0.1)
+    ap.add_argument("--max-run-seconds", type=float, default=None)
+    ap.add_argument("--manual-nodes", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    ap.add_argument("--state", required=True)
+    ap.add_argument("--sim-state", required=True)
+    ap.add_argument("--build", default="opt")
+    args = ap.parse_args()
+    if args.max_run_seconds is None:
+        args.max_run_seconds = min(1200, max(20, args.nodes))
+    parallel = [int(x) for x in args.max_parallel.split(",") if x.strip()]
+    if not parallel or min(parallel) < 1:
+        die("--max-parallel wants whole numbers of at least 1, e.g. 1,10,50")
+    b = Bench(args)
+    b.parallel = parallel
+    b.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
+    b.setup()
+    t_start = time.time()
+    for i, mp in enumerate(parallel):
+        if not b.rollout(i, mp):
+            log(f"rollout at maxParallel {mp} did not complete; stopping")
+            break
+    one = next((r for r in b.runs if r["max_parallel"] == 1), b.runs[0] if b.runs else None)
+    if one and one["outcome"] == "completed":
+        b.manual_procedure(one["time_scale"])
+    log("reading the audit log")
+    b.read_audit()
+    for r in b.runs:
+        b.analyse_run(r)
+    b.analyse_manual()
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, f"{datetime.date.today().isoformat()}-{args.nodes}")
+    b.chart(base + ".png")
+    b.report(base)
+    with open(base + ".json", "w") as f:
+        json.dump({"machine": b.machine(), "runs": [{k: v for k, v in r.items() if k != "samples"} for r in b.runs],
+                   "manual": b.manual, "seconds": time.time() - t_start}, f, indent=1, default=str)
+    log(f"report: {base}.md (chart {base}.png)")
+    problems = b.sane()
+    for p in problems:
+        log("not sane: " + p)
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
