@@ -573,12 +573,20 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
       out.requeue = poll_interval;
     const auto& history = s.status.history;
     const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
-    if (preflight_failure && preflight(in).empty()) {
+    if (!preflight_failure)
+      return;
+    const auto findings = preflight(in);
+    if (findings.empty()) {
       s.condition("Preflight", true, "PreflightPassed", "the preflight finding was resolved");
       s.error("");
       s.enter(node_phase::pending, "PreflightPassed", "the cause was fixed: starting over");
       out.requeue = 1ms;
-    } else if (preflight_failure) {
+    } else {
+      // The cause may have changed (DCM's ConfigMap came back, but invalid): say what it
+      // is now, not what it was.
+      const std::string& first = findings.front();
+      s.condition("Preflight", false, first.substr(0, first.find(':')), first);
+      s.error(first);
       out.requeue = 10s;
     }
     return;

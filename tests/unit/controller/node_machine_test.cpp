@@ -458,6 +458,30 @@ BOOST_DATA_TEST_CASE(preflight_failure_clears_itself_when_the_cause_is_fixed,
   BOOST_TEST(condition_of(w, fixed, "Preflight") == "True/PreflightPassed");
 }
 
+// Found by the fault suite: DCM's ConfigMap deleted (DCMConfigNotFound), then re-created
+// with invalid JSON; the item kept saying the ConfigMap did not exist.
+BOOST_DATA_TEST_CASE(a_failed_preflight_reports_the_current_cause_when_it_changes,
+                     bdata::make(preflight_cases), c) {
+  world w;
+  w.in.dcm.found = false;
+  auto failed = w.step();
+  keep_status(w, failed);
+  BOOST_TEST_REQUIRE(condition_of(w, failed, "Preflight") == "False/DCMConfigNotFound");
+  w.in.dcm.found = true;
+  c.break_it(w);
+  w.later(30s);
+  auto changed = w.step();
+  BOOST_TEST(no_node_writes(changed));
+  BOOST_TEST(phase_after(w, changed) == "Failed");
+  BOOST_TEST(last_reason(w, changed) == "PreflightFailed");
+  const auto& history = status_after(w, changed).history;
+  BOOST_TEST(std::count_if(history.begin(), history.end(),
+                           [](const auto& h) { return h.reason == "PreflightFailed"; }) == 1);
+  BOOST_TEST(condition_of(w, changed, "Preflight") == std::string("False/") + c.cause);
+  BOOST_TEST(status_after(w, changed).last_error.rfind(std::string(c.cause) + ": ", 0) == 0);
+  BOOST_TEST(changed.requeue.count() > 0);
+}
+
 BOOST_AUTO_TEST_CASE(preflight_accepts_an_empty_dcm_config_and_a_profile_without_target) {
   world w;
   w.in.dcm.config_json.clear();
