@@ -140,6 +140,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string identity = kube::default_identity();
+  // Every request names the replica: the audit log shows who wrote what, and when.
+  connection->user_agent =
+      std::string("gpu-partitioner/") + gpu_partitioner::version + " (" + identity + ")";
   actors::log_info("gpu-partitioner " + std::string(gpu_partitioner::version) + " starting as " +
                    identity + " against " + connection->server + " (" + connection->origin + ")");
 

@@ -41,6 +41,10 @@ struct connection_config {
   std::string default_namespace = "default";
   /// Where this came from, for messages: `kubeconfig "/x" context "y"` or `in-cluster`.
   std::string origin;
+  /// The User-Agent header; empty means "gpu-partitioner/<version>". The operator puts its
+  /// leader-election identity in it, so the API server's audit log shows which replica
+  /// made each request.
+  std::string user_agent;
 };
 
 /// Reads a kubeconfig file; `context` empty means its current-context. Relative file

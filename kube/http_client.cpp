@@ -182,7 +182,9 @@ http_client::http_client(connection_config config, std::shared_ptr<credentials> 
   curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
   curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-  const std::string agent = std::string("gpu-partitioner/") + gpu_partitioner::version;
+  const std::string agent = config_.user_agent.empty()
+                                ? std::string("gpu-partitioner/") + gpu_partitioner::version
+                                : config_.user_agent;
   curl_easy_setopt(c, CURLOPT_USERAGENT, agent.c_str());
   if (config_.insecure_skip_tls_verify) {
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
