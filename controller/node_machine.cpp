@@ -325,6 +325,11 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
       if (pod.deleting)
         continue;
       auto mem = in.evictions.find(key_of(pod));
+      // Evicted already, and the pods' watch has not shown the deletion yet (it may lag
+      // behind the other watches, say after the API server came back): asking again would
+      // be a duplicate. Only a pod still shown undeleted after the retry interval is.
+      if (mem != in.evictions.end() && mem->second.done && in.now - mem->second.at < eviction_retry)
+        continue;
       if (mem != in.evictions.end() && mem->second.blocked) {
         auto pdbs = pdbs_covering(in.pdbs, pod);
         blocking_pdbs.insert(blocking_pdbs.end(), pdbs.begin(), pdbs.end());
