@@ -312,6 +312,9 @@ int run(const options& opt) {
   std::map<std::string, node_memory> memory;
   std::map<pod_key, pod_memory> pod_memory_map;
   std::map<std::string, sim_time> registering;
+  // Node writes that did not land (the API server was away): retried every round, later
+  // changes on top, as DCM, the device plugin and kubelet keep reporting until they can.
+  std::map<std::string, node_actions> unwritten;
   int next_ip = 1;
   log_line("started: nodes " + opt.node_selector + ", DCM config " + opt.dcm_namespace + "/" +
            opt.dcm_name + ", time scale " + std::to_string(opt.time_scale));
@@ -359,12 +362,33 @@ int run(const options& opt) {
       log_line("node " + name +
                (r ? ": registered, Ready" : ": registration failed: " + r.error().describe()));
     }
-    for (const auto& [name, a] : node_work) {
+    std::map<std::string, node_actions> writes = std::move(unwritten);
+    unwritten.clear();
+    for (auto& [name, a] : node_work) {
+      auto& w = writes[name];
+      for (auto& [k, v] : a.labels)
+        w.labels[k] = v;
+      for (auto& [k, v] : a.annotations)
+        w.annotations[k] = v;
+      if (a.gpu_resources)
+        w.gpu_resources = a.gpu_resources;
+      w.events = std::move(a.events); // recorded once, not retried
+    }
+    for (auto& [name, a] : writes) {
+      auto lost = [&](const kube::failure& e) { return e.kind != kube::error_kind::not_found; };
       if (!a.labels.empty() || !a.annotations.empty()) {
         auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
                            metadata_patch(a));
-        if (!r)
-          log_line("node " + name + ": label patch failed: " + r.error().describe());
+        if (r) {
+          for (const auto& [k, v] : a.labels)
+            log_line("node " + name + ": label " + k + (v ? "=" + *v : " removed"));
+        } else {
+          log_line("node " + name + ": label patch failed (retrying): " + r.error().describe());
+          if (lost(r.error())) {
+            unwritten[name].labels = a.labels;
+            unwritten[name].annotations = a.annotations;
+          }
+        }
       }
       if (a.gpu_resources) {
         const std::string n = json_string(std::to_string(*a.gpu_resources));
@@ -374,8 +398,13 @@ int run(const options& opt) {
                            R"({"status":{"capacity":{"amd.com/gpu":)" + n +
                                R"(},"allocatable":{"amd.com/gpu":)" + n + "}}}",
                            status);
-        if (!r)
-          log_line("node " + name + ": status patch failed: " + r.error().describe());
+        if (r) {
+          log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
+        } else {
+          log_line("node " + name + ": status patch failed (retrying): " + r.error().describe());
+          if (lost(r.error()))
+            unwritten[name].gpu_resources = a.gpu_resources;
+        }
       }
       for (const auto& e : a.events) {
         log_line("node " + name + ": " + e.reason + " " + e.message);
@@ -386,10 +415,6 @@ int run(const options& opt) {
         spec.message = e.message;
         (void)events.record(spec);
       }
-      for (const auto& [k, v] : a.labels)
-        log_line("node " + name + ": label " + k + (v ? "=" + *v : " removed"));
-      if (a.gpu_resources)
-        log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
     }
     kube::patch_options status;
     status.subresource = "status";
