@@ -45,6 +45,10 @@ struct connection_config {
   /// leader-election identity in it, so the API server's audit log shows which replica
   /// made each request.
   std::string user_agent;
+  /// Asked before every request that is not a GET; false refuses it unsent (error kind
+  /// `aborted`). The operator's writers get its leader elector's write_gate, so a replica
+  /// that may have lost the lease writes nothing.
+  std::function<bool()> may_write;
 };
 
 /// Reads a kubeconfig file; `context` empty means its current-context. Relative file

@@ -317,6 +317,10 @@ result<std::string> http_client::call(const http_request& req) {
   const bool idempotent = req.idempotent.value_or(default_idempotent(req.method));
   bool reauthenticated = false;
   for (int attempt = 1;; ++attempt) {
+    if (req.method != verb::get && config_.may_write && !config_.may_write())
+      return make_error(error_kind::aborted,
+                        std::string(to_string(req.method)) + " " + req.path +
+                            ": refused: this replica does not hold the leader lease");
     auto r = perform(req);
     failure e;
     if (r) {
