@@ -344,6 +344,17 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
         });
         if (in.now - mem->second.at < eviction_retry && !budget_open)
           continue;
+        // The budget already counts this very pod as disrupted: an eviction of it was
+        // approved, but the pod was never deleted (the evicting client died mid-request,
+        // say, an operator killed). The API server refuses every further eviction until it
+        // forgets that entry, after 2 minutes; finish the approved one by deleting the pod.
+        const bool approved = std::any_of(in.pdbs.begin(), in.pdbs.end(), [&](const auto& pdb) {
+          return pdb.covers(pod) && pdb.disrupted_pods.count(pod.name) > 0;
+        });
+        if (approved) {
+          out.removals.push_back({pod.ns, pod.name, pod.uid, false});
+          continue;
+        }
       }
       out.removals.push_back({pod.ns, pod.name, pod.uid, evict});
     }

@@ -690,6 +690,28 @@ BOOST_AUTO_TEST_CASE(a_blocked_pod_is_retried_at_once_when_its_budget_opens) {
   BOOST_TEST(removals(w.step()) == want, boost::test_tools::per_element());
 }
 
+// Found by the fault suite: an operator killed while the API server handled its eviction
+// left the pod in the budget's disruptedPods, never deleted; every later eviction was
+// refused for the 2 minutes the API server keeps that entry.
+BOOST_AUTO_TEST_CASE(a_pod_its_budget_already_counts_as_disrupted_is_deleted_when_evictions_fail) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  auto budget = pdb("web-pdb", "web", 0);
+  budget.disrupted_pods = {"web-0"};
+  w.with(pod("web-0")).with(pod("web-1")).with(budget);
+  // At first, evictions as always.
+  const std::vector<std::string> evictions{"team/web-0:evict", "team/web-1:evict"};
+  BOOST_TEST(removals(w.step()) == evictions, boost::test_tools::per_element());
+  // Both refused; 5 s later the approved one is deleted, the other evicted again.
+  w.in.evictions["team/web-0"] = {t0, true, false, "Cannot evict pod"};
+  w.in.evictions["team/web-1"] = {t0, true, false, "Cannot evict pod"};
+  w.later(5s);
+  auto got = removals(w.step());
+  std::sort(got.begin(), got.end());
+  const std::vector<std::string> want{"team/web-0:delete", "team/web-1:evict"};
+  BOOST_TEST(got == want, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(a_new_set_of_blocked_pods_is_announced_once_with_a_DrainBlocked_event) {
   world w;
   w.at(node_phase::draining).cordoned_by_us();
