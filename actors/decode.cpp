@@ -98,6 +98,10 @@ controller::pdb_info decode_pdb(const rapidjson::Value& o) {
   if (const auto* allowed = find_path(o, {"status", "disruptionsAllowed"});
       allowed && allowed->IsInt())
     d.disruptions_allowed = allowed->GetInt();
+  if (const auto* disrupted = find_path(o, {"status", "disruptedPods"});
+      disrupted && disrupted->IsObject())
+    for (const auto& m : disrupted->GetObject())
+      d.disrupted_pods.insert(m.name.GetString());
   return d;
 }
 

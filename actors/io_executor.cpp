@@ -12,6 +12,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
+
 namespace gpu_partitioner::actors {
 
 namespace {
@@ -334,20 +336,31 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
     }
   };
   // The whole status, replaced in one JSON patch: fields that went away go away too.
-  auto write = [=](const kube::resource& r, const std::string& name, const std::string& status) {
+  auto write = [=](const kube::resource& r, const std::string& name,
+                   const std::string& status) -> std::string {
     kube::patch_options o = s->x->manager;
     o.subresource = "status";
     auto done =
         s->x->api.patch(r, "", name, kube::patch_type::json,
                         "[{\"op\":\"add\",\"path\":\"/status\",\"value\":" + status + "}]", o);
-    if (!done && done.error().kind != kube::error_kind::not_found)
-      log_warning("writing the status of " + name + ": " + done.error().describe());
+    if (!done && done.error().kind != kube::error_kind::not_found) {
+      const std::string error = "writing the status of " + name + ": " + done.error().describe();
+      log_warning(error);
+      return error;
+    }
+    return {};
   };
   return {
       [=](status_atom, const std::string& item, const protocol::node_partitioning_status& st) {
         if (s->items.insert_or_assign(item, st).second)
           s->item_order.push_back(item);
         schedule();
+      },
+      [=](persist_atom, const std::string& item,
+          const protocol::node_partitioning_status& st) -> std::string {
+        if (s->items.erase(item) > 0)
+          s->item_order.erase(std::find(s->item_order.begin(), s->item_order.end(), item));
+        return write(items_resource, item, protocol::to_json(st));
       },
       [=](plan_status_atom, const std::string& plan, const protocol::partitioning_plan_status& st) {
         s->plans[plan] = st;

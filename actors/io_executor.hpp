@@ -24,6 +24,9 @@ caf::behavior io_executor(caf::event_based_actor* self, io_config config);
 
 /// Coalesces status writes per object (the latest within a short window wins), writes
 /// them through the status subresource, and records Events (aggregated). Spawn detached.
+/// `persist_atom, item, status` writes an item's status at once (replacing what is pending
+/// for it) and answers "" or the error: a worker persists the phase it entered before it
+/// changes the node, so a restarted operator finds the run where the node is.
 caf::behavior status_writer(caf::event_based_actor* self, io_config config);
 
 } // namespace gpu_partitioner::actors

@@ -140,6 +140,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string identity = kube::default_identity();
+  // Every request names the replica: the audit log shows who wrote what, and when.
+  connection->user_agent =
+      std::string("gpu-partitioner/") + gpu_partitioner::version + " (" + identity + ")";
   actors::log_info("gpu-partitioner " + std::string(gpu_partitioner::version) + " starting as " +
                    identity + " against " + connection->server + " (" + connection->origin + ")");
 
@@ -172,9 +175,31 @@ int main(int argc, char** argv) {
   cfg.set("logger.verbosity", caf::atom("quiet"));
   caf::actor_system system{cfg};
 
+  // The elector exists before the writers: they are given its write gate.
+  std::unique_ptr<kube::http_client> lease_http;
+  std::unique_ptr<kube::client> lease_api;
+  std::unique_ptr<kube::leader_elector> elector;
+  if (f.leader_elect) {
+    kube::election_config ec;
+    ec.lease_namespace =
+        f.lease_namespace.empty() ? connection->default_namespace : f.lease_namespace;
+    ec.lease_name = f.lease_name;
+    ec.identity = identity;
+    lease_http = std::make_unique<kube::http_client>(
+        connection.value(), std::make_shared<kube::credentials>(connection.value()));
+    lease_http->set_observer(m.api_observer());
+    lease_api = std::make_unique<kube::client>(*lease_http);
+    elector = std::make_unique<kube::leader_elector>(*lease_api, ec);
+  }
+
   actors::io_config io;
   io.connection = connection.value();
   io.identity = identity;
+  // Every write of the controllers is refused once this replica's lease may have run out
+  // by its own clock: a leader that was frozen (or cut off) past its renew deadline must
+  // not write between waking up and learning that another replica leads.
+  if (elector)
+    io.connection.may_write = elector->write_gate();
   auto writer = system.spawn<caf::detached>(actors::status_writer, io);
   // Eight connections for the node writes: with fifty nodes in flight, evictions (which
   // the API server may hold 500 ms on a PDB conflict) would otherwise queue behind each other.
@@ -196,21 +221,9 @@ int main(int argc, char** argv) {
 
   std::atomic<bool> elector_stop{false};
   std::thread elector_thread;
-  std::unique_ptr<kube::http_client> lease_http;
-  std::unique_ptr<kube::client> lease_api;
-  std::unique_ptr<kube::leader_elector> elector;
   std::atomic<bool> leading{false};
-  if (f.leader_elect) {
-    kube::election_config ec;
-    ec.lease_namespace =
-        f.lease_namespace.empty() ? connection->default_namespace : f.lease_namespace;
-    ec.lease_name = f.lease_name;
-    ec.identity = identity;
-    lease_http = std::make_unique<kube::http_client>(
-        connection.value(), std::make_shared<kube::credentials>(connection.value()));
-    lease_http->set_observer(m.api_observer());
-    lease_api = std::make_unique<kube::client>(*lease_http);
-    elector = std::make_unique<kube::leader_elector>(*lease_api, ec);
+  if (elector) {
+    const auto& ec = elector->config();
     actors::log_info("waiting to lead (Lease " + ec.lease_namespace + "/" + ec.lease_name + ")");
     elector_thread = std::thread([&] {
       elector->run(

@@ -26,6 +26,9 @@ struct worker_state {
   std::map<std::string, controller::eviction_memory> evictions;
   bool token = false;
   bool busy = false;
+  /// The phase and start of the run last known written to the item's status ("" if
+  /// unknown), so node changes are made only once the status that decided them is kept.
+  std::string persisted;
   /// Consecutive failed write batches, for back-off, and the last one's error.
   int write_failures = 0;
   std::string write_error;
@@ -60,6 +63,13 @@ std::optional<std::string> payload_of(const cluster_snapshot& view,
     return std::nullopt;
   }
   return data->second;
+}
+
+/// What must be in the item's status before the node is changed: the phase and when the
+/// run started (the mark a restarted operator recognises its own label by).
+std::string run_marker(const protocol::node_partitioning_status& st) {
+  return std::string(protocol::codec::to_string(st.phase.value_or(protocol::node_phase::pending))) +
+         "@" + st.started_at;
 }
 
 controller::resolved_profile resolve_profile(const cluster_snapshot& view,
@@ -292,46 +302,76 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       if (!executor)
         return; // shutting down
       s->busy = true;
-      // No request timeout: its timer would hold this worker for that long after
-      // shutdown. A dead executor answers with an error instead.
-      self->request(executor, caf::infinite, io_atom_v, io)
+      auto failed = [=](const std::string& error) {
+        s->busy = false;
+        log_warning(error, config.plan, io.node);
+        process_metrics().reconcile_errors.add({config.plan});
+        // Back off (0.5 s doubling to 32 s) instead of retrying at once.
+        s->write_error = error;
+        const int shift = std::min(s->write_failures++, 6);
+        self->delayed_send(self, std::chrono::milliseconds(500 << shift), tick_atom_v,
+                           ++s->timer_generation);
+      };
+      auto perform = [=] {
+        // No request timeout: its timer would hold this worker for that long after
+        // shutdown. A dead executor answers with an error instead.
+        self->request(executor, caf::infinite, io_atom_v, io)
+            .then(
+                [=](const node_io_result& r) {
+                  s->busy = false;
+                  if (r.node) {
+                    s->written_node = r.node;
+                    s->written_over = observed_rv;
+                    s->written_at = protocol::wall_clock::now();
+                  }
+                  auto& m = process_metrics();
+                  for (const auto& [pod, outcome] : r.evictions) {
+                    s->evictions[pod] = outcome;
+                    m.evictions.add({outcome.blocked ? "pdb_blocked"
+                                     : outcome.done  ? "evicted"
+                                                     : "error"});
+                  }
+                  if (!r.error.empty()) {
+                    failed(r.error);
+                    return;
+                  }
+                  s->write_failures = 0;
+                  s->write_error.clear();
+                  // A weak reference: the handler must not keep the step (and the handles
+                  // it names) alive after the worker is gone.
+                  if (auto again = weak_step.lock())
+                    (*again)();
+                },
+                [=](caf::error&) {
+                  s->busy = false;
+                  log_warning("a write timed out; retrying", config.plan, io.node);
+                  self->delayed_send(self, 1s, tick_atom_v, ++s->timer_generation);
+                });
+      };
+      // Write ahead: a change to the node waits until the status that decided it (its
+      // phase, and when the run started) is written. Killed in between, a restarted
+      // operator would otherwise read an older phase, start the run over and, say,
+      // relabel a node whose DCM run is under way.
+      const bool changes_node = io.patch || io.taint || !io.removals.empty() || io.dcm;
+      const std::string marker = s->status ? run_marker(*s->status) : std::string{};
+      if (run_marker(item_it->second->status) == marker)
+        s->persisted = marker; // the watch shows it written
+      auto status_writer = writer();
+      if (!changes_node || !s->status || s->persisted == marker || !status_writer) {
+        perform();
+        return;
+      }
+      self->request(status_writer, caf::infinite, persist_atom_v, config.item, *s->status)
           .then(
-              [=](const node_io_result& r) {
-                s->busy = false;
-                if (r.node) {
-                  s->written_node = r.node;
-                  s->written_over = observed_rv;
-                  s->written_at = protocol::wall_clock::now();
-                }
-                auto& m = process_metrics();
-                for (const auto& [pod, outcome] : r.evictions) {
-                  s->evictions[pod] = outcome;
-                  m.evictions.add({outcome.blocked ? "pdb_blocked"
-                                   : outcome.done  ? "evicted"
-                                                   : "error"});
-                }
-                if (!r.error.empty()) {
-                  log_warning(r.error, config.plan, io.node);
-                  m.reconcile_errors.add({config.plan});
-                  // Back off (0.5 s doubling to 32 s) instead of retrying at once.
-                  s->write_error = r.error;
-                  const int shift = std::min(s->write_failures++, 6);
-                  self->delayed_send(self, std::chrono::milliseconds(500 << shift), tick_atom_v,
-                                     ++s->timer_generation);
+              [=](const std::string& error) {
+                if (!error.empty()) {
+                  failed(error);
                   return;
                 }
-                s->write_failures = 0;
-                s->write_error.clear();
-                // A weak reference: the handler must not keep the step (and the handles
-                // it names) alive after the worker is gone.
-                if (auto again = weak_step.lock())
-                  (*again)();
+                s->persisted = marker;
+                perform();
               },
-              [=](caf::error&) {
-                s->busy = false;
-                log_warning("a write timed out; retrying", config.plan, io.node);
-                self->delayed_send(self, 1s, tick_atom_v, ++s->timer_generation);
-              });
+              [=](caf::error&) { failed("the status writer did not answer"); });
       return;
     }
     // A change that brought no write is answered, unless the machine goes on at once

@@ -385,7 +385,9 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
       if (pod.deleting)
         continue;
       auto mem = in.evictions.find(key_of(pod));
-      // Evicted, but the watch has not shown the deletion yet: not again (for 5 s).
+      // Evicted already, and the pods' watch has not shown the deletion yet (it may lag
+      // behind the other watches, say after the API server came back): asking again would
+      // be a duplicate. Only a pod still shown undeleted after the retry interval is.
       if (mem != in.evictions.end() && mem->second.done && in.now - mem->second.at < eviction_retry)
         continue;
       if (mem != in.evictions.end() && mem->second.blocked) {
@@ -402,6 +404,17 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
         });
         if (in.now - mem->second.at < eviction_retry && !budget_open)
           continue;
+        // The budget already counts this very pod as disrupted: an eviction of it was
+        // approved, but the pod was never deleted (the evicting client died mid-request,
+        // say, an operator killed). The API server refuses every further eviction until it
+        // forgets that entry, after 2 minutes; finish the approved one by deleting the pod.
+        const bool approved = std::any_of(in.pdbs.begin(), in.pdbs.end(), [&](const auto& pdb) {
+          return pdb.covers(pod) && pdb.disrupted_pods.count(pod.name) > 0;
+        });
+        if (approved) {
+          out.removals.push_back({pod.ns, pod.name, pod.uid, false});
+          continue;
+        }
       }
       out.removals.push_back({pod.ns, pod.name, pod.uid, evict});
     }
@@ -647,12 +660,20 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
       out.requeue = poll_interval;
     const auto& history = s.status.history;
     const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
-    if (preflight_failure && preflight(in).empty()) {
+    if (!preflight_failure)
+      return;
+    const auto findings = preflight(in);
+    if (findings.empty()) {
       s.condition("Preflight", true, "PreflightPassed", "the preflight finding was resolved");
       s.error("");
       s.enter(node_phase::pending, "PreflightPassed", "the cause was fixed: starting over");
       out.requeue = 1ms;
-    } else if (preflight_failure) {
+    } else {
+      // The cause may have changed (DCM's ConfigMap came back, but invalid): say what it
+      // is now, not what it was.
+      const std::string& first = findings.front();
+      s.condition("Preflight", false, first.substr(0, first.find(':')), first);
+      s.error(first);
       out.requeue = 10s;
     }
     return;

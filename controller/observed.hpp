@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct pdb_info {
   std::vector<requirement> match_expressions;
   bool selects_nothing = false; // a nil selector
   int disruptions_allowed = 0;
+  /// status.disruptedPods: pods whose eviction the API server approved (and counted
+  /// against the budget) but has not yet seen deleted.
+  std::set<std::string> disrupted_pods;
 
   bool covers(const pod_info& pod) const;
 };

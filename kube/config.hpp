@@ -41,6 +41,14 @@ struct connection_config {
   std::string default_namespace = "default";
   /// Where this came from, for messages: `kubeconfig "/x" context "y"` or `in-cluster`.
   std::string origin;
+  /// The User-Agent header; empty means "gpu-partitioner/<version>". The operator puts its
+  /// leader-election identity in it, so the API server's audit log shows which replica
+  /// made each request.
+  std::string user_agent;
+  /// Asked before every request that is not a GET; false refuses it unsent (error kind
+  /// `aborted`). The operator's writers get its leader elector's write_gate, so a replica
+  /// that may have lost the lease writes nothing.
+  std::function<bool()> may_write;
 };
 
 /// Reads a kubeconfig file; `context` empty means its current-context. Relative file

@@ -182,7 +182,9 @@ http_client::http_client(connection_config config, std::shared_ptr<credentials> 
   curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
   curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-  const std::string agent = std::string("gpu-partitioner/") + gpu_partitioner::version;
+  const std::string agent = config_.user_agent.empty()
+                                ? std::string("gpu-partitioner/") + gpu_partitioner::version
+                                : config_.user_agent;
   curl_easy_setopt(c, CURLOPT_USERAGENT, agent.c_str());
   if (config_.insecure_skip_tls_verify) {
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
@@ -315,6 +317,10 @@ result<std::string> http_client::call(const http_request& req) {
   const bool idempotent = req.idempotent.value_or(default_idempotent(req.method));
   bool reauthenticated = false;
   for (int attempt = 1;; ++attempt) {
+    if (req.method != verb::get && config_.may_write && !config_.may_write())
+      return make_error(error_kind::aborted,
+                        std::string(to_string(req.method)) + " " + req.path +
+                            ": refused: this replica does not hold the leader lease");
     auto r = perform(req);
     failure e;
     if (r) {

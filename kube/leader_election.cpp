@@ -65,6 +65,13 @@ election_action decide_election(const election_state& state, const lease_record&
   return election_action::wait;
 }
 
+election_state::clock::time_point lease_valid_until(const election_state& state,
+                                                    const election_config& config) {
+  if (!state.leading)
+    return election_state::clock::time_point::min();
+  return state.last_renewed + config.renew_deadline;
+}
+
 namespace {
 
 long long int_at(const rapidjson::Value& v, const char* k) {
@@ -100,7 +107,15 @@ std::string default_identity() {
 }
 
 leader_elector::leader_elector(client& api, election_config config)
-    : api_(api), config_(std::move(config)) {}
+    : api_(api), config_(std::move(config)),
+      valid_until_(std::make_shared<std::atomic<election_state::clock::rep>>(
+          election_state::clock::time_point::min().time_since_epoch().count())) {}
+
+std::function<bool()> leader_elector::write_gate() const {
+  return [until = valid_until_] {
+    return election_state::clock::now().time_since_epoch().count() < until->load();
+  };
+}
 
 result<lease_record> leader_elector::read() {
   auto doc = api_.get(resources::leases(), config_.lease_namespace, config_.lease_name);
@@ -159,9 +174,13 @@ void leader_elector::run(const std::atomic<bool>& stop, const std::function<void
                          const std::function<void()>& on_stopped) {
   using clock = election_state::clock;
   lease_record last;
+  auto publish = [&] {
+    valid_until_->store(lease_valid_until(state_, config_).time_since_epoch().count());
+  };
   auto stop_leading = [&] {
     if (state_.leading) {
       state_.leading = false;
+      publish();
       leading_.store(false);
       if (on_stopped)
         on_stopped();
@@ -194,6 +213,7 @@ void leader_elector::run(const std::atomic<bool>& stop, const std::function<void
         state_.last_renewed = now;
         if (!state_.leading) {
           state_.leading = true;
+          publish(); // writes are let through before the controllers start
           leading_.store(true);
           if (on_started)
             on_started();
@@ -204,6 +224,7 @@ void leader_elector::run(const std::atomic<bool>& stop, const std::function<void
     case election_action::wait:
       break;
     }
+    publish();
     const auto until = clock::now() + config_.retry_period;
     while (!stop.load() && clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 
@@ -66,6 +67,12 @@ election_action decide_election(const election_state& state, const lease_record&
                                 election_state::clock::time_point now,
                                 const election_config& config);
 
+/// Until when this process may act as the leader, by its own monotonic clock: the start of
+/// its last successful renewal plus the renew deadline (when decide_election has it step
+/// down); the clock's minimum when it does not lead.
+election_state::clock::time_point lease_valid_until(const election_state& state,
+                                                    const election_config& config);
+
 /// Runs leader election against a Lease until `stop` is set; releases the lease on the
 /// way out if it holds it, so a successor need not wait for expiry.
 class leader_elector {
@@ -78,6 +85,10 @@ public:
            const std::function<void()>& on_stopped);
 
   bool leading() const { return leading_.load(); }
+  /// For writers (connection_config::may_write), callable from any thread, also after the
+  /// elector is gone: true only until lease_valid_until. A leader frozen past its renew
+  /// deadline is refused the moment it wakes, before its elector has looked at the Lease.
+  std::function<bool()> write_gate() const;
   /// The lease has been read at least once: leadership is known either way.
   bool observed() const { return observed_.load(); }
   const election_config& config() const { return config_; }
@@ -91,6 +102,7 @@ private:
   election_state state_;
   std::atomic<bool> leading_{false};
   std::atomic<bool> observed_{false};
+  std::shared_ptr<std::atomic<election_state::clock::rep>> valid_until_;
 };
 
 /// A unique identity for this process: host name, pid and a random suffix.

@@ -317,6 +317,8 @@ int run(const options& opt) {
     kube::client api;
     kube::event_recorder events;
     std::vector<std::function<void(lane&)>> jobs;
+    /// Node writes that failed in this round, to go again in the next.
+    std::map<std::string, node_actions> failed;
     explicit lane(const kube::connection_config& c)
         : http(c, std::make_shared<kube::credentials>(c)), api(http),
           events(api, dcm_component, "gpu-sim") {}
@@ -330,6 +332,9 @@ int run(const options& opt) {
   std::map<std::string, node_memory> memory;
   std::map<pod_key, pod_memory> pod_memory_map;
   std::map<std::string, sim_time> registering;
+  // Node writes that did not land (the API server was away): retried every round, later
+  // changes on top, as DCM, the device plugin and kubelet keep reporting until they can.
+  std::map<std::string, node_actions> unwritten;
   int next_ip = 1;
   log_line("started: nodes " + opt.node_selector + ", DCM config " + opt.dcm_namespace + "/" +
            opt.dcm_name + ", time scale " + std::to_string(opt.time_scale));
@@ -378,13 +383,36 @@ int run(const options& opt) {
         log_line("node " + name +
                  (r ? ": registered, Ready" : ": registration failed: " + r.error().describe()));
       });
-    for (auto& [node_name, work] : node_work)
+    // Node writes that failed last round (the API server away) go again, this round's
+    // changes on top; Events are recorded once, not retried.
+    std::map<std::string, node_actions> writes = std::move(unwritten);
+    unwritten.clear();
+    for (auto& [name, a] : node_work) {
+      auto& w = writes[name];
+      for (auto& [k, v] : a.labels)
+        w.labels[k] = v;
+      for (auto& [k, v] : a.annotations)
+        w.annotations[k] = v;
+      if (a.gpu_resources)
+        w.gpu_resources = a.gpu_resources;
+      w.events = std::move(a.events);
+    }
+    for (auto& [node_name, work] : writes)
       lane_of(node_name).jobs.push_back([name = node_name, a = std::move(work)](lane& l) {
+        auto lost = [](const kube::failure& e) { return e.kind != kube::error_kind::not_found; };
         if (!a.labels.empty() || !a.annotations.empty()) {
           auto r = l.api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
                                metadata_patch(a));
-          if (!r)
-            log_line("node " + name + ": label patch failed: " + r.error().describe());
+          if (r) {
+            for (const auto& [k, v] : a.labels)
+              log_line("node " + name + ": label " + k + (v ? "=" + *v : " removed"));
+          } else {
+            log_line("node " + name + ": label patch failed (retrying): " + r.error().describe());
+            if (lost(r.error())) {
+              l.failed[name].labels = a.labels;
+              l.failed[name].annotations = a.annotations;
+            }
+          }
         }
         if (a.gpu_resources) {
           const std::string n = json_string(std::to_string(*a.gpu_resources));
@@ -394,8 +422,13 @@ int run(const options& opt) {
                                R"({"status":{"capacity":{"amd.com/gpu":)" + n +
                                    R"(},"allocatable":{"amd.com/gpu":)" + n + "}}}",
                                status);
-          if (!r)
-            log_line("node " + name + ": status patch failed: " + r.error().describe());
+          if (r) {
+            log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
+          } else {
+            log_line("node " + name + ": status patch failed (retrying): " + r.error().describe());
+            if (lost(r.error()))
+              l.failed[name].gpu_resources = a.gpu_resources;
+          }
         }
         for (const auto& e : a.events) {
           log_line("node " + name + ": " + e.reason + " " + e.message);
@@ -406,10 +439,6 @@ int run(const options& opt) {
           spec.message = e.message;
           (void)l.events.record(spec);
         }
-        for (const auto& [k, v] : a.labels)
-          log_line("node " + name + ": label " + k + (v ? "=" + *v : " removed"));
-        if (a.gpu_resources)
-          log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
       });
     for (const auto& p : pod_work.start)
       lane_of(p.node).jobs.push_back([p, ip = next_ip++](lane& l) {
@@ -443,6 +472,11 @@ int run(const options& opt) {
     }
     for (auto& t : running)
       t.join();
+    for (auto& l : lanes) {
+      for (auto& [name, a] : l->failed)
+        unwritten[name] = std::move(a);
+      l->failed.clear();
+    }
   }
   for (auto& t : watches)
     t.join();

@@ -306,6 +306,10 @@ struct writer_double_state {
   /// item -> the worker that wrote its status.
   std::map<std::string, caf::actor_addr> writers;
   std::vector<ga::event_io> events;
+  /// Statuses written at once (persist_atom), before a change to the node.
+  int persisted = 0;
+  /// What persist_atom answers ("" = written).
+  std::string persist_error;
   std::vector<gp::partitioning_plan_status> plan_statuses;
   /// plan -> the supervisor that last wrote its status.
   std::map<std::string, caf::actor_addr> plan_writers;
@@ -332,6 +336,13 @@ inline caf::behavior writer_double(caf::event_based_actor* self,
       [=](ga::status_atom, const std::string& item, const gp::node_partitioning_status& s) {
         st->statuses.emplace_back(item, s);
         st->writers[item] = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      },
+      [=](ga::persist_atom, const std::string& item,
+          const gp::node_partitioning_status& s) -> std::string {
+        st->statuses.emplace_back(item, s);
+        st->writers[item] = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        ++st->persisted;
+        return st->persist_error;
       },
       [=](ga::event_atom, const ga::event_io& e) { st->events.push_back(e); },
       [=](ga::plan_status_atom, const std::string& plan, const gp::partitioning_plan_status& s) {

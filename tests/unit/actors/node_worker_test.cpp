@@ -107,6 +107,50 @@ BOOST_FIXTURE_TEST_CASE(a_pending_worker_asks_the_governor_and_writes_status_onl
   BOOST_TEST(!last_facts().in_flight);
 }
 
+// Found by the fault suite: an operator killed between a node write and the (coalesced,
+// later) status write restarted the run, and relabelled a node whose DCM run was under way.
+BOOST_FIXTURE_TEST_CASE(the_status_of_a_phase_is_written_before_the_node_is_changed,
+                        worker_fixture) {
+  io_state->hold = true;
+  start();
+  show_view();
+  caf::anon_send(worker, ga::grant_atom_v);
+  sched.run();
+  BOOST_TEST(written->persisted == 0);
+  sched.trigger_timeouts();
+  sched.run();
+  // Before the cordon goes out, Draining and the run's start are written.
+  BOOST_TEST_REQUIRE(requests() == 1u);
+  BOOST_TEST_REQUIRE(written->persisted == 1);
+  const auto& kept = written->statuses.back().second;
+  BOOST_TEST((kept.phase == std::optional<gp::node_phase>(gp::node_phase::draining)));
+  BOOST_TEST(!kept.started_at.empty());
+  // More changes in the same phase: nothing more to write first.
+  deliver();
+  BOOST_TEST_REQUIRE(requests() == 2u);
+  BOOST_TEST(written->persisted == 1);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_status_that_cannot_be_written_holds_back_the_node_change,
+                        worker_fixture) {
+  written->persist_error = "writing the status: Transport: connection refused";
+  start();
+  show_view();
+  caf::anon_send(worker, ga::grant_atom_v);
+  sched.run();
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST(written->persisted == 1);
+  BOOST_TEST(requests() == 0u); // no cordon without the status
+  // It tries again after a back-off, and goes on once the status is written.
+  written->persist_error.clear();
+  BOOST_TEST_REQUIRE(sched.has_pending_timeout());
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST(written->persisted >= 2);
+  BOOST_TEST(requests() >= 1u);
+}
+
 BOOST_FIXTURE_TEST_CASE(with_a_token_it_cordons_through_io_and_keeps_one_batch_in_flight,
                         worker_fixture) {
   io_state->hold = true;

@@ -147,3 +147,45 @@ BOOST_DATA_TEST_CASE(resource_label_of_a_request_path, bdata::make(path_labels),
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// The leader's write gate (connection_config::may_write): asked before every request
+// that is not a GET; a closed gate refuses the request without sending it.
+BOOST_AUTO_TEST_SUITE(write_gate)
+
+BOOST_AUTO_TEST_CASE(a_closed_gate_refuses_writes_unsent_and_lets_reads_through) {
+  kube::connection_config c;
+  c.server = "http://127.0.0.1:1"; // nothing listens: a request that is sent fails on the wire
+  int asked = 0;
+  bool open = false;
+  c.may_write = [&] {
+    ++asked;
+    return open;
+  };
+  kube::http_client http(c, nullptr, kube::retry_policy{1, 1ms, 1ms});
+  for (auto v : {kube::verb::post, kube::verb::put, kube::verb::patch, kube::verb::del}) {
+    kube::http_request write;
+    write.method = v;
+    write.path = "/api/v1/nodes/x";
+    auto refused = http.call(write);
+    BOOST_TEST_REQUIRE(!refused.ok());
+    BOOST_TEST(refused.error().kind == kube::error_kind::aborted, refused.error().describe());
+  }
+  BOOST_TEST(asked == 4);
+
+  kube::http_request read;
+  read.path = "/api/v1/nodes/x";
+  auto sent = http.call(read);
+  BOOST_TEST_REQUIRE(!sent.ok());
+  BOOST_TEST(sent.error().kind != kube::error_kind::aborted, sent.error().describe());
+  BOOST_TEST(asked == 4); // reads do not ask
+
+  open = true;
+  kube::http_request write;
+  write.method = kube::verb::patch;
+  write.path = "/api/v1/nodes/x";
+  auto through = http.call(write);
+  BOOST_TEST_REQUIRE(!through.ok());
+  BOOST_TEST(through.error().kind != kube::error_kind::aborted, through.error().describe());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -126,4 +126,29 @@ BOOST_AUTO_TEST_CASE(the_deadline_is_shorter_than_the_lease_so_leaders_never_ove
   }
 }
 
+// A leader may write until its renew deadline by its own clock, exactly as long as
+// decide_election keeps it leading; a process that does not lead may never write.
+BOOST_AUTO_TEST_CASE(a_leader_may_write_until_its_renew_deadline_and_never_after) {
+  election_state s;
+  BOOST_TEST((lease_valid_until(s, config()) == clock_type::time_point::min()));
+  s.leading = true;
+  s.observed = true;
+  s.last_renewed = t0;
+  const auto until = lease_valid_until(s, config());
+  BOOST_TEST((until == t0 + 10s));
+  const auto mine = held_by("me", "r1", "1");
+  BOOST_TEST(decide_election(s, mine, until - 1ms, config()) == election_action::renew);
+  BOOST_TEST(decide_election(s, mine, until, config()) == election_action::step_down);
+}
+
+BOOST_AUTO_TEST_CASE(a_new_elector_does_not_let_writes_through) {
+  connection_config c;
+  c.server = "http://127.0.0.1:1";
+  http_client http(c, nullptr);
+  client api(http);
+  leader_elector elector(api, config());
+  const auto gate = elector.write_gate();
+  BOOST_TEST(!gate());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
