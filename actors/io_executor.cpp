@@ -315,6 +315,17 @@ caf::behavior io_executor(caf::event_based_actor* self, io_config config) {
   };
 }
 
+caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions) {
+  self->link_to(writes);
+  self->link_to(evictions);
+  return {
+      [=](io_atom, node_io& io) {
+        return self->delegate(io.removals.empty() ? writes : evictions, io_atom_v, std::move(io));
+      },
+      [=](io_atom, item_io& io) { self->delegate(writes, io_atom_v, std::move(io)); },
+  };
+}
+
 caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
   struct state {
     std::unique_ptr<executor> x;

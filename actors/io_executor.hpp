@@ -22,6 +22,13 @@ struct io_config {
 /// happened.
 caf::behavior io_executor(caf::event_based_actor* self, io_config config);
 
+/// The io handle the workers and supervisors use: hands node steps that evict or delete
+/// pods to `evictions` and every other write to `writes` (each a pool of io_executors),
+/// so the short writes a rollout waits on (taint, label, untaint, uncordon) never queue
+/// behind evictions, which the API server may hold for 500 ms on a PDB conflict. Linked
+/// to both pools: they go when it goes.
+caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions);
+
 /// Coalesces status writes per object (the latest within a short window wins), writes
 /// them through the status subresource, and records Events (aggregated). Spawn detached.
 /// `persist_atom, item, status` writes an item's status at once (replacing what is pending

@@ -201,12 +201,14 @@ int main(int argc, char** argv) {
   if (elector)
     io.connection.may_write = elector->write_gate();
   auto writer = system.spawn<caf::detached>(actors::status_writer, io);
-  // Eight connections for the node writes: with fifty nodes in flight, evictions (which
-  // the API server may hold 500 ms on a PDB conflict) would otherwise queue behind each other.
-  auto io_pool = caf::actor_pool::make(
-      system.dummy_execution_unit(), 8,
-      [&] { return system.spawn<caf::detached>(actors::io_executor, io); },
-      caf::actor_pool::round_robin());
+  // Four connections for evictions and four for every other write (io_router).
+  auto pool = [&] {
+    return caf::actor_pool::make(
+        system.dummy_execution_unit(), 4,
+        [&] { return system.spawn<caf::detached>(actors::io_executor, io); },
+        caf::actor_pool::round_robin());
+  };
+  auto io_pool = system.spawn(actors::io_router, pool(), pool());
 
   caf::actor root;
   caf::actor watcher;
