@@ -255,7 +255,7 @@ BOOST_AUTO_TEST_CASE(operator_killed_at_random_instants_completes_the_rollout_sa
   FAULTS_NOTE("fleet ready: " << n << " nodes, " << f.budgets.size() * o.replicas
                               << " GPU pods under " << f.budgets.size() << " PDBs, in "
                               << seconds_text(e2e::seconds_since(t0)) << " s");
-  c.start_operator({"--log-level", "info"});
+  c.start_operator_with({"--log-level", "info"});
   node_history history("e2e=" + c.key);
   audit_log audit;
   fleet_invariants inv(f);
@@ -289,7 +289,7 @@ BOOST_AUTO_TEST_CASE(operator_killed_at_random_instants_completes_the_rollout_sa
     FAULTS_NOTE("kill " << done_kills << " at " << seconds_text(e2e::seconds_since(rollout_start))
                         << " s: " << describe_phases(ph));
     std::this_thread::sleep_for(std::chrono::milliseconds(down_ms(rng)));
-    c.start_operator({"--log-level", "info"});
+    c.start_operator_with({"--log-level", "info"});
   }
   BOOST_TEST(done_kills == kills, "only " << done_kills << " of " << kills
                                           << " kills landed before the rollout completed");
@@ -326,7 +326,7 @@ BOOST_AUTO_TEST_CASE(apiserver_restarted_and_frozen_mid_rollout_the_operator_rec
   fleet_options o;
   o.nodes = n;
   fleet f(c, o);
-  c.start_operator({"--log-level", "info"});
+  c.start_operator_with({"--log-level", "info"});
   const pid_t pid = c.operator_process().pid();
   node_history history("e2e=" + c.key);
   audit_log audit;
@@ -401,7 +401,8 @@ BOOST_AUTO_TEST_CASE(etcd_compaction_forces_every_watch_to_relist_and_the_state_
   o.nodes = n;
   fleet f(c, o);
   const int port = free_port();
-  c.start_operator({"--log-level", "info", "--metrics-addr", "127.0.0.1:" + std::to_string(port)});
+  c.start_operator_with(
+      {"--log-level", "info", "--metrics-addr", "127.0.0.1:" + std::to_string(port)});
   const pid_t pid = c.operator_process().pid();
   node_history history("e2e=" + c.key);
   fleet_invariants inv(f);
@@ -572,7 +573,7 @@ BOOST_AUTO_TEST_CASE(a_node_deleted_mid_rollout_releases_its_token, *utf::timeou
   c.create_deployment("pinned", 1, {{"kubernetes.io/hostname", first}});
   c.create_pdb("pinned", "pinned", 1);
   BOOST_REQUIRE(eventually([&] { return c.healthy_pods("pinned") == 1; }, 60s, 200ms));
-  c.start_operator({"--log-level", "info"});
+  c.start_operator_with({"--log-level", "info"});
   fleet_invariants inv(f);
   e2e::sampler s(c, {c.id + "-deleted"}, inv.fn());
   f.create_plan("deleted");
@@ -640,7 +641,7 @@ BOOST_AUTO_TEST_CASE(dcm_config_deleted_or_invalid_fails_nodes_in_preflight_befo
   auto original = c.get(kube::resources::config_maps(), e2e::dcm_config_name, c.ns);
   BOOST_REQUIRE(original);
   const std::string config = e2e::str(*original, {"data", "config.json"});
-  c.start_operator({"--log-level", "info"});
+  c.start_operator_with({"--log-level", "info"});
   // No node but the first is ever cordoned, tainted or labelled for DCM; the first is
   // never labelled (DCM is never asked).
   auto untouched = [first](const e2e::sample& s, std::vector<std::string>& v) {

@@ -573,8 +573,12 @@ void e2e_cluster::start_simulator(const std::string& time_scale) {
 }
 
 void e2e_cluster::start_operator() {
-  start_operator({"--kubeconfig", kubeconfig_, "--dcm-config", ns + "/" + dcm_config_name,
-                  "--log-level", "debug", "--metrics-addr", "0"});
+  start_operator_with({});
+}
+
+void e2e_cluster::start_operator_with(const std::vector<std::string>& extra_args) {
+  auto command = operator_command(extra_args);
+  start_operator(std::vector<std::string>(command.begin() + 1, command.end()));
 }
 
 void e2e_cluster::start_operator(const std::vector<std::string>& args) {
@@ -584,13 +588,32 @@ void e2e_cluster::start_operator(const std::vector<std::string>& args) {
     std::ofstream mark(op_log_, std::ios::app);
     mark << "==== e2e: starting the operator ====\n";
   }
+  std::vector<std::string> argv{operator_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  op_ = std::make_unique<child_process>(argv, op_log_);
+}
+
+std::string e2e_cluster::operator_binary() const {
   // //:gpu-partitioner if the root package lets us see it, else this package's copy.
   std::string binary = runfile("gpu-partitioner");
   if (::access(binary.c_str(), X_OK) != 0)
     binary = runfile("tests/e2e/gpu-partitioner");
-  std::vector<std::string> argv{binary};
-  argv.insert(argv.end(), args.begin(), args.end());
-  op_ = std::make_unique<child_process>(argv, op_log_);
+  return binary;
+}
+
+std::vector<std::string>
+e2e_cluster::operator_command(const std::vector<std::string>& extra_args) const {
+  std::vector<std::string> args{operator_binary(),
+                                "--kubeconfig",
+                                kubeconfig_,
+                                "--dcm-config",
+                                ns + "/" + dcm_config_name,
+                                "--log-level",
+                                "debug",
+                                "--metrics-addr",
+                                "0"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  return args;
 }
 
 void e2e_cluster::kill_operator() {
@@ -851,9 +874,10 @@ int e2e_cluster::healthy_pods(const std::string& app) {
 // -- sampler --
 
 sampler::sampler(const e2e_cluster& cluster, std::vector<std::string> plans_to_watch,
-                 check_fn check, bool with_pods)
+                 check_fn check, bool with_pods, std::chrono::milliseconds interval)
     : config_(admin_config()), key_(cluster.key), ns_(cluster.ns),
-      plans_(std::move(plans_to_watch)), check_(std::move(check)), with_pods_(with_pods) {
+      plans_(std::move(plans_to_watch)), check_(std::move(check)), with_pods_(with_pods),
+      interval_(interval) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -913,7 +937,7 @@ void sampler::run() {
       check_(s, violations_);
       ++samples_;
     }
-    const auto next = started + std::chrono::milliseconds(100);
+    const auto next = started + interval_;
     while (!stopping_ && std::chrono::steady_clock::now() < next)
       std::this_thread::sleep_for(10ms);
   }

@@ -209,6 +209,13 @@ public:
   /// this test's DCM ConfigMap, debug logs, no metrics endpoint); a restart at teardown
   /// uses them too.
   void start_operator(const std::vector<std::string>& args);
+  /// The default command line plus `extra_args` (a flag given twice: the later value wins).
+  void start_operator_with(const std::vector<std::string>& extra_args);
+  /// The operator's default command line: the binary, this cluster's kubeconfig and DCM
+  /// ConfigMap, debug logs, no metrics endpoint, then `extra_args`.
+  std::vector<std::string> operator_command(const std::vector<std::string>& extra_args = {}) const;
+  /// The operator binary in the runfiles.
+  std::string operator_binary() const;
   void kill_operator();
   child_process& operator_process() { return *op_; }
   std::string operator_log(std::size_t lines = 120) const;
@@ -292,7 +299,8 @@ class sampler {
 public:
   using check_fn = std::function<void(const sample&, std::vector<std::string>& violations)>;
   sampler(const e2e_cluster& cluster, std::vector<std::string> plans, check_fn check,
-          bool with_pods = false);
+          bool with_pods = false,
+          std::chrono::milliseconds interval = std::chrono::milliseconds(100));
   sampler(const sampler&) = delete;
   sampler& operator=(const sampler&) = delete;
   ~sampler();
@@ -309,6 +317,7 @@ private:
   std::vector<std::string> plans_;
   check_fn check_;
   bool with_pods_;
+  std::chrono::milliseconds interval_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> samples_{0};
   std::vector<std::string> violations_;
