@@ -4,6 +4,7 @@
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
 #include "controller/dcm_payload.hpp"
+#include "kube/resource.hpp"
 #include "protocol/codec/quote.hpp"
 
 #include <algorithm>
@@ -166,10 +167,19 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       in.item.status = *s->status;
     in.now = protocol::wall_clock::now();
     if (auto node = view.nodes.find(in.item.spec.node_name); node != view.nodes.end()) {
-      // Read our own writes until the watch has moved past the version we wrote over
-      // (it delivers in order, so any later version includes our write), or for 5 s.
-      if (s->written_node && node->second->resource_version == s->written_over &&
-          in.now - s->written_at < 5s)
+      // Read our own writes until the watch shows the version we wrote, or a later one,
+      // or for 5 s. Versions are compared as numbers (Kubernetes 1.35 defines their
+      // order); a watch past the version we wrote over is not enough: another writer's
+      // update that landed between our read and our write is such a version too, without
+      // our change (a relabel sent again on it removed DCM's state label after DCM wrote
+      // it). Where versions are not numbers, the old rule stands.
+      bool caught_up = true;
+      if (s->written_node) {
+        const auto order = kube::compare_resource_versions(node->second->resource_version,
+                                                           s->written_node->resource_version);
+        caught_up = order ? *order >= 0 : node->second->resource_version != s->written_over;
+      }
+      if (!caught_up && in.now - s->written_at < 5s)
         in.node = *s->written_node;
       else
         in.node = *node->second;

@@ -231,6 +231,52 @@ BOOST_FIXTURE_TEST_CASE(a_worker_drives_its_node_to_succeeded_through_io_writer_
   BOOST_TEST(!sched.has_pending_timeout());
 }
 
+// Found by the fault suite (200 nodes): another writer's update landed between the view
+// the worker read and its label write; the watch showed that update (past the version the
+// worker wrote over, but without its write) and the worker acted on it: it could send the
+// label again (removing the state label DCM had written meanwhile), or, as here, take the
+// old run's `success` that its own write had removed for DCM's answer.
+BOOST_FIXTURE_TEST_CASE(a_view_older_than_the_workers_own_write_does_not_make_it_write_again,
+                        worker_fixture) {
+  cluster().dcm_answer = ""; // DCM stays silent: nothing else changes the node
+  io_state->hold = true;
+  start();
+  show_view();
+  caf::anon_send(worker, ga::grant_atom_v);
+  sched.run();
+  sched.trigger_timeouts();
+  sched.run();
+  auto labels = [&](std::size_t i) {
+    return request(i).patch && request(i).patch->labels.count(gc::dcm_profile_label) &&
+           request(i).patch->labels.at(gc::dcm_profile_label).has_value();
+  };
+  std::size_t label_request = 0;
+  for (int round = 0; round < 20 && !(requests() > 0 && labels(requests() - 1)); ++round) {
+    deliver();
+    sched.trigger_timeouts();
+    sched.run();
+  }
+  BOOST_TEST_REQUIRE(labels(requests() - 1));
+  label_request = requests() - 1;
+  // Another writer's update lands first (the version between the worker's read and write).
+  auto between = cluster().node("gpu-1");
+  between.labels["example.com/other"] = "x";
+  between.resource_version = std::to_string(std::stoi(between.resource_version) + 1);
+  cluster().put(between);
+  // The worker's write lands on top of it; the watch shows only the update in between yet.
+  io_state->publish = false;
+  deliver();
+  auto stale = std::make_shared<ga::cluster_snapshot>(*cluster().snapshot());
+  stale->nodes["gpu-1"] = std::make_shared<const gc::node_info>(between);
+  caf::anon_send(worker, ga::view_atom_v, ga::snapshot_ptr(stale));
+  sched.run();
+  sched.trigger_timeouts();
+  sched.run();
+  for (std::size_t i = label_request + 1; i < requests(); ++i)
+    BOOST_TEST(!labels(i), "request " << i << " sets the profile label again");
+  BOOST_TEST(written->last_phase(item_name) == "WaitingOperator");
+}
+
 BOOST_FIXTURE_TEST_CASE(a_drain_blocked_by_a_pdb_is_retried_when_the_requeue_timer_fires,
                         worker_fixture) {
   gc::pdb_info budget;

@@ -197,3 +197,24 @@ BOOST_AUTO_TEST_CASE(formatting_does_not_reorder_the_callers_values) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// KEP-5504 (Kubernetes 1.35): resourceVersions of one resource are ordered as numbers.
+BOOST_AUTO_TEST_SUITE(resource_version_order)
+
+BOOST_AUTO_TEST_CASE(versions_compare_as_numbers_of_any_length) {
+  BOOST_TEST(kube::compare_resource_versions("9", "10").value_or(9) == -1);
+  BOOST_TEST(kube::compare_resource_versions("10", "9").value_or(9) == 1);
+  BOOST_TEST(kube::compare_resource_versions("123", "123").value_or(9) == 0);
+  BOOST_TEST(kube::compare_resource_versions("99999999999999999999", "100000000000000000000")
+                 .value_or(9) == -1);
+  BOOST_TEST(kube::compare_resource_versions("20", "19").value_or(9) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(anything_but_a_positive_number_without_leading_zeros_has_no_order) {
+  for (const char* bad : {"", "0", "012", "1a", "-1", " 1", "1.5"}) {
+    BOOST_TEST(!kube::compare_resource_versions(bad, "5").has_value(), bad);
+    BOOST_TEST(!kube::compare_resource_versions("5", bad).has_value(), bad);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
