@@ -11,6 +11,8 @@
 
 #include <caf/all.hpp>
 
+#include <malloc.h>
+
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -247,7 +249,11 @@ int main(int argc, char** argv) {
   }
 
   bool acting = false;
+  int rounds = 0;
   while (!stop_requested && !leadership_lost) {
+    // Give freed memory back every ten seconds (the peaks of decoding lists and bursts).
+    if (++rounds % 100 == 0)
+      malloc_trim(0);
     if (leading && !acting) {
       actors::log_info("leading: starting the controllers");
       start_acting();

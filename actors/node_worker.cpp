@@ -400,11 +400,11 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
 
   return {
       [=](view_atom, const snapshot_ptr& view) {
-        const bool first = !s->view;
         s->view = view;
         auto it = view->items.find(config.item);
         if (it == view->items.end())
           return;
+        const bool first = !s->status;
         if (!s->status)
           s->status = it->second->status;
         auto change = view->node_changes.find(it->second->spec.node_name);

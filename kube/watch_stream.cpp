@@ -47,8 +47,13 @@ void read_identity(const rapidjson::Value& object, object_key& key, std::string&
 }
 
 result<done> decode_event(std::string& line, watch_event& out) {
-  // Iterative: a line nested a hundred thousand levels deep overflowed the stack of the
-  // recursive parser.
+  // A fresh pool for every event: a Document's allocator frees nothing until it is
+  // cleared, so a watch open for minutes would keep every event it ever decoded (tens of
+  // megabytes for a busy pod watch). Iterative: a line nested a hundred thousand levels
+  // deep overflowed the stack of the recursive parser.
+  out.object = nullptr;
+  out.document.SetNull();
+  out.document.GetAllocator().Clear();
   out.document.ParseInsitu<rapidjson::kParseIterativeFlag>(line.data());
   if (out.document.HasParseError())
     return make_error(error_kind::decode,

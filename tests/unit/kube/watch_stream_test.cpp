@@ -256,6 +256,22 @@ BOOST_AUTO_TEST_CASE(deeply_nested_line_is_decoded_without_exhausting_the_stack)
   BOOST_TEST(!kube::decode_event(unterminated, event).ok());
 }
 
+BOOST_AUTO_TEST_CASE(a_long_watch_does_not_keep_the_memory_of_earlier_events) {
+  kube::watch_event event;
+  std::string labels;
+  for (int k = 0; k < 50; ++k)
+    labels += (k ? "," : "") + std::string("\"label-") + std::to_string(k) + "\":\"v\"";
+  for (int i = 0; i < 2000; ++i) {
+    std::string line = R"({"type":"MODIFIED","object":{"metadata":{"name":"pod-)" +
+                       std::to_string(i) + R"(","resourceVersion":")" + std::to_string(i) +
+                       R"(","labels":{)" + labels + "}}}}";
+    BOOST_TEST_REQUIRE(kube::decode_event(line, event).ok());
+    BOOST_TEST_REQUIRE(event.key.name == "pod-" + std::to_string(i));
+  }
+  // 2000 events of 50 labels each: kept, their values would take megabytes.
+  BOOST_TEST(event.document.GetAllocator().Capacity() < 256u * 1024u);
+}
+
 BOOST_AUTO_TEST_CASE(object_without_metadata_has_an_empty_identity) {
   std::string line = R"({"type":"ADDED","object":{"kind":"Node"}})";
   kube::watch_event event;
