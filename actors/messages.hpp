@@ -72,8 +72,14 @@ struct cluster_snapshot {
   /// NodePartitionings, by name.
   std::set<std::string> item_changes;
   bool pdbs_changed = false;
-  /// Plans, profiles, ConfigMaps, or the caches just synced: every worker looks again.
+  /// Plans (not their status), profiles, ConfigMaps, or the caches just synced: every
+  /// worker looks again.
   bool shared_changed = false;
+  /// A node came, went or changed its labels: the plans' node selections may differ.
+  bool nodes_relabelled = false;
+  /// A NodePartitioning came, went, or changed its metadata, spec or phase: what the
+  /// supervisors create, update or delete may differ.
+  bool item_specs_changed = false;
 };
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 

@@ -187,12 +187,13 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (auto pods = view.pods_by_node.find(in.item.spec.node_name); pods != view.pods_by_node.end())
       for (const auto& [key, pod] : pods->second)
         in.pods.push_back(*pod);
-    // Only the budgets covering a pod on the node matter to it (the machine asks nothing
-    // else of them), and a large cluster has thousands.
-    for (const auto& [key, pdb] : view.pdbs)
-      if (std::any_of(in.pods.begin(), in.pods.end(),
-                      [&](const controller::pod_info& p) { return pdb->covers(p); }))
-        in.pdbs.push_back(*pdb);
+    // The budgets matter to a drain (and a dry run's preview) only, and only those covering
+    // a pod on the node; a large cluster has thousands.
+    if (in.item.spec.dry_run || in.item.status.phase == protocol::node_phase::draining)
+      for (const auto& [key, pdb] : view.pdbs)
+        if (std::any_of(in.pods.begin(), in.pods.end(),
+                        [&](const controller::pod_info& p) { return pdb->covers(p); }))
+          in.pdbs.push_back(*pdb);
     in.profile = resolve_profile(view, in.item.spec.profile_ref.name);
     in.plan = standing_of(view, in.item);
     in.dcm.ns = config.dcm_namespace;

@@ -24,17 +24,29 @@ struct root_state {
 
 constexpr std::size_t resource_count = 8;
 
+// Whether an object's metadata changed in a way that matters (generation, labels,
+// annotations, finalizers, deletion), not just its resourceVersion.
+bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b) {
+  return a.uid != b.uid || a.generation != b.generation || a.labels != b.labels ||
+         a.annotations != b.annotations || a.finalizers != b.finalizers ||
+         a.deletion_timestamp != b.deletion_timestamp;
+}
+
 void apply(root_state& s, const observation& o) {
   using k = observation::kind;
   auto& v = s.view;
   switch (o.what) {
-  case k::node:
+  case k::node: {
     v.node_changes.emplace(o.key, o.received);
+    auto old = v.nodes.find(o.key);
+    if (o.deleted || old == v.nodes.end() || !o.node || old->second->labels != o.node->labels)
+      v.nodes_relabelled = true;
     if (o.deleted)
       v.nodes.erase(o.key);
     else
       v.nodes[o.key] = o.node;
     break;
+  }
   case k::pod: {
     auto old = s.pod_nodes.find(o.key);
     if (old != s.pod_nodes.end()) {
@@ -83,8 +95,12 @@ void apply(root_state& s, const observation& o) {
         v.node_changes.emplace(pod->second, o.received);
     }
     break;
-  case k::plan:
-    v.shared_changed = true;
+  case k::plan: {
+    // The plan's own status (written by us, many times a rollout) changes nothing here.
+    auto old = v.plans.find(o.key);
+    if (o.deleted || old == v.plans.end() || !o.plan ||
+        meta_changed(old->second->metadata, o.plan->metadata))
+      v.shared_changed = true;
     v.plans.erase(o.key);
     v.invalid_plans.erase(o.key);
     if (!o.deleted) {
@@ -94,6 +110,7 @@ void apply(root_state& s, const observation& o) {
         v.invalid_plans[o.key] = o.problem;
     }
     break;
+  }
   case k::profile:
     v.shared_changed = true;
     v.profiles.erase(o.key);
@@ -105,8 +122,13 @@ void apply(root_state& s, const observation& o) {
         v.invalid_profiles[o.key] = o.problem;
     }
     break;
-  case k::item:
+  case k::item: {
     v.item_changes.insert(o.key);
+    auto old = v.items.find(o.key);
+    if (o.deleted || old == v.items.end() || !o.item ||
+        meta_changed(old->second->metadata, o.item->metadata) ||
+        old->second->status.phase != o.item->status.phase)
+      v.item_specs_changed = true;
     if (o.deleted || !o.item)
       v.items.erase(o.key);
     else
@@ -114,6 +136,7 @@ void apply(root_state& s, const observation& o) {
     if (!o.deleted && !o.item)
       log_warning("NodePartitioning " + o.key + " does not decode: " + o.problem);
     break;
+  }
   }
 }
 
@@ -179,6 +202,8 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
         s->view.item_changes.clear();
         s->view.pdbs_changed = false;
         s->view.shared_changed = false;
+        s->view.nodes_relabelled = false;
+        s->view.item_specs_changed = false;
         // A supervisor per plan; items whose plan is gone are still served (a deleted
         // plan's items run their finalizers) by a supervisor kept until they are gone.
         std::set<std::string> wanted;

@@ -21,6 +21,14 @@ struct supervisor_state {
   std::map<std::string, std::string> requested; // item -> what (create/remove/hash)
   protocol::partitioning_plan_status last_status;
   bool wrote_status = false;
+  /// The plan's node selection and the items it wants, kept until the plan, a profile, a
+  /// node's labels or an item's spec or phase changes (a rollout of a thousand nodes
+  /// brings twenty views a second, most of them status changes).
+  bool resolved = false;
+  controller::plan_resolution resolution;
+  std::set<std::string> keep_items;
+  /// When every worker last got a view (the others get only views with news for them).
+  std::chrono::steady_clock::time_point refreshed{};
 };
 
 /// `hashes`: desiredHash by profile, for this plan and view (the same for every node of a
@@ -146,8 +154,10 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           s->last_status = plan->status;
           s->wrote_status = true;
         }
-        std::set<std::string> keep_items;
-        controller::plan_resolution resolution;
+        const bool recompute = !s->resolved || view->shared_changed || view->nodes_relabelled ||
+                               view->item_specs_changed;
+        auto& keep_items = s->keep_items;
+        auto& resolution = s->resolution;
         std::map<std::string, const protocol::node_partitioning*> mine;
         for (const auto& [name, item] : view->items)
           if (item->spec.plan_ref.name == config.plan)
@@ -165,6 +175,9 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
         if (auto invalid = view->invalid_plans.find(config.plan);
             invalid != view->invalid_plans.end()) {
           hold_all();
+          s->resolved = false;
+          keep_items.clear();
+          resolution = {};
           // Never act on a half-valid plan: say why, touch nothing.
           auto status = controller::invalid_plan_status(s->last_status, invalid->second,
                                                         protocol::wall_clock::now());
@@ -174,7 +187,9 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             self->send(config.writer, plan_status_atom_v, config.plan, status);
           }
           publish_plan_phase(config.plan, status.phase);
-        } else if (plan != nullptr && !plan->metadata.deletion_timestamp) {
+        } else if (plan != nullptr && !plan->metadata.deletion_timestamp && recompute) {
+          s->resolved = true;
+          keep_items.clear();
           std::vector<protocol::partitioning_plan> others;
           for (const auto& [name, other] : view->plans)
             if (name != config.plan)
@@ -223,8 +238,11 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             limits.paused = plan->spec.paused;
             self->send(s->governor, limits_atom_v, limits, selected);
           }
-        } else {
+        } else if (plan == nullptr || plan->metadata.deletion_timestamp) {
           hold_all(); // the plan is gone or being deleted
+          s->resolved = false;
+          keep_items.clear();
+          resolution = {};
         }
         // Items no longer selected (node gone, labels changed, plan deleted or invalid)
         // are deleted; their finalizer returns the node to service.
@@ -238,9 +256,19 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             }
           }
         }
-        // A worker per item of this plan, for as long as the item exists.
+        // A worker per item of this plan, for as long as the item exists. Each gets the views
+        // with news for it (its node, pods or item; shared objects; PDBs while draining),
+        // and every worker one view a second, so none acts on an old one.
+        const auto now = std::chrono::steady_clock::now();
+        const bool refresh = now - s->refreshed >= std::chrono::seconds(1);
+        if (refresh)
+          s->refreshed = now;
         for (const auto& [name, item] : mine) {
           auto& worker = s->workers[name];
+          const bool news =
+              !worker || refresh || view->shared_changed || view->item_changes.count(name) ||
+              view->node_changes.count(item->spec.node_name) ||
+              (view->pdbs_changed && item->status.phase == protocol::node_phase::draining);
           if (!worker) {
             node_worker_config c;
             c.item = name;
@@ -252,7 +280,8 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             c.governor = s->governor;
             worker = self->spawn<caf::linked>(node_worker, c);
           }
-          self->send(worker, view_atom_v, view);
+          if (news)
+            self->send(worker, view_atom_v, view);
         }
         for (auto it = s->workers.begin(); it != s->workers.end();) {
           if (!mine.count(it->first)) {
@@ -263,7 +292,8 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             ++it;
           }
         }
-        if (plan != nullptr && !view->invalid_plans.count(config.plan)) {
+        if (plan != nullptr && !view->invalid_plans.count(config.plan) &&
+            (recompute || !view->item_changes.empty())) {
           auto status = controller::aggregate_plan_status(*plan, resolution, mine, s->last_status,
                                                           protocol::wall_clock::now());
           if (!s->wrote_status || !(status == s->last_status)) {

@@ -135,12 +135,26 @@ def stop(pid, grace=15):
     os.kill(pid, signal.SIGKILL)
 
 
-def start(argv, logfile):
+# What the harness started and must stop however it ends (gpu-sim is tools/sim's to stop).
+CHILDREN = []
+
+
+def start(argv, logfile, own=True):
     out = open(logfile, "a")
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                          start_new_session=True, close_fds=True)
     out.close()
+    if own:
+        CHILDREN.append(p)
     return p
+
+
+def stop_children():
+    for p in CHILDREN:
+        if p.poll() is None:
+            stop(p.pid)
+            p.wait()
+    CHILDREN.clear()
 
 
 def http_get(url, timeout=5):
@@ -274,7 +288,7 @@ class Bench:
             stop(pid)
         shutil.copy2(os.path.join(self.state, "gpu-sim"), self.sim_exe)
         p = start([self.sim_exe, "--kubeconfig", os.environ["KUBECONFIG"], "--time-scale", repr(scale)],
-                  os.path.join(self.args.sim_state, "gpu-sim.log"))
+                  os.path.join(self.args.sim_state, "gpu-sim.log"), own=False)
         with open(self.sim_pidfile + ".tmp", "w") as f:
             f.write(str(p.pid))
         os.replace(self.sim_pidfile + ".tmp", self.sim_pidfile)
@@ -404,6 +418,7 @@ class Bench:
             ["kubectl", "get", "pods", "-A", "--watch", "-o",
              "jsonpath={.metadata.namespace}/{.metadata.name} {.spec.nodeName}{\"\\n\"}"],
             stdout=open(podmap_file, "w"), stderr=subprocess.DEVNULL, start_new_session=True)
+        CHILDREN.append(podwatch)
         before = apiserver_requests()
         pids = self.component_pids()
         cpu0 = {c: proc_cpu_seconds(p) for c, p in pids.items()}
@@ -1060,6 +1075,16 @@ def main():
     parallel = [int(x) for x in args.max_parallel.split(",") if x.strip()]
     if not parallel or min(parallel) < 1:
         die("--max-parallel wants whole numbers of at least 1, e.g. 1,10,50")
+    # SIGTERM (tools/bench interrupted) ends the harness through its finally: the operator
+    # and the pod watch it started go with it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        run_bench(args, parallel)
+    finally:
+        stop_children()
+
+
+def run_bench(args, parallel):
     b = Bench(args)
     b.parallel = parallel
     b.commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,

@@ -152,8 +152,11 @@ struct cluster_model {
   bool mark_all_changed = true;
   ga::snapshot_ptr snapshot() const {
     auto copy = std::make_shared<ga::cluster_snapshot>(view);
-    if (mark_all_changed)
+    if (mark_all_changed) {
       copy->shared_changed = true;
+      copy->nodes_relabelled = true;
+      copy->item_specs_changed = true;
+    }
     return copy;
   }
 
