@@ -307,10 +307,11 @@ caf::behavior io_executor(caf::event_based_actor* self, io_config config) {
   (void)self;
   return {
       [=](io_atom, const node_io& io) -> node_io_result { return x->perform(io); },
-      [=](io_atom, const item_io& io) {
+      [=](io_atom, const item_io& io) -> std::string {
         auto error = x->perform(io);
         if (!error.empty())
           log_warning(error);
+        return error;
       },
   };
 }
@@ -347,8 +348,13 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
     }
   };
   // The whole status, replaced in one JSON patch: fields that went away go away too.
+  // "" when written (or the object is gone); else the error, and whether to try again.
+  struct outcome {
+    std::string error;
+    bool retry = false;
+  };
   auto write = [=](const kube::resource& r, const std::string& name,
-                   const std::string& status) -> std::string {
+                   const std::string& status) -> outcome {
     kube::patch_options o = s->x->manager;
     o.subresource = "status";
     auto done =
@@ -357,7 +363,7 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
     if (!done && done.error().kind != kube::error_kind::not_found) {
       const std::string error = "writing the status of " + name + ": " + done.error().describe();
       log_warning(error);
-      return error;
+      return {error, kube::is_retryable(done.error())};
     }
     return {};
   };
@@ -371,7 +377,7 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
           const protocol::node_partitioning_status& st) -> std::string {
         if (s->items.erase(item) > 0)
           s->item_order.erase(std::find(s->item_order.begin(), s->item_order.end(), item));
-        return write(items_resource, item, protocol::to_json(st));
+        return write(items_resource, item, protocol::to_json(st)).error;
       },
       [=](plan_status_atom, const std::string& plan, const protocol::partitioning_plan_status& st) {
         s->plans[plan] = st;
@@ -395,10 +401,24 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
         s->items.clear();
         s->item_order.clear();
         s->plans.clear();
+        // A write that failed for a passing reason (the API server away) is kept, not
+        // lost: written again a second later, unless a newer status replaces it first.
+        bool again = false;
         for (const auto& name : order)
-          write(items_resource, name, protocol::to_json(items[name]));
+          if (write(items_resource, name, protocol::to_json(items[name])).retry) {
+            s->items.emplace(name, items[name]);
+            s->item_order.push_back(name);
+            again = true;
+          }
         for (const auto& [name, st] : plans)
-          write(plans_resource, name, protocol::to_json(st));
+          if (write(plans_resource, name, protocol::to_json(st)).retry) {
+            s->plans.emplace(name, st);
+            again = true;
+          }
+        if (again) {
+          s->flush_pending = true;
+          self->delayed_send(self, std::chrono::seconds(1), flush_atom_v);
+        }
       },
   };
 }

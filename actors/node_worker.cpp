@@ -33,6 +33,7 @@ struct worker_state {
   /// Consecutive failed write batches, for back-off, and the last one's error.
   int write_failures = 0;
   std::string write_error;
+  std::string resolved_write_error;
   bool dirty = false;
   std::uint64_t timer_generation = 0;
   std::optional<protocol::node_phase> logged_phase;
@@ -207,6 +208,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     in.token = s->token;
     in.evictions = s->evictions;
     in.write_error = s->write_error;
+    in.resolved_write_error = s->resolved_write_error;
     // DCM's latest Warning about this node: on the Node, or on a pod running there.
     for (const auto& [key, e] : view.dcm_events) {
       auto field = [&](const char* k) {
@@ -347,6 +349,8 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
                     return;
                   }
                   s->write_failures = 0;
+                  if (!s->write_error.empty())
+                    s->resolved_write_error = s->write_error;
                   s->write_error.clear();
                   // A weak reference: the handler must not keep the step (and the handles
                   // it names) alive after the worker is gone.

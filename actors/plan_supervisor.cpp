@@ -29,6 +29,9 @@ struct supervisor_state {
   std::set<std::string> keep_items;
   /// When every worker last got a view (the others get only views with news for them).
   std::chrono::steady_clock::time_point refreshed{};
+  /// The latest view, for another look after a failed item write.
+  snapshot_ptr view;
+  bool retry_pending = false;
 };
 
 /// `hashes`: desiredHash by profile, for this plan and view (the same for every node of a
@@ -143,8 +146,33 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
       }
     self->quit(msg.reason);
   });
+  // An item write that failed (the API server away, say) is forgotten, so the next look
+  // asks again; that look comes within 2 s even if nothing else changes.
+  auto write_item = [=](const std::string& name, item_io io) {
+    auto failed = [=] {
+      s->requested.erase(name);
+      s->resolved = false; // the next look works out the wanted items again
+      if (!s->retry_pending) {
+        s->retry_pending = true;
+        self->delayed_send(self, std::chrono::seconds(2), tick_atom_v);
+      }
+    };
+    self->request(config.io, caf::infinite, io_atom_v, std::move(io))
+        .then(
+            [=](const std::string& error) {
+              if (!error.empty())
+                failed();
+            },
+            [=](caf::error&) { failed(); });
+  };
   return {
+      [=](tick_atom) {
+        s->retry_pending = false;
+        if (s->view)
+          self->send(self, view_atom_v, s->view);
+      },
       [=](view_atom, const snapshot_ptr& view) {
+        s->view = view;
         const auto plan_it = view->plans.find(config.plan);
         const protocol::partitioning_plan* plan =
             plan_it == view->plans.end() ? nullptr : plan_it->second.get();
@@ -220,13 +248,13 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
               if (have == mine.end()) {
                 if (s->requested[want.metadata.name] != "create") {
                   s->requested[want.metadata.name] = "create";
-                  self->send(config.io, io_atom_v, item_io{item_io::op::create, want});
+                  write_item(want.metadata.name, item_io{item_io::op::create, want});
                 }
               } else if (spec_differs(*have->second, want) && !in_flight(*have->second)) {
                 // A node in flight finishes first, then is re-evaluated.
                 if (s->requested[want.metadata.name] != want.spec.desired_hash) {
                   s->requested[want.metadata.name] = want.spec.desired_hash;
-                  self->send(config.io, io_atom_v, item_io{item_io::op::update_spec, want});
+                  write_item(want.metadata.name, item_io{item_io::op::update_spec, want});
                 }
               } else {
                 s->requested.erase(want.metadata.name);
@@ -252,7 +280,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
               view->invalid_plans.count(config.plan) == 0) {
             if (!plan_gone && s->requested[name] != "remove") {
               s->requested[name] = "remove";
-              self->send(config.io, io_atom_v, item_io{item_io::op::remove, *item});
+              write_item(name, item_io{item_io::op::remove, *item});
             }
           }
         }

@@ -856,6 +856,9 @@ node_step step_node(const node_inputs& in) {
   }
   if (!in.write_error.empty())
     s.error(in.write_error);
+  else if (!in.resolved_write_error.empty() && s.status.last_error == in.resolved_write_error)
+    s.error(""); // the write went through after all: no stale error on a node that is fine
+
   const bool retry = in.item.metadata.annotations.count(retry_annotation) > 0;
   if (retry) {
     out.clear_retry = true;

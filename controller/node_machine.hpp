@@ -94,6 +94,9 @@ struct node_inputs {
   std::map<std::string, eviction_memory> evictions;
   /// Why the last batch of writes failed, if it did (shown in status.lastError).
   std::string write_error;
+  /// The write error that a later successful write resolved: lastError is cleared if it
+  /// still says this.
+  std::string resolved_write_error;
   /// DCM's latest Warning Event about this node (or its pod on it), and when it came:
   /// quoted when DCM reports failure.
   std::string dcm_event;

@@ -268,6 +268,8 @@ struct io_double_state {
   cluster_model cluster;
   std::vector<ga::node_io> node_requests;
   std::vector<ga::item_io> item_requests;
+  /// What item writes answer ("" = done).
+  std::string item_error;
   /// Hold answers back until deliver_atom (one batch in flight is then observable).
   bool hold = false;
   std::vector<std::pair<ga::node_io, caf::response_promise>> held;
@@ -292,7 +294,10 @@ inline caf::behavior io_double(caf::event_based_actor* self, std::shared_ptr<io_
         else
           perform(io, rp);
       },
-      [=](ga::io_atom, const ga::item_io& io) { st->item_requests.push_back(io); },
+      [=](ga::io_atom, const ga::item_io& io) -> std::string {
+        st->item_requests.push_back(io);
+        return st->item_error;
+      },
       [=](deliver_atom) {
         auto held = std::move(st->held);
         st->held.clear();

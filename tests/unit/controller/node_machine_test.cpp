@@ -484,6 +484,26 @@ BOOST_DATA_TEST_CASE(a_failed_preflight_reports_the_current_cause_when_it_change
   BOOST_TEST(changed.requeue.count() > 0);
 }
 
+// Found by the soak: a write that failed once (the API server away) left its error in
+// lastError of items that went on to succeed.
+BOOST_AUTO_TEST_CASE(a_write_error_is_shown_while_it_lasts_and_cleared_once_resolved) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  w.with(pod("web-0"));
+  w.in.write_error = "evicting: Transport: connection refused";
+  auto failing = w.step();
+  BOOST_TEST(status_after(w, failing).last_error == w.in.write_error);
+  keep_status(w, failing);
+  w.in.resolved_write_error = w.in.write_error;
+  w.in.write_error.clear();
+  auto resolved = w.step();
+  BOOST_TEST(status_after(w, resolved).last_error.empty());
+  // Another error (not the resolved one) stays.
+  keep_status(w, resolved);
+  w.in.item.status.last_error = "something else";
+  BOOST_TEST(status_after(w, w.step()).last_error == "something else");
+}
+
 BOOST_AUTO_TEST_CASE(preflight_accepts_an_empty_dcm_config_and_a_profile_without_target) {
   world w;
   w.in.dcm.config_json.clear();
