@@ -223,6 +223,25 @@ int child_process::stop() {
   return status_;
 }
 
+std::string child_process::state() {
+  if (alive())
+    return "running (pid " + std::to_string(pid_) + ")";
+  if (status_ == -1)
+    return "not started";
+  if (WIFSIGNALED(status_))
+    return "killed by signal " + std::to_string(WTERMSIG(status_));
+  return "exited with status " + std::to_string(WEXITSTATUS(status_));
+}
+
+std::string child_process::dump_stacks() {
+  if (!alive() || ::access("/usr/bin/gdb", X_OK) != 0)
+    return {};
+  const std::string path = log_path_ + ".stacks";
+  const std::string command = "timeout 60 /usr/bin/gdb -batch -nx -p " + std::to_string(pid_) +
+                              " -ex 'thread apply all bt 30' >'" + path + "' 2>&1";
+  return std::system(command.c_str()) == 0 ? path : std::string{};
+}
+
 std::string sanitizer_report(const std::string& log_path) {
   std::ifstream in(log_path);
   std::string line, report;
@@ -450,6 +469,13 @@ void e2e_cluster::tear_down() {
     if (op_ || !op_log_.empty())
       std::cerr << "---- operator log (" << op_log_ << "), last lines ----\n"
                 << operator_log(150) << "----\n";
+    if (op_) {
+      // Whether it still runs, and if so where each thread is: a stalled operator and a
+      // crashed one leave the same log.
+      std::cerr << "---- operator process: " << op_->state() << "\n";
+      if (auto stacks = op_->dump_stacks(); !stacks.empty())
+        std::cerr << "---- its threads' stacks: " << stacks << "\n";
+    }
     if (sim_)
       std::cerr << "---- gpu-sim log (" << sim_->log_path() << "), last lines ----\n"
                 << sim_->tail(60) << "----\n";

@@ -85,6 +85,11 @@ public:
   /// SIGTERM, up to 5 s, then SIGKILL. The wait status.
   int stop();
   pid_t pid() const { return pid_; }
+  /// "running (pid N)", "exited with status N", "killed by signal N" or "not started".
+  std::string state();
+  /// Every thread's stack of a running process (gdb, when installed), for a failure report:
+  /// written next to the log; returns that file's path, or "" when it could not be taken.
+  std::string dump_stacks();
   const std::string& log_path() const { return log_path_; }
   /// The last `lines` lines of the log.
   std::string tail(std::size_t lines = 80) const;

@@ -20,7 +20,9 @@ BOOST_FIXTURE_TEST_CASE(evictions_and_other_writes_go_to_separate_pools, actor_f
   auto evictions = spawn(io_double, evict_state);
   auto router = spawn(ga::io_router, writes, evictions);
   auto answers = std::make_shared<int>(0);
-  spawn([=](caf::event_based_actor* self) -> caf::behavior {
+  // The router is passed as an argument: CAF 0.17.6 dereferences a null argument tuple
+  // when it starts a function actor spawned without any (UBSan reports it).
+  auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
     ga::node_io cordon;
     cordon.item = std::string(plan_name) + "-gpu-1";
     cordon.node = "gpu-1";
@@ -30,12 +32,13 @@ BOOST_FIXTURE_TEST_CASE(evictions_and_other_writes_go_to_separate_pools, actor_f
     evict.patch.reset();
     evict.removals.push_back({"team", "web-0", "uid-web-0", true});
     for (const auto& io : {cordon, evict})
-      self->request(router, caf::infinite, ga::io_atom_v, io).then([=](const ga::node_io_result&) {
+      self->request(to, caf::infinite, ga::io_atom_v, io).then([=](const ga::node_io_result&) {
         ++*answers;
       });
-    self->send(router, ga::io_atom_v, ga::item_io{});
+    self->send(to, ga::io_atom_v, ga::item_io{});
     return {[](ga::tick_atom) {}};
-  });
+  };
+  spawn(requester, router);
   sched.run();
   BOOST_TEST_REQUIRE(write_state->node_requests.size() == 1u);
   BOOST_TEST(write_state->node_requests[0].patch.has_value());
