@@ -160,35 +160,41 @@ struct executor {
   }
 
   std::string finalizer(const std::string& item, bool add) {
-    auto current = api.get(items_resource, "", item);
-    if (!current)
-      return current.error().kind == kube::error_kind::not_found ? std::string{}
-                                                                 : current.error().describe();
-    std::vector<std::string> finalizers;
-    if (const auto* f = kube::find_path(current.value(), {"metadata", "finalizers"});
-        f && f->IsArray())
-      for (const auto& v : f->GetArray())
-        if (v.IsString())
-          finalizers.push_back(v.GetString());
-    auto it = std::find(finalizers.begin(), finalizers.end(), controller::item_finalizer);
-    if (add == (it != finalizers.end()))
-      return {};
-    if (add)
-      finalizers.push_back(controller::item_finalizer);
-    else
-      finalizers.erase(it);
-    std::string list = "[";
-    for (const auto& f : finalizers)
-      list += (list.size() > 1 ? "," : "") + quote(f);
-    list += "]";
-    const std::string body =
-        "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":" +
-        quote(kube::string_at(current.value()["metadata"], "resourceVersion")) +
-        "},{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":" + list + "}]";
-    auto patched = api.patch(items_resource, "", item, kube::patch_type::json, body, manager);
-    if (!patched && patched.error().kind != kube::error_kind::not_found)
-      return "finalizer: " + patched.error().describe();
-    return {};
+    // Optimistic: the resourceVersion read goes with the patch, so a list changed in
+    // between is refused (409 Conflict) and read again, and nobody's finalizer is lost.
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      auto current = api.get(items_resource, "", item);
+      if (!current)
+        return current.error().kind == kube::error_kind::not_found ? std::string{}
+                                                                   : current.error().describe();
+      std::vector<std::string> finalizers;
+      if (const auto* f = kube::find_path(current.value(), {"metadata", "finalizers"});
+          f && f->IsArray())
+        for (const auto& v : f->GetArray())
+          if (v.IsString())
+            finalizers.push_back(v.GetString());
+      auto it = std::find(finalizers.begin(), finalizers.end(), controller::item_finalizer);
+      if (add == (it != finalizers.end()))
+        return {};
+      if (add)
+        finalizers.push_back(controller::item_finalizer);
+      else
+        finalizers.erase(it);
+      std::string list = "[";
+      for (const auto& f : finalizers)
+        list += (list.size() > 1 ? "," : "") + quote(f);
+      list += "]";
+      const std::string body =
+          "{\"metadata\":{\"resourceVersion\":" +
+          quote(kube::string_at(current.value()["metadata"], "resourceVersion")) +
+          ",\"finalizers\":" + list + "}}";
+      auto patched = api.patch(items_resource, "", item, kube::patch_type::merge, body, manager);
+      if (patched || patched.error().kind == kube::error_kind::not_found)
+        return {};
+      if (patched.error().kind != kube::error_kind::conflict)
+        return "finalizer: " + patched.error().describe();
+    }
+    return "finalizer: the item kept changing under us; will retry";
   }
 
   node_io_result perform(const node_io& io) {
