@@ -34,7 +34,7 @@ std::chrono::milliseconds backoff_delay(const retry_policy& policy, int attempt,
   const long long cap = std::min<long long>(policy.cap.count(), policy.base.count() << shift);
   std::uniform_int_distribution<long long> pick(cap / 2, std::max(cap, 1LL));
   auto delay = std::chrono::milliseconds(pick(rng));
-  return std::max<std::chrono::milliseconds>(delay, retry_after);
+  return std::max<std::chrono::milliseconds>(delay, std::min(retry_after, max_retry_after));
 }
 
 std::string resource_of(std::string_view path) {

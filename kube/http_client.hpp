@@ -62,9 +62,14 @@ struct retry_policy {
   std::chrono::milliseconds cap{10000};
 };
 
+/// The longest wait a server's Retry-After or `retryAfterSeconds` can impose on one retry.
+inline constexpr std::chrono::seconds max_retry_after{60};
+
 /// The delay before attempt `attempt` (1 = the first retry): uniform in
 /// [cap/2, cap] where cap = min(policy.cap, base * 2^(attempt-1)), and never less than
-/// `retry_after`. Half-jitter keeps a floor so a server asking for patience gets it.
+/// `retry_after`, itself bounded by `max_retry_after` (60 s): half-jitter keeps a floor so a
+/// server asking for patience gets it, and a server asking for years does not stall the
+/// caller's thread for them.
 std::chrono::milliseconds backoff_delay(const retry_policy& policy, int attempt,
                                         std::chrono::seconds retry_after, std::mt19937_64& rng);
 

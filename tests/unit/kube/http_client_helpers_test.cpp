@@ -62,6 +62,16 @@ BOOST_AUTO_TEST_CASE(huge_attempt_numbers_stay_at_the_cap) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(retry_after_is_a_floor_up_to_a_minute) {
+  std::mt19937_64 rng(4);
+  BOOST_TEST(kube::backoff_delay(policy, 1, 7s, rng).count() == 7000);
+  // A server asking for a year (or a hostile Status's retryAfterSeconds) gets a minute.
+  BOOST_TEST(kube::backoff_delay(policy, 1, std::chrono::seconds(365LL * 86400), rng).count() ==
+             60000);
+  BOOST_TEST(kube::backoff_delay(policy, 1, std::chrono::seconds(2147483647), rng).count() ==
+             60000);
+}
+
 BOOST_AUTO_TEST_CASE(attempt_zero_or_below_is_treated_as_the_first) {
   std::mt19937_64 rng(3);
   for (int attempt : {0, -5}) {
