@@ -343,6 +343,7 @@ std::string node_view::fingerprint() const {
 node_view to_node_view(const rapidjson::Value& node) {
   node_view n;
   n.name = str(node, {"metadata", "name"});
+  n.resource_version = str(node, {"metadata", "resourceVersion"});
   n.labels = string_map(kube::find_path(node, {"metadata", "labels"}));
   n.annotations = string_map(kube::find_path(node, {"metadata", "annotations"}));
   if (const auto* u = kube::find_path(node, {"spec", "unschedulable"}); u && u->IsBool())
@@ -847,7 +848,8 @@ std::string e2e_cluster::describe(const std::string& plan) {
   for (const auto& n : test_nodes())
     out << "  node " << n.name << ": unschedulable=" << n.unschedulable
         << " dcm-taint=" << n.dcm_taint << " gpus=" << n.gpus
-        << " profile=" << n.label(profile_label) << " state=" << n.label(state_label) << "\n";
+        << " profile=" << n.label(profile_label) << " state=" << n.label(state_label)
+        << " resourceVersion=" << n.resource_version << "\n";
   return out.str();
 }
 

@@ -109,6 +109,7 @@ std::string sanitizer_report(const std::string& log_path);
 
 struct node_view {
   std::string name;
+  std::string resource_version;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   /// "key=value:effect" per taint.
