@@ -154,17 +154,24 @@ e2e::sampler::check_fn fleet_invariants::fn() const {
     if (budgets.empty())
       return;
     std::map<std::string, int> healthy;
+    std::map<std::string, std::string> seen; // app -> each pod as the sample saw it
     for (const auto& p : s.pods)
-      if (p.healthy())
-        if (auto app = p.labels.find("app"); app != p.labels.end())
+      if (auto app = p.labels.find("app"); app != p.labels.end()) {
+        if (p.healthy())
           ++healthy[app->second];
+        seen[app->second] += " " + p.name + "@" + (p.node.empty() ? "-" : p.node) + "=" +
+                             (p.deleting ? "deleting"
+                              : p.ready  ? "ready"
+                                         : "unready");
+      }
     for (const auto& [app, min] : budgets) {
       const int headroom = healthy[app] - min;
       if (headroom < *lowest_headroom)
         *lowest_headroom = headroom;
+      // The pods as sampled, so that a failure says which one was down and why.
       if (headroom < 0)
         v.push_back("PDB " + app + " violated: " + std::to_string(healthy[app]) +
-                    " healthy pods, minAvailable " + std::to_string(min));
+                    " healthy pods, minAvailable " + std::to_string(min) + ";" + seen[app]);
     }
   };
 }
