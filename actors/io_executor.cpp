@@ -231,7 +231,9 @@ struct executor {
         r.error = "patching node: " + d.error().describe();
       keep(d);
     }
-    if (io.taint) {
+    if (io.taint && *io.taint && io.confirm_drained && r.error.empty())
+      r.error = pods_left_on_node(api, io.node);
+    if (io.taint && r.error.empty()) {
       auto d = set_taint(io.node, *io.taint);
       if (!d)
         r.error =
@@ -307,6 +309,28 @@ struct executor {
 };
 
 } // namespace
+
+std::string pods_left_on_node(kube::client& api, const std::string& node) {
+  kube::list_options on_node;
+  on_node.field_selector = "spec.nodeName=" + node;
+  auto pods = api.list(kube::resources::pods(), "", on_node);
+  if (!pods)
+    return "listing the pods on the node before the taint: " + pods.error().describe();
+  std::vector<controller::pod_info> all;
+  if (const auto* items = kube::find_path(pods.value(), {"items"}); items && items->IsArray())
+    for (const auto& p : items->GetArray())
+      all.push_back(decode_pod(p));
+  const auto left = controller::evictable_pods(all);
+  if (left.empty())
+    return {};
+  std::string names;
+  for (std::size_t i = 0; i < left.size() && i < 5; ++i)
+    names += (i ? ", " : "") + left[i].ns + "/" + left[i].name;
+  if (left.size() > 5)
+    names += ", ...";
+  return std::to_string(left.size()) + " pod(s) on the node that the drain has not evicted (" +
+         names + "): evicting them before the taint";
+}
 
 caf::behavior io_executor(caf::event_based_actor* self, io_config config) {
   auto x = std::make_shared<executor>(std::move(config));

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "kube/client.hpp"
 #include "kube/config.hpp"
 
 #include <caf/all.hpp>
@@ -21,6 +22,11 @@ struct io_config {
 /// ConfigMap, item metadata) and the supervisors' item writes, and answers with what
 /// happened.
 caf::behavior io_executor(caf::event_based_actor* self, io_config config);
+
+/// The check before the taint that ends a drain: the pods on `node` that the taint would
+/// remove, listed by the API server now (not as a watch shows them). "" when there are
+/// none; else which they are, or why they could not be listed: the taint waits.
+std::string pods_left_on_node(kube::client& api, const std::string& node);
 
 /// The io handle the workers and supervisors use: hands node steps that evict or delete
 /// pods to `evictions` and every other write to `writes` (each a pool of io_executors),

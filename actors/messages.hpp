@@ -91,6 +91,8 @@ struct node_io {
   std::string node;
   std::optional<controller::node_patch> patch;
   std::optional<bool> taint;
+  /// Refuse the taint if the API server lists a pod on the node that it would remove.
+  bool confirm_drained = false;
   std::vector<controller::pod_removal> removals;
   std::optional<controller::dcm_config_write> dcm;
   bool add_finalizer = false;

@@ -299,6 +299,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     io.node = in.item.spec.node_name;
     io.patch = out.patch;
     io.taint = out.taint;
+    io.confirm_drained = out.confirm_drained;
     io.removals = out.removals;
     io.dcm = out.dcm;
     io.add_finalizer = out.add_finalizer;

@@ -459,6 +459,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   // operator's device plugin and labeller among them) regardless of PDBs.
   if (!node.has_dcm_taint()) {
     out.taint = true;
+    out.confirm_drained = drain.enabled;
     out.events.push_back({true, "Normal", "Tainted", "amd-dcm=up:NoExecute added"});
     out.requeue = poll_interval;
     return;

@@ -140,6 +140,11 @@ struct node_step {
   std::optional<node_patch> patch;
   /// Add (true) or remove (false) amd-dcm=up:NoExecute.
   std::optional<bool> taint;
+  /// With the taint that ends a drain: the executor first lists the node's pods on the API
+  /// server itself and refuses the taint if any is left that it would remove. The watch
+  /// may not show yet a pod bound a moment ago (a scheduler with a stale cache binds to a
+  /// cordoned node), and the taint removes such a pod whatever its budget says.
+  bool confirm_drained = false;
   std::vector<pod_removal> removals;
   std::optional<dcm_config_write> dcm;
   /// The status to write, if it changed.

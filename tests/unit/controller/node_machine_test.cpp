@@ -789,6 +789,8 @@ BOOST_AUTO_TEST_CASE(taint_is_added_only_once_the_evictable_pods_are_gone) {
   w.with(daemon_pod("device-plugin-x")); // the taint's to remove, not the drain's
   auto s = w.step();
   BOOST_TEST(taint_write(s) == "add");
+  // The executor checks the API server's own list of the node's pods before the taint.
+  BOOST_TEST(s.confirm_drained);
   BOOST_TEST(s.removals.empty());
   BOOST_TEST(condition_of(w, s, "Drained") == "True/Drained");
   BOOST_TEST(has_event(s, "Tainted", true, "Normal"));
@@ -801,6 +803,7 @@ BOOST_AUTO_TEST_CASE(drain_disabled_taints_at_once_and_says_pdbs_are_not_respect
   w.in.item.spec.drain.enabled = false;
   auto s = w.step();
   BOOST_TEST(taint_write(s) == "add");
+  BOOST_TEST(!s.confirm_drained); // no drain: the taint is what removes the pods
   BOOST_TEST(s.removals.empty());
   BOOST_TEST(condition_of(w, s, "Drained") == "False/DrainDisabled");
   BOOST_TEST(contains(condition(status_after(w, s), "Drained")->message, "PodDisruptionBudgets"));
