@@ -19,7 +19,7 @@ std::string format_time_micro(wall_clock::time_point t) {
   const auto secs = std::chrono::floor<std::chrono::seconds>(since);
   const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(since - secs).count();
   std::string whole = format_time(wall_clock::time_point(secs));
-  char frac[16];
+  char frac[24]; // room for any long long: -c opt checks the bound
   std::snprintf(frac, sizeof frac, ".%06lld", static_cast<long long>(micros));
   whole.insert(whole.size() - 1, frac);
   return whole;

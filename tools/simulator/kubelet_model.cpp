@@ -30,7 +30,8 @@ pod_actions step_pods(std::map<pod_key, pod_memory>& memory,
       continue;
     }
     const bool terminal = pod.phase == "Succeeded" || pod.phase == "Failed";
-    if (!terminal && !(pod.phase == "Running" && pod.ready) && !pending_write &&
+    const bool refused = pod.node_dcm_tainted && !pod.tolerates_dcm_taint;
+    if (!terminal && !refused && !(pod.phase == "Running" && pod.ready) && !pending_write &&
         now >= m.first_seen + timing.scaled(kubelet.startup)) {
       m.acted_at = now;
       out.start.push_back(pod);

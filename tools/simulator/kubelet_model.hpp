@@ -20,6 +20,11 @@ struct observed_pod {
   bool ready = false;
   bool deleting = false;
   long long grace_seconds = 30;
+  /// Tolerates amd-dcm=up:NoExecute (the taint DCM's procedure puts on the node).
+  bool tolerates_dcm_taint = false;
+  /// Its node carries amd-dcm=up:NoExecute: a pod that does not tolerate it is refused by
+  /// the kubelet's admission and never starts (the taint manager deletes it).
+  bool node_dcm_tainted = false;
 };
 
 struct pod_key {
@@ -52,8 +57,9 @@ struct kubelet_timing {
   std::chrono::milliseconds resend_after{3000};
 };
 
-/// Plays kubelet for pods on simulated nodes: bound pods start, deleted pods finish
-/// terminating after their grace period (scaled, and capped).
+/// Plays kubelet for pods on simulated nodes: bound pods start unless their node has a
+/// NoExecute taint they do not tolerate; deleted pods finish terminating after their grace
+/// period (scaled, and capped).
 pod_actions step_pods(std::map<pod_key, pod_memory>& memory,
                       const std::map<pod_key, observed_pod>& pods, sim_time now,
                       const sim_timing& timing, const kubelet_timing& kubelet = {});

@@ -161,6 +161,14 @@ struct pod_watch : kube::watch_handler {
     if (const auto* g = kube::find_path(o, {"metadata", "deletionGracePeriodSeconds"});
         g && g->IsInt64())
       p.grace_seconds = g->GetInt64();
+    if (const auto* ts = kube::find_path(o, {"spec", "tolerations"}); ts && ts->IsArray())
+      for (const auto& t : ts->GetArray()) {
+        const std::string key = kube::string_at(t, "key");
+        const std::string effect = kube::string_at(t, "effect");
+        const bool any_key = key.empty() && kube::string_at(t, "operator") == "Exists";
+        if ((key == "amd-dcm" || any_key) && (effect.empty() || effect == "NoExecute"))
+          p.tolerates_dcm_taint = true;
+      }
     if (const auto* cs = kube::find_path(o, {"spec", "containers"}); cs && cs->IsArray())
       for (const auto& c : cs->GetArray())
         p.containers.emplace_back(kube::string_at(c, "name"), kube::string_at(c, "image"));
@@ -370,8 +378,10 @@ int run(const options& opt) {
       }
       std::map<pod_key, observed_pod> ours;
       for (const auto& [key, pod] : view.pods)
-        if (view.nodes.count(pod.node))
-          ours.emplace(key, pod);
+        if (auto node = view.nodes.find(pod.node); node != view.nodes.end()) {
+          auto& p = ours.emplace(key, pod).first->second;
+          p.node_dcm_tainted = node->second.dcm_taint;
+        }
       pod_work = step_pods(pod_memory_map, ours, now, timing);
     }
     for (const auto& name : to_register)

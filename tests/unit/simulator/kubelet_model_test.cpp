@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <ostream>
+#include <set>
 #include <string>
 
 namespace sim = gpu_partitioner::sim;
@@ -54,6 +55,24 @@ BOOST_AUTO_TEST_CASE(a_bound_pod_starts_after_the_scaled_startup_delay_and_not_b
   auto a = k.step(t0 + 500ms);
   BOOST_TEST(names(a.start, "a"));
   BOOST_TEST(a.remove.empty());
+}
+
+// A real kubelet's admission refuses a pod that does not tolerate a NoExecute taint on
+// its node (a scheduler with a stale cache may still bind one there).
+BOOST_AUTO_TEST_CASE(a_pod_bound_to_a_node_tainted_amd_dcm_starts_only_if_it_tolerates_it) {
+  kubelet_fixture k;
+  k.bind("plain").node_dcm_tainted = true;
+  auto& tolerant = k.bind("tolerant");
+  tolerant.node_dcm_tainted = true;
+  tolerant.tolerates_dcm_taint = true;
+  k.bind("untainted");
+  BOOST_TEST(k.step(t0).start.empty()); // first seen: the startup delay begins
+  auto a = k.step(t0 + 10s);
+  std::set<std::string> started;
+  for (const auto& p : a.start)
+    started.insert(p.name);
+  BOOST_TEST(started == (std::set<std::string>{"tolerant", "untainted"}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_start_in_flight_is_not_asked_for_again_until_resend_after) {
