@@ -62,6 +62,9 @@ struct world_view {
   std::map<std::string, observed_node> nodes;
   /// Nodes whose kubelet has reported (a Ready condition exists).
   std::set<std::string> registered;
+  /// Nodes deleted since the last tick: their GPU stack's memory goes, even when a node of
+  /// the same name is back before the tick (a deleted and re-created machine starts over).
+  std::set<std::string> deleted;
   std::map<pod_key, observed_pod> pods;
   std::map<pod_key, std::pair<std::string, int>> gpu_pods; // node, GPUs held
   observed_world world;
@@ -78,6 +81,7 @@ struct node_watch : kube::watch_handler {
     if (d.type == kube::event_type::deleted) {
       view.nodes.erase(d.key.name);
       view.registered.erase(d.key.name);
+      view.deleted.insert(d.key.name);
       return;
     }
     observed_node n;
@@ -360,6 +364,9 @@ int run(const options& opt) {
       view.world.gpu_pods.clear();
       for (const auto& [key, held] : view.gpu_pods)
         view.world.gpu_pods[held.first] += 1;
+      for (const auto& name : view.deleted)
+        memory.erase(name);
+      view.deleted.clear();
       for (auto it = memory.begin(); it != memory.end();)
         it = view.nodes.count(it->first) ? std::next(it) : memory.erase(it);
       for (const auto& [name, node] : view.nodes) {
