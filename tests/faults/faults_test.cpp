@@ -34,12 +34,7 @@ using e2e::e2e_cluster;
 using e2e::eventually;
 namespace utf = boost::unit_test;
 
-#define FAULTS_NOTE(what)                                                                          \
-  do {                                                                                             \
-    std::ostringstream faults_note_;                                                               \
-    faults_note_ << what;                                                                          \
-    std::cerr << "faults: " << faults_note_.str() << std::endl;                                    \
-  } while (false)
+#define FAULTS_NOTE(what) FAULTS_PROGRESS("faults", what)
 
 namespace {
 

@@ -34,12 +34,7 @@ using e2e::e2e_cluster;
 using e2e::eventually;
 namespace utf = boost::unit_test;
 
-#define SOAK_NOTE(what)                                                                            \
-  do {                                                                                             \
-    std::ostringstream soak_note_;                                                                 \
-    soak_note_ << what;                                                                            \
-    std::cerr << "soak: " << soak_note_.str() << std::endl;                                        \
-  } while (false)
+#define SOAK_NOTE(what) FAULTS_PROGRESS("soak", what)
 
 namespace {
 

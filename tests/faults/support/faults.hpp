@@ -12,12 +12,22 @@
 
 #include <atomic>
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+/// Writes "prefix: what" on stderr at once; `what` is a stream expression (a << b << c).
+#define FAULTS_PROGRESS(prefix, what)                                                              \
+  do {                                                                                             \
+    std::ostringstream progress_note_;                                                             \
+    progress_note_ << what;                                                                        \
+    std::cerr << prefix << ": " << progress_note_.str() << std::endl;                              \
+  } while (false)
 
 namespace gpu_partitioner::faults {
 
