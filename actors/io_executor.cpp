@@ -272,6 +272,12 @@ struct executor {
     if (io.remove_finalizer)
       if (auto e = finalizer(io.item, false); !e.empty())
         r.error = e;
+    if (io.read_node && !r.node) {
+      auto d = api.get(kube::resources::nodes(), "", io.node);
+      if (!d)
+        r.error = "reading node: " + d.error().describe();
+      keep(d);
+    }
     return r;
   }
 

@@ -98,6 +98,8 @@ struct node_io {
   bool add_finalizer = false;
   bool remove_finalizer = false;
   bool clear_retry = false;
+  /// Read the Node from the API server and answer with it (when the watch lags behind).
+  bool read_node = false;
   /// Set when these writes answer an observed change of the node or its pods: when it
   /// arrived. The executor records the reaction latency as it starts writing.
   std::optional<protocol::wall_clock::time_point> reacting_to;

@@ -24,6 +24,8 @@ struct worker_state {
   /// The resourceVersion the view had when we wrote.
   std::string written_over;
   protocol::wall_clock::time_point written_at{};
+  /// The watch has not shown our last write for a while: the node is read directly.
+  bool lag_logged = false;
   std::map<std::string, controller::eviction_memory> evictions;
   bool token = false;
   bool busy = false;
@@ -163,6 +165,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (item_it == view.items.end())
       return;
     controller::node_inputs in;
+    bool lagging = false;
     in.item = *item_it->second;
     if (s->status)
       in.item.status = *s->status;
@@ -174,16 +177,24 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       // update that landed between our read and our write is such a version too, without
       // our change (a relabel sent again on it removed DCM's state label after DCM wrote
       // it). Where versions are not numbers, the old rule stands.
+      // With ordered versions, a view older than our write stays older however long the
+      // watch takes (the API server's cache can lag behind etcd): our write is the later
+      // truth, refreshed by direct reads below.
       bool caught_up = true;
+      bool ordered = false;
       if (s->written_node) {
         const auto order = kube::compare_resource_versions(node->second->resource_version,
                                                            s->written_node->resource_version);
+        ordered = order.has_value();
         caught_up = order ? *order >= 0 : node->second->resource_version != s->written_over;
       }
-      if (!caught_up && in.now - s->written_at < 5s)
+      if (!caught_up && (ordered || in.now - s->written_at < 5s)) {
         in.node = *s->written_node;
-      else
+        lagging = ordered && in.now - s->written_at >= config.watch_lag_limit;
+      } else {
         in.node = *node->second;
+        s->lag_logged = false;
+      }
     }
     if (auto pods = view.pods_by_node.find(in.item.spec.node_name); pods != view.pods_by_node.end())
       for (const auto& [key, pod] : pods->second)
@@ -307,6 +318,46 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     io.clear_retry = out.clear_retry;
     const bool writes = io.patch || io.taint || !io.removals.empty() || io.dcm ||
                         io.add_finalizer || io.remove_finalizer || io.clear_retry;
+    if (!writes && lagging) {
+      // The watch has not shown our last write of the node for a while: read the node
+      // from the API server (every watch_lag_limit until the watch catches up), so that
+      // DCM's labels and the device plugin's resources are seen all the same.
+      if (!s->lag_logged) {
+        s->lag_logged = true;
+        log_warning("the watch of nodes has not shown version " +
+                        s->written_node->resource_version + " of the node (our write) for " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                           in.now - s->written_at)
+                                           .count()) +
+                        " s; reading the node from the API server until it does",
+                    config.plan, io.node);
+      }
+      auto executor = caf::actor_cast<caf::actor>(config.io);
+      if (!executor)
+        return;
+      node_io read;
+      read.item = config.item;
+      read.node = io.node;
+      read.read_node = true;
+      s->busy = true;
+      self->request(executor, caf::infinite, io_atom_v, read)
+          .then(
+              [=](const node_io_result& r) {
+                s->busy = false;
+                if (r.node && s->written_node) {
+                  const auto order = kube::compare_resource_versions(
+                      r.node->resource_version, s->written_node->resource_version);
+                  if (order && *order >= 0) {
+                    s->written_node = r.node;
+                    s->written_at = protocol::wall_clock::now();
+                  }
+                }
+                if (auto again = weak_step.lock())
+                  (*again)();
+              },
+              [=](caf::error&) { s->busy = false; });
+      return;
+    }
     if (writes) {
       io.reacting_to = s->change_at;
       s->change_at.reset();

@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <string>
 
 namespace gpu_partitioner::actors {
@@ -16,6 +17,9 @@ struct node_worker_config {
   caf::actor_addr io;
   caf::actor_addr writer;
   caf::actor governor;
+  /// How long the watch may go without showing the worker's own write of the node before
+  /// the worker reads the node directly (a watch shows a write within milliseconds).
+  std::chrono::milliseconds watch_lag_limit{10000};
 };
 
 /// Drives one NodePartitioning through the node state machine (controller/node_machine):

@@ -1,6 +1,7 @@
 #include "actors/watcher.hpp"
 
 #include "actors/decode.hpp"
+#include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
 #include "kube/list_watch.hpp"
@@ -41,8 +42,12 @@ public:
 
   void on_synced() override { caf::anon_send(sink_, synced_atom_v, resource_); }
 
-  void on_restart(const std::string&, bool relist) override {
+  void on_restart(const std::string& note, bool relist) override {
     process_metrics().watch_restarts.add({resource_, relist ? "relist" : "reconnect"});
+    // A relist is rare and worth a line (what is known is read again, and what changed
+    // while away is reported); a reconnect after the server ends a watch is routine.
+    log_at(relist ? log_level::info : log_level::debug,
+           "watch of " + resource_ + ": " + note + (relist ? "; listing again" : "; reconnecting"));
   }
 
 private:

@@ -845,11 +845,31 @@ std::string e2e_cluster::describe(const std::string& plan) {
       out << " " << i.phases[k] << "/" << i.reasons[k];
     out << "\n";
   }
-  for (const auto& n : test_nodes())
-    out << "  node " << n.name << ": unschedulable=" << n.unschedulable
-        << " dcm-taint=" << n.dcm_taint << " gpus=" << n.gpus
-        << " profile=" << n.label(profile_label) << " state=" << n.label(state_label)
-        << " resourceVersion=" << n.resource_version << "\n";
+  // Each object as a LIST shows it and, where a GET (read from etcd) shows another
+  // version, as the GET does: a stale answer from the API server's cache is told apart
+  // from a stalled operator.
+  auto node_line = [](const node_view& n) {
+    std::ostringstream line;
+    line << "unschedulable=" << n.unschedulable << " dcm-taint=" << n.dcm_taint
+         << " gpus=" << n.gpus << " profile=" << n.label(profile_label)
+         << " state=" << n.label(state_label) << " resourceVersion=" << n.resource_version;
+    return line.str();
+  };
+  for (const auto& n : test_nodes()) {
+    out << "  node " << n.name << ": " << node_line(n) << "\n";
+    if (auto got = get(kube::resources::nodes(), n.name))
+      if (auto direct = to_node_view(*got); direct.resource_version != n.resource_version)
+        out << "    (a GET shows: " << node_line(direct) << ")\n";
+  }
+  for (const auto& i : plan_items(plan))
+    if (auto got = get(items, i.name)) {
+      const auto direct = to_item_view(*got);
+      const std::string direct_rv = str(*got, {"metadata", "resourceVersion"});
+      if (direct.phase != i.phase || direct.phases.size() != i.phases.size())
+        out << "  (a GET shows item " << i.name << " " << direct.phase_or_pending() << " with "
+            << direct.phases.size() << " history entries, resourceVersion " << direct_rv
+            << ")\n";
+    }
   return out.str();
 }
 

@@ -175,6 +175,12 @@ struct cluster_model {
 
   ga::node_io_result apply(const ga::node_io& io) {
     ga::node_io_result r;
+    if (io.read_node && !io.patch && !io.taint) {
+      // A read: the node as the API server has it, unchanged.
+      if (auto it = view.nodes.find(io.node); it != view.nodes.end())
+        r.node = it->second;
+      return r;
+    }
     if (auto it = view.nodes.find(io.node); it != view.nodes.end()) {
       auto n = *it->second;
       const auto label_before = n.labels[gc::dcm_profile_label];

@@ -29,6 +29,7 @@ struct worker_fixture : actor_fixture {
   caf::actor writer = spawn(writer_double, written);
   caf::actor governor = spawn(governor_double, governed);
   caf::actor worker;
+  std::chrono::milliseconds watch_lag_limit{10000};
 
   cluster_model& cluster() { return io_state->cluster; }
 
@@ -52,6 +53,7 @@ struct worker_fixture : actor_fixture {
     c.io = io.address();
     c.writer = writer.address();
     c.governor = governor;
+    c.watch_lag_limit = watch_lag_limit;
     worker = spawn(ga::node_worker, c);
     sched.run();
   }
@@ -275,6 +277,63 @@ BOOST_FIXTURE_TEST_CASE(a_view_older_than_the_workers_own_write_does_not_make_it
   for (std::size_t i = label_request + 1; i < requests(); ++i)
     BOOST_TEST(!labels(i), "request " << i << " sets the profile label again");
   BOOST_TEST(written->last_phase(item_name) == "WaitingOperator");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_watch_that_lags_behind_the_workers_write_is_bypassed_by_reading_the_node,
+                        worker_fixture) {
+  watch_lag_limit = 200ms;
+  cluster().dcm_answer = ""; // DCM answers later, by hand
+  io_state->hold = true;
+  start();
+  show_view();
+  caf::anon_send(worker, ga::grant_atom_v);
+  sched.run();
+  sched.trigger_timeouts();
+  sched.run();
+  auto labels = [&](std::size_t i) {
+    return request(i).patch && request(i).patch->labels.count(gc::dcm_profile_label) &&
+           request(i).patch->labels.at(gc::dcm_profile_label).has_value();
+  };
+  for (int round = 0; round < 20 && !(requests() > 0 && labels(requests() - 1)); ++round) {
+    deliver();
+    sched.trigger_timeouts();
+    sched.run();
+  }
+  BOOST_TEST_REQUIRE(labels(requests() - 1));
+  // From here the watch shows nothing: not the worker's write, not DCM's answer.
+  const auto stale = cluster().snapshot();
+  io_state->publish = false;
+  deliver();
+  auto reads = [&] {
+    std::size_t n = 0;
+    for (const auto& r : io_state->node_requests)
+      n += r.read_node ? 1 : 0;
+    return n;
+  };
+  auto show_stale = [&] {
+    caf::anon_send(worker, ga::view_atom_v, stale);
+    sched.run();
+  };
+  show_stale();
+  BOOST_TEST(reads() == 0u, "a read before the watch had time to show the write");
+  BOOST_TEST(written->last_phase(item_name) == "WaitingOperator");
+  auto done = cluster().node("gpu-1");
+  done.labels[gc::dcm_state_label] = "success";
+  done.resource_version = std::to_string(std::stoi(done.resource_version) + 1);
+  cluster().put(done);
+  std::this_thread::sleep_for(watch_lag_limit + 50ms);
+  show_stale();
+  BOOST_TEST_REQUIRE(reads() == 1u, "no read once the watch lagged past the limit");
+  BOOST_TEST(io_state->node_requests.back().read_node);
+  deliver();
+  // DCM's answer, read directly, moves the node on: Verifying, and the taint goes.
+  BOOST_TEST(written->last_phase(item_name) == "Verifying");
+  sched.trigger_timeouts();
+  sched.run();
+  bool untainted = false;
+  for (const auto& r : io_state->node_requests)
+    untainted = untainted || (r.taint && !*r.taint);
+  BOOST_TEST(untainted, "no untaint after the read");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_drain_blocked_by_a_pdb_is_retried_when_the_requeue_timer_fires,
