@@ -326,9 +326,9 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
         s->lag_logged = true;
         log_warning("the watch of nodes has not shown version " +
                         s->written_node->resource_version + " of the node (our write) for " +
-                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                           in.now - s->written_at)
-                                           .count()) +
+                        std::to_string(
+                            std::chrono::duration_cast<std::chrono::seconds>(in.now - s->written_at)
+                                .count()) +
                         " s; reading the node from the API server until it does",
                     config.plan, io.node);
       }

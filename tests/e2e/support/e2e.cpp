@@ -867,8 +867,7 @@ std::string e2e_cluster::describe(const std::string& plan) {
       const std::string direct_rv = str(*got, {"metadata", "resourceVersion"});
       if (direct.phase != i.phase || direct.phases.size() != i.phases.size())
         out << "  (a GET shows item " << i.name << " " << direct.phase_or_pending() << " with "
-            << direct.phases.size() << " history entries, resourceVersion " << direct_rv
-            << ")\n";
+            << direct.phases.size() << " history entries, resourceVersion " << direct_rv << ")\n";
     }
   return out.str();
 }
