@@ -40,12 +40,17 @@ public:
     caf::anon_send(sink_, observe_atom_v, std::move(o));
   }
 
-  void on_synced() override { caf::anon_send(sink_, synced_atom_v, resource_); }
+  void on_synced() override {
+    synced_once_ = true;
+    caf::anon_send(sink_, synced_atom_v, resource_);
+  }
 
   void on_restart(const std::string& note, bool relist) override {
     process_metrics().watch_restarts.add({resource_, relist ? "relist" : "reconnect"});
     // A relist is rare and worth a line (what is known is read again, and what changed
     // while away is reported); a reconnect after the server ends a watch is routine.
+    if (!synced_once_)
+      return; // the first list, not a restart
     log_at(relist ? log_level::info : log_level::debug,
            "watch of " + resource_ + ": " + note + (relist ? "; listing again" : "; reconnecting"));
   }
@@ -105,6 +110,7 @@ private:
   caf::actor sink_;
   observation::kind what_;
   std::string resource_;
+  bool synced_once_ = false; // touched by the watch's own thread only
 };
 
 struct stream {
