@@ -13,6 +13,8 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <deque>
+#include <functional>
 
 namespace gpu_partitioner::actors {
 
@@ -363,20 +365,46 @@ caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::ac
   };
 }
 
-caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
+namespace {
+
+// Records (and aggregates) Events on a connection of its own, so that a burst of them
+// (ten per node, fifty nodes at once) never holds up a status write.
+caf::behavior event_writer(caf::event_based_actor*, io_config config) {
+  // The recorder writes through the executor's client: both live as long as the actor.
   struct state {
-    std::unique_ptr<executor> x;
-    std::unique_ptr<kube::event_recorder> events;
-    // Latest status per object, flushed in the order objects first changed in the
-    // window: a node's Succeeded is written before the next node's Draining.
+    explicit state(io_config c)
+        : x(std::move(c)), events(x.api, "gpu-partitioner", x.config.identity) {}
+    executor x;
+    kube::event_recorder events;
+  };
+  auto s = std::make_shared<state>(std::move(config));
+  return {
+      [=](event_atom, const event_io& e) {
+        kube::event_spec spec;
+        spec.regarding = {e.api_version, e.kind, "", e.name, e.uid};
+        spec.type = e.type;
+        spec.reason = e.reason;
+        spec.message = e.message;
+        auto recorded = s->events.record(spec);
+        if (!recorded)
+          log_debug("event " + e.reason + " on " + e.name + ": " + recorded.error().describe());
+      },
+  };
+}
+
+// One of the status writers: the statuses of the objects routed to it, coalesced per
+// object, written in the order the objects first changed, a few per message.
+caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
+  struct state {
+    explicit state(io_config c) : x(std::move(c)) {}
+    executor x;
+    // Latest status per object, flushed in the order objects first changed in the window.
     std::map<std::string, protocol::node_partitioning_status> items;
-    std::vector<std::string> item_order;
+    std::deque<std::string> item_order;
     std::map<std::string, protocol::partitioning_plan_status> plans;
     bool flush_pending = false;
   };
-  auto s = std::make_shared<state>();
-  s->x = std::make_unique<executor>(config);
-  s->events = std::make_unique<kube::event_recorder>(s->x->api, "gpu-partitioner", config.identity);
+  auto s = std::make_shared<state>(std::move(config));
   auto schedule = [=] {
     if (!s->flush_pending) {
       s->flush_pending = true;
@@ -391,11 +419,11 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
   };
   auto write = [=](const kube::resource& r, const std::string& name,
                    const std::string& status) -> outcome {
-    kube::patch_options o = s->x->manager;
+    kube::patch_options o = s->x.manager;
     o.subresource = "status";
     auto done =
-        s->x->api.patch(r, "", name, kube::patch_type::json,
-                        "[{\"op\":\"add\",\"path\":\"/status\",\"value\":" + status + "}]", o);
+        s->x.api.patch(r, "", name, kube::patch_type::json,
+                       "[{\"op\":\"add\",\"path\":\"/status\",\"value\":" + status + "}]", o);
     if (!done && done.error().kind != kube::error_kind::not_found) {
       const std::string error = "writing the status of " + name + ": " + done.error().describe();
       log_warning(error);
@@ -419,31 +447,29 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
         s->plans[plan] = st;
         schedule();
       },
-      [=](event_atom, const event_io& e) {
-        kube::event_spec spec;
-        spec.regarding = {e.api_version, e.kind, "", e.name, e.uid};
-        spec.type = e.type;
-        spec.reason = e.reason;
-        spec.message = e.message;
-        auto recorded = s->events->record(spec);
-        if (!recorded)
-          log_debug("event " + e.reason + " on " + e.name + ": " + recorded.error().describe());
-      },
       [=](flush_atom) {
         s->flush_pending = false;
-        auto items = std::move(s->items);
-        auto order = std::move(s->item_order);
+        // A few objects a message, oldest change first; the rest follow at once, after
+        // whatever else waits (a worker's write-ahead persist comes first, at high
+        // priority), so that fifty nodes' statuses never hold one node's step for long.
+        constexpr std::size_t batch = 8;
+        std::vector<std::pair<std::string, protocol::node_partitioning_status>> now;
+        while (now.size() < batch && !s->item_order.empty()) {
+          const std::string name = std::move(s->item_order.front());
+          s->item_order.pop_front();
+          auto it = s->items.find(name);
+          now.emplace_back(name, std::move(it->second));
+          s->items.erase(it);
+        }
         auto plans = std::move(s->plans);
-        s->items.clear();
-        s->item_order.clear();
         s->plans.clear();
         // A write that failed for a passing reason (the API server away) is kept, not
         // lost: written again a second later, unless a newer status replaces it first.
         bool again = false;
-        for (const auto& name : order)
-          if (write(items_resource, name, protocol::to_json(items[name])).retry) {
-            s->items.emplace(name, items[name]);
-            s->item_order.push_back(name);
+        for (const auto& [name, st] : now)
+          if (write(items_resource, name, protocol::to_json(st)).retry) {
+            if (s->items.emplace(name, st).second)
+              s->item_order.push_back(name);
             again = true;
           }
         for (const auto& [name, st] : plans)
@@ -454,7 +480,43 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
         if (again) {
           s->flush_pending = true;
           self->delayed_send(self, std::chrono::seconds(1), flush_atom_v);
+        } else if (!s->item_order.empty()) {
+          s->flush_pending = true;
+          self->send(self, flush_atom_v);
         }
+      },
+  };
+}
+
+} // namespace
+
+caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
+  // Each object always goes to the same writer, so its statuses stay in order; objects
+  // on different writers are written side by side, on connections of their own.
+  constexpr std::size_t status_writers = 4;
+  constexpr std::size_t event_writers = 2;
+  std::vector<caf::actor> statuses;
+  std::vector<caf::actor> events;
+  for (std::size_t i = 0; i < status_writers; ++i)
+    statuses.push_back(self->spawn<caf::detached + caf::linked>(status_shard, config));
+  for (std::size_t i = 0; i < event_writers; ++i)
+    events.push_back(self->spawn<caf::detached + caf::linked>(event_writer, config));
+  auto pick = [](const std::vector<caf::actor>& writers, const std::string& key) {
+    return writers[std::hash<std::string>{}(key) % writers.size()];
+  };
+  return {
+      [=](status_atom a, const std::string& item, const protocol::node_partitioning_status& st) {
+        self->send(pick(statuses, item), a, item, st);
+      },
+      [=](persist_atom a, const std::string& item, const protocol::node_partitioning_status& st) {
+        return self->delegate<caf::message_priority::high>(pick(statuses, item), a, item, st);
+      },
+      [=](plan_status_atom a, const std::string& plan,
+          const protocol::partitioning_plan_status& st) {
+        self->send(pick(statuses, plan), a, plan, st);
+      },
+      [=](event_atom a, const event_io& e) {
+        self->send(pick(events, e.kind + "/" + e.name), a, e);
       },
   };
 }

@@ -36,7 +36,10 @@ std::string pods_left_on_node(kube::client& api, const std::string& node);
 caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions);
 
 /// Coalesces status writes per object (the latest within a short window wins), writes
-/// them through the status subresource, and records Events (aggregated). Spawn detached.
+/// them through the status subresource, and records Events (aggregated). Routes each
+/// object to one of four detached status writers and its Events to one of two event
+/// writers, each with a connection of its own: an object's writes stay in order, and a
+/// burst (fifty nodes at once) is written side by side.
 /// `persist_atom, item, status` writes an item's status at once (replacing what is pending
 /// for it) and answers "" or the error: a worker persists the phase it entered before it
 /// changes the node, so a restarted operator finds the run where the node is.

@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
   // not write between waking up and learning that another replica leads.
   if (elector)
     io.connection.may_write = elector->write_gate();
-  auto writer = system.spawn<caf::detached>(actors::status_writer, io);
+  auto writer = system.spawn(actors::status_writer, io);
   // Four connections for evictions and four for every other write (io_router).
   auto pool = [&] {
     return caf::actor_pool::make(

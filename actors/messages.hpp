@@ -60,8 +60,8 @@ struct cluster_snapshot {
   std::map<std::string, std::string> invalid_profiles;
   by_key<protocol::node_partitioning> items;
   by_key<config_map_data> config_maps;
-  /// DCM's Events (source amd-device-config-manager): the kind, namespace and name of the
-  /// object they are about, type, reason, message, time.
+  /// DCM's Warning Events (source amd-device-config-manager): the kind, namespace and name
+  /// of the object they are about, type, reason, message, time.
   by_key<config_map_data> dcm_events;
   /// Every watch has listed once.
   bool synced = false;

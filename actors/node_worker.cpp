@@ -26,6 +26,8 @@ struct worker_state {
   protocol::wall_clock::time_point written_at{};
   /// The watch has not shown our last write for a while: the node is read directly.
   bool lag_logged = false;
+  /// The status that ends the run is being written; the governor hears once it is.
+  bool release_pending = false;
   std::map<std::string, controller::eviction_memory> evictions;
   bool token = false;
   bool busy = false;
@@ -149,6 +151,20 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       process_metrics().blocked_pods.remove({plan, s->metric_node});
   });
 
+  // Writes a status at once (a worker's write-ahead), then calls `then` with "" or the error.
+  auto persist = [=](const protocol::node_partitioning_status& status, const std::string& marker,
+                     std::function<void(const std::string&)> then) {
+    auto status_writer = writer();
+    self->request<caf::message_priority::high>(status_writer, caf::infinite, persist_atom_v,
+                                               config.item, status)
+        .then(
+            [=](const std::string& error) {
+              if (error.empty())
+                s->persisted = marker;
+              then(error);
+            },
+            [=](caf::error&) { then("the status writer did not answer"); });
+  };
   // One step: build the inputs from the latest view, decide, and act. A weak self
   // reference: the function must not keep itself (and the handles it names) alive.
   auto step = std::make_shared<std::function<void()>>();
@@ -301,9 +317,20 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (out.status && out.status->phase == protocol::node_phase::failed)
       facts.failed = true;
     facts.unavailable = in.node && (in.node->unschedulable || !in.node->ready);
+    // A run's end is written before its token goes back: the next node's run is never on
+    // record before this one's end, whichever status writer is the faster.
+    const bool releases = s->token && !out.in_flight && !out.wants_token;
     if (!out.in_flight && !out.wants_token)
       s->token = false;
-    self->send(config.governor, want_atom_v, config.item, facts, caf::actor{self});
+    auto report = [=] {
+      self->send(config.governor, want_atom_v, config.item, facts, caf::actor{self});
+    };
+    const std::string marker = s->status ? run_marker(*s->status) : std::string{};
+    if (run_marker(item_it->second->status) == marker)
+      s->persisted = marker; // the watch shows it written
+    const bool report_when_persisted = releases && s->status && s->persisted != marker && writer();
+    if (!report_when_persisted && !s->release_pending)
+      report();
 
     node_io io;
     io.item = config.item;
@@ -420,26 +447,31 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       // operator would otherwise read an older phase, start the run over and, say,
       // relabel a node whose DCM run is under way.
       const bool changes_node = io.patch || io.taint || !io.removals.empty() || io.dcm;
-      const std::string marker = s->status ? run_marker(*s->status) : std::string{};
-      if (run_marker(item_it->second->status) == marker)
-        s->persisted = marker; // the watch shows it written
       auto status_writer = writer();
-      if (!changes_node || !s->status || s->persisted == marker || !status_writer) {
+      if (!(changes_node || report_when_persisted) || !s->status || s->persisted == marker ||
+          !status_writer) {
         perform();
         return;
       }
-      self->request(status_writer, caf::infinite, persist_atom_v, config.item, *s->status)
-          .then(
-              [=](const std::string& error) {
-                if (!error.empty()) {
-                  failed(error);
-                  return;
-                }
-                s->persisted = marker;
-                perform();
-              },
-              [=](caf::error&) { failed("the status writer did not answer"); });
+      persist(*s->status, marker, [=](const std::string& error) {
+        if (!error.empty()) {
+          failed(error);
+          return;
+        }
+        if (report_when_persisted)
+          report();
+        perform();
+      });
       return;
+    }
+    if (report_when_persisted) {
+      s->release_pending = true;
+      persist(*s->status, marker, [=](const std::string& error) {
+        s->release_pending = false;
+        if (!error.empty())
+          log_warning(error, config.plan, in.item.spec.node_name);
+        report(); // written or not, the governor hears; the status follows with the others
+      });
     }
     // A change that brought no write is answered, unless the machine goes on at once
     // (a phase change whose writes come in the next step).

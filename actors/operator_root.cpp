@@ -82,12 +82,17 @@ void apply(root_state& s, const observation& o) {
     if (o.deleted) {
       v.dcm_events.erase(o.key);
     } else {
-      v.dcm_events[o.key] = o.data;
-      // News for the worker of the node it is about (on the Node, or a pod there).
       auto field = [&](const char* f) {
         auto it = o.data->find(f);
         return it == o.data->end() ? std::string{} : it->second;
       };
+      // Workers quote DCM's Warnings only; a thousand nodes' Normal Events, kept, would
+      // be walked by every worker's every step.
+      if (field("type") == "Warning")
+        v.dcm_events[o.key] = o.data;
+      else
+        v.dcm_events.erase(o.key);
+      // News for the worker of the node it is about (on the Node, or a pod there).
       if (field("kind") == "Node")
         v.node_changes.emplace(field("name"), o.received);
       else if (auto pod = s.pod_nodes.find(field("namespace") + "/" + field("name"));

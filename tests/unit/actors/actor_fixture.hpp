@@ -322,6 +322,8 @@ struct writer_double_state {
   std::vector<ga::event_io> events;
   /// Statuses written at once (persist_atom), before a change to the node.
   int persisted = 0;
+  /// Their phases, in order.
+  std::vector<std::string> persisted_phases;
   /// What persist_atom answers ("" = written).
   std::string persist_error;
   std::vector<gp::partitioning_plan_status> plan_statuses;
@@ -356,6 +358,8 @@ inline caf::behavior writer_double(caf::event_based_actor* self,
         st->statuses.emplace_back(item, s);
         st->writers[item] = caf::actor_cast<caf::actor_addr>(self->current_sender());
         ++st->persisted;
+        st->persisted_phases.emplace_back(
+            gp::codec::to_string(s.phase.value_or(gp::node_phase::pending)));
         return st->persist_error;
       },
       [=](ga::event_atom, const ga::event_io& e) { st->events.push_back(e); },
@@ -372,10 +376,13 @@ inline caf::behavior writer_double(caf::event_based_actor* self,
 struct want_record {
   std::string item;
   gc::governor_node facts;
+  /// The phases the writer had persisted when the governor heard this (if it is told of one).
+  std::vector<std::string> persisted_before;
 };
 
 struct governor_double_state {
   std::vector<want_record> wants;
+  std::shared_ptr<const writer_double_state> writer;
 };
 
 inline caf::behavior governor_double(caf::event_based_actor*,
@@ -383,7 +390,8 @@ inline caf::behavior governor_double(caf::event_based_actor*,
   return {
       [=](ga::want_atom, const std::string& item, const gc::governor_node& facts,
           const caf::actor&) {
-        st->wants.push_back({item, facts});
+        st->wants.push_back(
+            {item, facts, st->writer ? st->writer->persisted_phases : std::vector<std::string>{}});
       },
       [=](ga::forget_atom, const std::string&) {},
       [=](ga::limits_atom, const gc::rollout_limits&, const std::vector<std::string>&) {},

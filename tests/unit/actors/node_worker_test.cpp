@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -231,6 +232,34 @@ BOOST_FIXTURE_TEST_CASE(a_worker_drives_its_node_to_succeeded_through_io_writer_
       });
   BOOST_TEST(cordon_event);
   BOOST_TEST(!sched.has_pending_timeout());
+}
+
+BOOST_FIXTURE_TEST_CASE(the_governor_hears_a_run_ended_only_once_its_end_is_written,
+                        worker_fixture) {
+  governed->writer = written;
+  start();
+  show_view();
+  caf::anon_send(worker, ga::grant_atom_v);
+  sched.run();
+  show_view();
+  run_with_timers(40);
+  BOOST_TEST_REQUIRE(written->last_phase(item_name) == "Succeeded");
+  // The first report after the token was held that gives it back.
+  bool held = false;
+  std::optional<want_record> release;
+  for (const auto& w : governed->wants) {
+    if (w.facts.in_flight)
+      held = true;
+    else if (held) {
+      release = w;
+      break;
+    }
+  }
+  BOOST_TEST_REQUIRE(release.has_value());
+  BOOST_TEST_REQUIRE(!release->persisted_before.empty());
+  BOOST_TEST(release->persisted_before.back() == "Succeeded",
+             "the token went back with " << release->persisted_before.back()
+                                         << " the last status written");
 }
 
 // Found by the fault suite (200 nodes): another writer's update landed between the view
