@@ -203,14 +203,16 @@ int main(int argc, char** argv) {
   if (elector)
     io.connection.may_write = elector->write_gate();
   auto writer = system.spawn(actors::status_writer, io);
-  // Four connections for evictions and four for every other write (io_router).
-  auto pool = [&] {
+  // Four connections for node writes and eight for evictions (io_router): an eviction
+  // takes the API server half a second or more when its budget's status update conflicts
+  // (it retries after 500 ms), and fifty nodes draining at once bring 150 of them.
+  auto pool = [&](std::size_t connections) {
     return caf::actor_pool::make(
-        system.dummy_execution_unit(), 4,
+        system.dummy_execution_unit(), connections,
         [&] { return system.spawn<caf::detached>(actors::io_executor, io); },
         caf::actor_pool::round_robin());
   };
-  auto io_pool = system.spawn(actors::io_router, pool(), pool());
+  auto io_pool = system.spawn(actors::io_router, pool(4), pool(8));
 
   caf::actor root;
   caf::actor watcher;

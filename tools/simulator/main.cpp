@@ -176,10 +176,13 @@ struct pod_watch : kube::watch_handler {
     if (const auto* cs = kube::find_path(o, {"spec", "containers"}); cs && cs->IsArray())
       for (const auto& c : cs->GetArray())
         p.containers.emplace_back(kube::string_at(c, "name"), kube::string_at(c, "image"));
-    const bool terminal = p.phase == "Succeeded" || p.phase == "Failed";
     const int gpus = gpus_requested(o);
-    // A pod holds its GPUs until it is gone or finished.
-    if (gpus > 0 && !terminal)
+    // A pod holds its GPUs from its start (the device plugin allocates them as the kubelet
+    // starts its containers) until it is gone or finished. A pod bound to the node but
+    // never started there (the kubelet refuses one that does not tolerate the node's
+    // NoExecute taint) holds none: a scheduler with a stale cache binds such pods to a
+    // drained node after an API server restart, and they must not make DCM refuse.
+    if (gpus > 0 && p.phase == "Running")
       view.gpu_pods[key] = {p.node, gpus};
     else
       view.gpu_pods.erase(key);
