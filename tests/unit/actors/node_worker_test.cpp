@@ -70,6 +70,33 @@ struct worker_fixture : actor_fixture {
   }
 
   std::size_t requests() const { return io_state->node_requests.size(); }
+
+  bool sets_profile_label(std::size_t i) const {
+    return request(i).patch && request(i).patch->labels.count(gc::dcm_profile_label) &&
+           request(i).patch->labels.at(gc::dcm_profile_label).has_value();
+  }
+
+  // Starts the worker with DCM silent and the io executor holding its answers, grants it
+  // the token and lets it run, a batch at a time, until it asks for the profile label.
+  // Answers with that request's index (its answer is still held).
+  std::size_t run_to_the_label_write() {
+    cluster().dcm_answer = "";
+    io_state->hold = true;
+    start();
+    show_view();
+    caf::anon_send(worker, ga::grant_atom_v);
+    sched.run();
+    sched.trigger_timeouts();
+    sched.run();
+    for (int round = 0; round < 20 && !(requests() > 0 && sets_profile_label(requests() - 1));
+         ++round) {
+      deliver();
+      sched.trigger_timeouts();
+      sched.run();
+    }
+    BOOST_TEST_REQUIRE(sets_profile_label(requests() - 1));
+    return requests() - 1;
+  }
   const ga::node_io& request(std::size_t i) const { return io_state->node_requests.at(i); }
   const gc::governor_node& last_facts() const { return governed->wants.back().facts; }
 
@@ -269,26 +296,8 @@ BOOST_FIXTURE_TEST_CASE(the_governor_hears_a_run_ended_only_once_its_end_is_writ
 // old run's `success` that its own write had removed for DCM's answer.
 BOOST_FIXTURE_TEST_CASE(a_view_older_than_the_workers_own_write_does_not_make_it_write_again,
                         worker_fixture) {
-  cluster().dcm_answer = ""; // DCM stays silent: nothing else changes the node
-  io_state->hold = true;
-  start();
-  show_view();
-  caf::anon_send(worker, ga::grant_atom_v);
-  sched.run();
-  sched.trigger_timeouts();
-  sched.run();
-  auto labels = [&](std::size_t i) {
-    return request(i).patch && request(i).patch->labels.count(gc::dcm_profile_label) &&
-           request(i).patch->labels.at(gc::dcm_profile_label).has_value();
-  };
-  std::size_t label_request = 0;
-  for (int round = 0; round < 20 && !(requests() > 0 && labels(requests() - 1)); ++round) {
-    deliver();
-    sched.trigger_timeouts();
-    sched.run();
-  }
-  BOOST_TEST_REQUIRE(labels(requests() - 1));
-  label_request = requests() - 1;
+  // DCM stays silent: nothing else changes the node.
+  const std::size_t label_request = run_to_the_label_write();
   // Another writer's update lands first (the version between the worker's read and write).
   auto between = cluster().node("gpu-1");
   between.labels["example.com/other"] = "x";
@@ -304,31 +313,14 @@ BOOST_FIXTURE_TEST_CASE(a_view_older_than_the_workers_own_write_does_not_make_it
   sched.trigger_timeouts();
   sched.run();
   for (std::size_t i = label_request + 1; i < requests(); ++i)
-    BOOST_TEST(!labels(i), "request " << i << " sets the profile label again");
+    BOOST_TEST(!sets_profile_label(i), "request " << i << " sets the profile label again");
   BOOST_TEST(written->last_phase(item_name) == "WaitingOperator");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_watch_that_lags_behind_the_workers_write_is_bypassed_by_reading_the_node,
                         worker_fixture) {
   watch_lag_limit = 200ms;
-  cluster().dcm_answer = ""; // DCM answers later, by hand
-  io_state->hold = true;
-  start();
-  show_view();
-  caf::anon_send(worker, ga::grant_atom_v);
-  sched.run();
-  sched.trigger_timeouts();
-  sched.run();
-  auto labels = [&](std::size_t i) {
-    return request(i).patch && request(i).patch->labels.count(gc::dcm_profile_label) &&
-           request(i).patch->labels.at(gc::dcm_profile_label).has_value();
-  };
-  for (int round = 0; round < 20 && !(requests() > 0 && labels(requests() - 1)); ++round) {
-    deliver();
-    sched.trigger_timeouts();
-    sched.run();
-  }
-  BOOST_TEST_REQUIRE(labels(requests() - 1));
+  run_to_the_label_write(); // DCM answers later, by hand
   // From here the watch shows nothing: not the worker's write, not DCM's answer.
   const auto stale = cluster().snapshot();
   io_state->publish = false;
