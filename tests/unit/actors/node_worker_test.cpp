@@ -71,6 +71,28 @@ struct worker_fixture : actor_fixture {
 
   std::size_t requests() const { return io_state->node_requests.size(); }
 
+  // Starts the worker, shows it the cluster and grants it the token; its first write is
+  // then asked for (and held, if the io executor holds its answers).
+  void start_with_the_token() {
+    start_granted();
+    sched.trigger_timeouts();
+    sched.run();
+  }
+
+  // Starts the worker with the token and runs it (io answering at once) to its end.
+  void run_the_whole_way() {
+    start_granted();
+    show_view(); // the status echo
+    run_with_timers(40);
+  }
+
+  void start_granted() {
+    start();
+    show_view();
+    caf::anon_send(worker, ga::grant_atom_v);
+    sched.run();
+  }
+
   bool sets_profile_label(std::size_t i) const {
     return request(i).patch && request(i).patch->labels.count(gc::dcm_profile_label) &&
            request(i).patch->labels.at(gc::dcm_profile_label).has_value();
@@ -82,12 +104,7 @@ struct worker_fixture : actor_fixture {
   std::size_t run_to_the_label_write() {
     cluster().dcm_answer = "";
     io_state->hold = true;
-    start();
-    show_view();
-    caf::anon_send(worker, ga::grant_atom_v);
-    sched.run();
-    sched.trigger_timeouts();
-    sched.run();
+    start_with_the_token();
     for (int round = 0; round < 20 && !(requests() > 0 && sets_profile_label(requests() - 1));
          ++round) {
       deliver();
@@ -164,12 +181,7 @@ BOOST_FIXTURE_TEST_CASE(the_status_of_a_phase_is_written_before_the_node_is_chan
 BOOST_FIXTURE_TEST_CASE(a_status_that_cannot_be_written_holds_back_the_node_change,
                         worker_fixture) {
   written->persist_error = "writing the status: Transport: connection refused";
-  start();
-  show_view();
-  caf::anon_send(worker, ga::grant_atom_v);
-  sched.run();
-  sched.trigger_timeouts();
-  sched.run();
+  start_with_the_token();
   BOOST_TEST(written->persisted == 1);
   BOOST_TEST(requests() == 0u); // no cordon without the status
   // It tries again after a back-off, and goes on once the status is written.
@@ -226,12 +238,7 @@ BOOST_FIXTURE_TEST_CASE(with_a_token_it_cordons_through_io_and_keeps_one_batch_i
 
 BOOST_FIXTURE_TEST_CASE(a_worker_drives_its_node_to_succeeded_through_io_writer_and_timers,
                         worker_fixture) {
-  start();
-  show_view();
-  caf::anon_send(worker, ga::grant_atom_v);
-  sched.run();
-  show_view(); // the status echo
-  run_with_timers(40);
+  run_the_whole_way();
 
   const std::vector<std::string> path{"Pending",         "Draining",  "Applying",
                                       "WaitingOperator", "Verifying", "Succeeded"};
@@ -264,12 +271,7 @@ BOOST_FIXTURE_TEST_CASE(a_worker_drives_its_node_to_succeeded_through_io_writer_
 BOOST_FIXTURE_TEST_CASE(the_governor_hears_a_run_ended_only_once_its_end_is_written,
                         worker_fixture) {
   governed->writer = written;
-  start();
-  show_view();
-  caf::anon_send(worker, ga::grant_atom_v);
-  sched.run();
-  show_view();
-  run_with_timers(40);
+  run_the_whole_way();
   BOOST_TEST_REQUIRE(written->last_phase(item_name) == "Succeeded");
   // The first report after the token was held that gives it back.
   bool held = false;
@@ -467,12 +469,7 @@ BOOST_FIXTURE_TEST_CASE(a_write_carries_the_arrival_of_the_change_it_answers, wo
 
 BOOST_FIXTURE_TEST_CASE(the_echo_of_its_own_write_is_not_a_change_to_react_to, worker_fixture) {
   io_state->hold = true;
-  start();
-  show_view();
-  caf::anon_send(worker, ga::grant_atom_v);
-  sched.run();
-  sched.trigger_timeouts();
-  sched.run();
+  start_with_the_token();
   BOOST_TEST_REQUIRE(requests() == 1u); // the cordon, held
   cluster().view.node_changes["gpu-1"] = gp::wall_clock::now();
   show_view();
