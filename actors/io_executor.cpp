@@ -247,6 +247,13 @@ struct executor {
       m.at = protocol::wall_clock::now();
       kube::delete_options precondition;
       precondition.precondition_uid = p.uid;
+      if (p.again)
+        if (auto needless = removal_needless(api, p.ns, p.name, p.uid); !needless.empty()) {
+          m.done = true;
+          m.message = needless;
+          r.evictions[p.ns + "/" + p.name] = m;
+          continue;
+        }
       if (p.evict) {
         auto e = api.evict(p.ns, p.name, precondition);
         if (!e) {
@@ -317,6 +324,21 @@ struct executor {
 };
 
 } // namespace
+
+std::string removal_needless(kube::client& api, const std::string& ns, const std::string& name,
+                             const std::string& uid) {
+  auto current = api.get(kube::resources::pods(), ns, name);
+  if (!current)
+    return current.error().kind == kube::error_kind::not_found ? "gone" : "";
+  const rapidjson::Value* meta = kube::find_path(current.value(), {"metadata"});
+  if (meta == nullptr)
+    return "";
+  if (kube::string_at(*meta, "uid") != uid)
+    return "gone (another pod has its name)";
+  if (kube::find_path(*meta, {"deletionTimestamp"}) != nullptr)
+    return "already being deleted";
+  return "";
+}
 
 std::string pods_left_on_node(kube::client& api, const std::string& node) {
   kube::list_options on_node;

@@ -28,6 +28,12 @@ caf::behavior io_executor(caf::event_based_actor* self, io_config config);
 /// none; else which they are, or why they could not be listed: the taint waits.
 std::string pods_left_on_node(kube::client& api, const std::string& node);
 
+/// Before evicting a pod again that the watch still shows after an eviction: why asking
+/// again would be needless, read from the API server ("gone", "already being deleted",
+/// or "" when the pod of that uid is there and not being deleted, or the read failed).
+std::string removal_needless(kube::client& api, const std::string& ns, const std::string& name,
+                             const std::string& uid);
+
 /// The io handle the workers and supervisors use: hands node steps that evict or delete
 /// pods to `evictions` and every other write to `writes` (each a pool of io_executors),
 /// so the short writes a rollout waits on (taint, label, untaint, uncordon) never queue

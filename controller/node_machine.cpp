@@ -416,7 +416,8 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
           continue;
         }
       }
-      out.removals.push_back({pod.ns, pod.name, pod.uid, evict});
+      const bool again = mem != in.evictions.end() && mem->second.done;
+      out.removals.push_back({pod.ns, pod.name, pod.uid, evict, again});
     }
     std::sort(blocking_pdbs.begin(), blocking_pdbs.end(), [](const auto& a, const auto& b) {
       return a.namespace_ != b.namespace_ ? a.namespace_ < b.namespace_ : a.name < b.name;

@@ -118,6 +118,10 @@ struct pod_removal {
   std::string uid;
   /// Through the Eviction API (PDBs respected); false: a plain delete.
   bool evict = true;
+  /// Evicted before, and still shown undeleted after the retry interval: the pods' watch
+  /// may lag (after an API server restart, say), so the pod is read first and evicted
+  /// again only if it is really still there and not being deleted.
+  bool again = false;
 };
 
 /// Ensure `gpu-config-profiles.<profile_name>` of DCM's config holds `profile_json`.

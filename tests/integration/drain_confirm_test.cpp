@@ -1,5 +1,6 @@
 // actors::pods_left_on_node against the real API server: the check the executor makes
-// before the taint that ends a drain, on the API server's own list of the node's pods.
+// before the taint that ends a drain, on the API server's own list of the node's pods;
+// and actors::removal_needless, its read of a pod before evicting it a second time.
 #include "actors/io_executor.hpp"
 #include "kube/resource.hpp"
 #include "tests/integration/support/cluster.hpp"
@@ -68,6 +69,24 @@ BOOST_FIXTURE_TEST_CASE(a_node_the_list_cannot_be_read_for_keeps_the_taint_off, 
   // A field selector the API server refuses: the check says so rather than passing.
   const auto left = ga::pods_left_on_node(c.api, "bad,name=x");
   BOOST_TEST(left.find("listing the pods on the node") == 0u, left);
+}
+
+// ga::removal_needless: before a second eviction of a pod the watch still shows.
+BOOST_FIXTURE_TEST_CASE(a_pod_still_there_is_evicted_again_one_being_deleted_or_gone_is_not,
+                        objects) {
+  pod("web-0", node);
+  auto got = c.api.get(kube::resources::pods(), ns, "web-0");
+  BOOST_REQUIRE(got);
+  const std::string uid = kube::string_at(got.value()["metadata"], "uid");
+  BOOST_TEST(ga::removal_needless(c.api, ns, "web-0", uid) == "");
+  // Another pod of that name (a StatefulSet's replacement, say) is not the one evicted.
+  BOOST_TEST(ga::removal_needless(c.api, ns, "web-0", "another-uid").find("gone") == 0u);
+  // A graceful delete: no kubelet finishes it, so the pod stays, being deleted.
+  kube::delete_options graceful;
+  graceful.grace_period_seconds = 300;
+  BOOST_REQUIRE(c.api.remove(kube::resources::pods(), ns, "web-0", graceful));
+  BOOST_TEST(ga::removal_needless(c.api, ns, "web-0", uid) == "already being deleted");
+  BOOST_TEST(ga::removal_needless(c.api, ns, "never-was", "x") == "gone");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
