@@ -256,6 +256,25 @@ void http_client::observe(const http_request& req, int code,
   observer_(r);
 }
 
+namespace {
+
+// The leader's write gate, asked again by libcurl once connected, as the request is about
+// to go out: a replica frozen (SIGSTOP, a VM paused) between call()'s check and here must
+// not send the write when it wakes after its lease ran out.
+struct gate_check {
+  const std::function<bool()>* gate = nullptr;
+  bool refused = false;
+  static int on_prereq(void* data, char*, char*, int, int) {
+    auto* self = static_cast<gate_check*>(data);
+    if ((*self->gate)())
+      return CURL_PREREQFUNC_OK;
+    self->refused = true;
+    return CURL_PREREQFUNC_ABORT;
+  }
+};
+
+} // namespace
+
 result<http_response> http_client::run(const http_request& req, transfer& t) {
   CURL* c = static_cast<CURL*>(curl_);
   const auto start = std::chrono::steady_clock::now();
@@ -283,7 +302,16 @@ result<http_response> http_client::run(const http_request& req, transfer& t) {
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &transfer::on_progress);
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
 
+  gate_check gate;
+  if (req.method != verb::get && config_.may_write) {
+    gate.gate = &config_.may_write;
+    curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, &gate_check::on_prereq);
+    curl_easy_setopt(c, CURLOPT_PREREQDATA, &gate);
+  }
+
   CURLcode rc = curl_easy_perform(c);
+  curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, nullptr);
+  curl_easy_setopt(c, CURLOPT_PREREQDATA, nullptr);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
   curl_slist_free_all(headers);
@@ -295,6 +323,11 @@ result<http_response> http_client::run(const http_request& req, transfer& t) {
 
   if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.stopped_by_caller))
     return t.response;
+  if (gate.refused)
+    return make_error(
+        error_kind::aborted,
+        std::string(to_string(req.method)) + " " + req.path +
+            ": refused as it was sent: this replica no longer holds the leader lease");
   if (t.idle_expired)
     return make_error(error_kind::timeout, "no data from " + config_.server + " for " +
                                                std::to_string(t.idle_timeout.count()) + " s");

@@ -193,6 +193,26 @@ BOOST_AUTO_TEST_CASE(crud_on_core_objects_with_every_write_verb) {
   BOOST_TEST(gone.error().code == 404);
 }
 
+// The write gate is asked again as the request goes out, after connecting: a replica
+// frozen between the first check and the send (its lease run out meanwhile) sends nothing.
+BOOST_AUTO_TEST_CASE(a_write_gate_that_closes_before_the_send_keeps_the_write_unsent) {
+  scratch_namespace ns;
+  auto config = cluster::admin();
+  int asked = 0;
+  config.may_write = [&] { return ++asked == 1; }; // open when asked first, closed after
+  connection gated(config);
+  auto made = gated.api.create(kube::resources::config_maps(), ns.name,
+                               R"({"metadata":{"name":"gated"},"data":{"k":"v"}})");
+  BOOST_TEST_REQUIRE(!made.ok());
+  BOOST_TEST(made.error().kind == kube::error_kind::aborted, made.error().describe());
+  BOOST_TEST(made.error().describe().find("as it was sent") != std::string::npos,
+             made.error().describe());
+  BOOST_TEST(asked == 2);
+  auto got = ns.conn.api.get(kube::resources::config_maps(), ns.name, "gated");
+  BOOST_TEST_REQUIRE(!got.ok());
+  BOOST_TEST(got.error().kind == kube::error_kind::not_found, got.error().describe());
+}
+
 BOOST_AUTO_TEST_CASE(update_with_stale_resource_version_is_a_conflict) {
   scratch_namespace ns;
   auto& api = ns.conn.api;
