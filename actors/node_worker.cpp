@@ -24,8 +24,10 @@ struct worker_state {
   /// The resourceVersion the view had when we wrote.
   std::string written_over;
   protocol::wall_clock::time_point written_at{};
-  /// The watch has not shown our last write for a while: the node is read directly.
+  /// The watch has not shown our last write for a while: the node is read directly, at
+  /// most once per watch_lag_limit (a failed read is not repeated at once).
   bool lag_logged = false;
+  protocol::wall_clock::time_point read_at{};
   /// The status that ends the run is being written; the governor hears once it is.
   bool release_pending = false;
   std::map<std::string, controller::eviction_memory> evictions;
@@ -206,7 +208,8 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       }
       if (!caught_up && (ordered || in.now - s->written_at < 5s)) {
         in.node = *s->written_node;
-        lagging = ordered && in.now - s->written_at >= config.watch_lag_limit;
+        lagging = ordered && in.now - s->written_at >= config.watch_lag_limit &&
+                  in.now - s->read_at >= config.watch_lag_limit;
       } else {
         in.node = *node->second;
         s->lag_logged = false;
@@ -367,10 +370,13 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       read.node = io.node;
       read.read_node = true;
       s->busy = true;
+      s->read_at = in.now;
       self->request(executor, caf::infinite, io_atom_v, read)
           .then(
               [=](const node_io_result& r) {
                 s->busy = false;
+                if (!r.error.empty())
+                  log_warning(r.error, config.plan, read.node);
                 if (r.node && s->written_node) {
                   const auto order = kube::compare_resource_versions(
                       r.node->resource_version, s->written_node->resource_version);
