@@ -189,15 +189,14 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       in.item.status = *s->status;
     in.now = protocol::wall_clock::now();
     if (auto node = view.nodes.find(in.item.spec.node_name); node != view.nodes.end()) {
-      // Read our own writes until the watch shows the version we wrote, or a later one,
-      // or for 5 s. Versions are compared as numbers (Kubernetes 1.35 defines their
-      // order); a watch past the version we wrote over is not enough: another writer's
-      // update that landed between our read and our write is such a version too, without
-      // our change (a relabel sent again on it removed DCM's state label after DCM wrote
-      // it). Where versions are not numbers, the old rule stands.
-      // With ordered versions, a view older than our write stays older however long the
-      // watch takes (the API server's cache can lag behind etcd): our write is the later
-      // truth, refreshed by direct reads below.
+      // Read our own writes until the watch shows the version we wrote, or a later one.
+      // Versions are compared as numbers (Kubernetes 1.35 defines their order); a watch
+      // past the version we wrote over is not enough: another writer's update that landed
+      // between our read and our write is such a version too, without our change (a
+      // relabel sent again on it removed DCM's state label after DCM wrote it). A view
+      // older than our write stays older however long the watch takes (the API server's
+      // cache can lag behind etcd), so our write holds, refreshed by direct reads below.
+      // Where versions are not numbers, the old rule stands: the view again after 5 s.
       bool caught_up = true;
       bool ordered = false;
       if (s->written_node) {
