@@ -1078,6 +1078,9 @@ def main():
     # SIGTERM (tools/bench interrupted) ends the harness through its finally: the operator
     # and the pod watch it started go with it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # Started in the background by a shell without job control, a process inherits SIGINT
+    # ignored; Ctrl-C (or kill -INT) should end the harness wherever it waits.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         run_bench(args, parallel)
     finally:
