@@ -417,7 +417,6 @@ caf::behavior event_writer(caf::event_based_actor*, io_config config) {
 // One of the status writers: the statuses of the objects routed to it, coalesced per
 // object, written in the order the objects first changed, a few per message.
 caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
-  constexpr std::chrono::seconds repeat_window{5};
   struct state {
     explicit state(io_config c) : x(std::move(c)) {}
     executor x;
@@ -426,17 +425,6 @@ caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
     std::deque<std::string> item_order;
     std::map<std::string, protocol::partitioning_plan_status> plans;
     bool flush_pending = false;
-    // A digest of the status last written per object, and when, so that the same status
-    // is not written twice in a row: a worker's status reaches us both to coalesce and,
-    // ahead of a node change, to persist at high priority, which can overtake it. Only for
-    // a few seconds: the same status asked for later means the object shows another (an
-    // edit by someone else, or a new object of that name), and it is written again.
-    struct digest {
-      std::size_t hash = 0;
-      std::chrono::steady_clock::time_point at;
-    };
-    std::map<std::string, digest> written;
-    std::chrono::steady_clock::time_point pruned;
   };
   auto s = std::make_shared<state>(std::move(config));
   auto schedule = [=] {
@@ -453,27 +441,16 @@ caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
   };
   auto write = [=](const kube::resource& r, const std::string& name,
                    const std::string& status) -> outcome {
-    const std::string key = r.plural + "/" + name;
-    const std::size_t hash = std::hash<std::string>{}(status);
-    const auto now = std::chrono::steady_clock::now();
-    if (auto it = s->written.find(key);
-        it != s->written.end() && it->second.hash == hash && now - it->second.at < repeat_window)
-      return {};
     kube::patch_options o = s->x.manager;
     o.subresource = "status";
     auto done =
         s->x.api.patch(r, "", name, kube::patch_type::json,
                        "[{\"op\":\"add\",\"path\":\"/status\",\"value\":" + status + "}]", o);
     if (!done && done.error().kind != kube::error_kind::not_found) {
-      s->written.erase(key);
       const std::string error = "writing the status of " + name + ": " + done.error().describe();
       log_warning(error);
       return {error, kube::is_retryable(done.error())};
     }
-    if (done)
-      s->written[key] = {hash, now};
-    else
-      s->written.erase(key); // gone
     return {};
   };
   return {
@@ -494,14 +471,6 @@ caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
       },
       [=](flush_atom) {
         s->flush_pending = false;
-        // Digests older than their use are dropped now and then, not kept for every
-        // object ever written.
-        const auto clock = std::chrono::steady_clock::now();
-        if (clock - s->pruned > std::chrono::seconds(30)) {
-          s->pruned = clock;
-          for (auto it = s->written.begin(); it != s->written.end();)
-            it = clock - it->second.at < repeat_window ? std::next(it) : s->written.erase(it);
-        }
         // A few objects a message, oldest change first; the rest follow at once, after
         // whatever else waits (a worker's write-ahead persist comes first, at high
         // priority), so that fifty nodes' statuses never hold one node's step for long.
@@ -559,7 +528,9 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
   };
   return {
       [=](status_atom a, const std::string& item, const protocol::node_partitioning_status& st) {
-        self->send(pick(statuses, item), a, item, st);
+        // At the persists' priority: a worker's statuses reach its writer in the order it
+        // sent them, so a write-ahead is never followed by an older status that it overtook.
+        self->send<caf::message_priority::high>(pick(statuses, item), a, item, st);
       },
       [=](persist_atom a, const std::string& item, const protocol::node_partitioning_status& st) {
         // Asked on at high priority, ahead of the writer's queued flushes, and answered

@@ -48,7 +48,9 @@ caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::ac
 /// burst (fifty nodes at once) is written side by side.
 /// `persist_atom, item, status` writes an item's status at once (replacing what is pending
 /// for it) and answers "" or the error: a worker persists the phase it entered before it
-/// changes the node, so a restarted operator finds the run where the node is.
+/// changes the node, so a restarted operator finds the run where the node is. Both come
+/// at high priority (a persist goes ahead of queued flushes): an item's statuses then
+/// arrive in the order they were sent, and none older is written after a persist.
 caf::behavior status_writer(caf::event_based_actor* self, io_config config);
 
 } // namespace gpu_partitioner::actors

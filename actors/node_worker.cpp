@@ -261,7 +261,9 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
 
     if (out.status) {
       s->status = out.status;
-      self->send(writer(), status_atom_v, config.item, *out.status);
+      // At the priority of the write-ahead persists, so that none overtakes a status sent
+      // before it (and that older status is then written after it).
+      self->send<caf::message_priority::high>(writer(), status_atom_v, config.item, *out.status);
       auto& m = process_metrics();
       // The status keeps the last drain's figures after it ends (timed out, say); the
       // gauge counts only pods blocking a drain under way.
