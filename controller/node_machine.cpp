@@ -482,12 +482,44 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   out.requeue = 1ms;
 }
 
+// The mark a run writes beside the profile label: the label is this run's when the node's
+// annotation holds it.
+std::string run_mark(const node_inputs& in, const status_editor& s) {
+  return in.item.spec.desired_hash + "@" + s.status.started_at;
+}
+
+// Once DCM was asked, the node carries this run's mark until the run ends. A node without
+// it was deleted and created again under the same name (or our label and mark were taken
+// off): DCM was never asked on this Node, which is neither cordoned nor tainted any more
+// and may run pods again. The run goes back to its drain and keeps its token.
+bool run_mark_lost(const node_inputs& in, status_editor& s, node_step& out) {
+  if (annotation(*in.node, applied_hash_annotation).value_or("") == run_mark(in, s))
+    return false;
+  auto& c = s.status.conditions;
+  c.erase(std::remove_if(c.begin(), c.end(),
+                         [](const auto& x) {
+                           return x.type == "OperatorSucceeded" || x.type == "Verified" ||
+                                  x.type == "NodeTainted";
+                         }),
+          c.end());
+  s.condition("ProfileApplied", false, "RunMarkLost",
+              "the node no longer carries this run's profile label and mark");
+  s.status.drain = {};
+  s.enter(node_phase::draining, "NodeReplaced",
+          "the node lost this run's profile label and mark (deleted and created again?): "
+          "draining it again",
+          true);
+  out.in_flight = true;
+  out.requeue = 1ms;
+  return true;
+}
+
 void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   out.in_flight = true;
   // The label is ours for this run when the annotation holds this run's mark: then DCM
   // is (or may be) at work, whatever happened to the profile since.
-  const std::string mark = in.item.spec.desired_hash + "@" + s.status.started_at;
+  const std::string mark = run_mark(in, s);
   const std::string labelled = label(node, dcm_profile_label);
   if (!labelled.empty() && annotation(node, applied_hash_annotation).value_or("") == mark) {
     s.condition("ProfileApplied", true, "LabelSet",
@@ -568,6 +600,8 @@ void fail_keeping_cordon(const node_inputs& in, status_editor& s, node_step& out
 
 void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out) {
   out.in_flight = true;
+  if (run_mark_lost(in, s, out))
+    return;
   const std::string state = label(*in.node, dcm_state_label);
   if (state == "success") {
     s.condition("OperatorSucceeded", true, "DCMSucceeded", "DCM reported success");
@@ -611,6 +645,8 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
 void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   out.in_flight = true;
+  if (run_mark_lost(in, s, out))
+    return;
   if (node.has_dcm_taint()) {
     out.taint = false;
     out.events.push_back({true, "Normal", "Untainted", "amd-dcm=up:NoExecute removed"});

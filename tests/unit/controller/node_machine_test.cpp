@@ -1179,6 +1179,33 @@ BOOST_AUTO_TEST_CASE(waits_for_dcm_until_the_plan_verification_timeout) {
   BOOST_TEST(cordon_write(s) == "-");
 }
 
+// Found by the soak: a node deleted and created again under the same name while its run
+// waited for DCM. The new Node has neither the label nor the mark (nor the cordon and the
+// taint); DCM never hears of it, and the run waited for DCM until its timeout.
+BOOST_AUTO_TEST_CASE(a_node_created_again_without_the_runs_mark_is_drained_again) {
+  world w;
+  w.at(node_phase::waiting_operator); // a fresh Node: no cordon, taint, label or mark
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(last_reason(w, s) == "NodeReplaced");
+  BOOST_TEST(s.in_flight);
+  BOOST_TEST(!s.wants_token); // the run keeps the token it holds
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(condition_of(w, s, "ProfileApplied") == "False/RunMarkLost");
+  // The drain starts over: the node is cordoned again.
+  w.in.item.status = status_after(w, s);
+  auto next = w.step();
+  BOOST_TEST(phase_after(w, next) == "Draining");
+  BOOST_TEST(cordon_write(next) == "cordon");
+}
+
+BOOST_AUTO_TEST_CASE(another_runs_mark_is_a_lost_mark_too) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.node().annotations[gc::applied_hash_annotation] = "sha256:other@2026-01-01T00:00:00Z";
+  BOOST_TEST(last_reason(w, w.step()) == "NodeReplaced");
+}
+
 BOOST_AUTO_TEST_CASE(the_operator_timeout_counts_from_entering_waiting_operator) {
   world w;
   w.at(node_phase::waiting_operator, t0 + 1000s).cordoned_by_us().tainted().label_ours();
@@ -1194,6 +1221,18 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // ---------------------------------------------------------------------------------------
 BOOST_AUTO_TEST_SUITE(verifying)
+
+BOOST_AUTO_TEST_CASE(a_node_created_again_while_verifying_is_drained_again) {
+  world w;
+  w.at(node_phase::verifying).reports("64"); // created again: no label, mark or cordon
+  w.status().conditions.push_back({"OperatorSucceeded", gp::condition_status::true_, std::nullopt,
+                                   gp::format_time(t0), "DCMSucceeded", "DCM reported success"});
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(last_reason(w, s) == "NodeReplaced");
+  BOOST_TEST(condition_of(w, s, "OperatorSucceeded") == "-");
+  BOOST_TEST(s.in_flight);
+}
 
 BOOST_AUTO_TEST_CASE(removes_the_taint_first) {
   world w;
