@@ -491,9 +491,12 @@ std::string run_mark(const node_inputs& in, const status_editor& s) {
 // Once DCM was asked, the node carries this run's mark until the run ends. A node without
 // it was deleted and created again under the same name (or our label and mark were taken
 // off): DCM was never asked on this Node, which is neither cordoned nor tainted any more
-// and may run pods again. The run goes back to its drain and keeps its token.
+// and may run pods again. The run goes back to its drain and keeps its token. (Only the
+// run's start is compared: a spec changed since the label was written is not a lost mark.)
 bool run_mark_lost(const node_inputs& in, status_editor& s, node_step& out) {
-  if (annotation(*in.node, applied_hash_annotation).value_or("") == run_mark(in, s))
+  const std::string mark = annotation(*in.node, applied_hash_annotation).value_or("");
+  const auto at = mark.rfind('@');
+  if (at != std::string::npos && mark.substr(at + 1) == s.status.started_at)
     return false;
   auto& c = s.status.conditions;
   c.erase(std::remove_if(c.begin(), c.end(),

@@ -1206,6 +1206,14 @@ BOOST_AUTO_TEST_CASE(another_runs_mark_is_a_lost_mark_too) {
   BOOST_TEST(last_reason(w, w.step()) == "NodeReplaced");
 }
 
+BOOST_AUTO_TEST_CASE(a_mark_of_this_run_under_an_older_spec_is_not_lost) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.in.item.spec.desired_hash =
+      "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+  BOOST_TEST(phase_after(w, w.step()) == "WaitingOperator");
+}
+
 BOOST_AUTO_TEST_CASE(the_operator_timeout_counts_from_entering_waiting_operator) {
   world w;
   w.at(node_phase::waiting_operator, t0 + 1000s).cordoned_by_us().tainted().label_ours();
