@@ -435,6 +435,8 @@ BOOST_FIXTURE_TEST_CASE(a_write_carries_the_arrival_of_the_change_it_answers, wo
   n.annotations[gc::was_unschedulable_annotation] = "false";
   n.taints.push_back({gc::dcm_taint_key, gc::dcm_taint_value, "NoExecute"});
   n.labels[gc::dcm_profile_label] = dcm_profile;
+  n.annotations[gc::applied_hash_annotation] =
+      item.spec.desired_hash + "@" + item.status.started_at; // this run's label
   n.labels.erase(gc::dcm_state_label);
   cluster().put(n);
   start();
