@@ -72,9 +72,9 @@ struct writer_fixture {
     (void)c.api.remove(items, "", item);
   }
 
-  // Asked at high priority, as a worker asks (the router delegates it so), from an
-  // event-based actor, as in the operator; the answer comes back here.
-  // `before`, if any, is sent to coalesce first, from the same actor, as a worker does.
+  // Asked at high priority from an event-based actor, as a worker asks; the answer comes
+  // back here. `before`, if any, is sent to coalesce first, from the same actor, as a
+  // worker does.
   std::string persist(const gp::node_partitioning_status& st,
                       std::optional<gp::node_partitioning_status> before = std::nullopt) {
     auto reply_to = caf::actor_cast<caf::actor>(self);
