@@ -453,6 +453,34 @@ caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
     }
     return {};
   };
+  // Writes the statuses of up to `batch` objects (oldest change first) and the plans';
+  // a write that failed for a passing reason (the API server away) is kept, not lost, and
+  // true returned: it is written again a second later, unless a newer status replaces it.
+  auto write_some = [=](std::size_t batch) {
+    std::vector<std::pair<std::string, protocol::node_partitioning_status>> now;
+    while (now.size() < batch && !s->item_order.empty()) {
+      const std::string name = std::move(s->item_order.front());
+      s->item_order.pop_front();
+      auto it = s->items.find(name);
+      now.emplace_back(name, std::move(it->second));
+      s->items.erase(it);
+    }
+    auto plans = std::move(s->plans);
+    s->plans.clear();
+    bool again = false;
+    for (const auto& [name, st] : now)
+      if (write(items_resource, name, protocol::to_json(st)).retry) {
+        if (s->items.emplace(name, st).second)
+          s->item_order.push_back(name);
+        again = true;
+      }
+    for (const auto& [name, st] : plans)
+      if (write(plans_resource, name, protocol::to_json(st)).retry) {
+        s->plans.emplace(name, st);
+        again = true;
+      }
+    return again;
+  };
   return {
       [=](status_atom, const std::string& item, const protocol::node_partitioning_status& st) {
         if (s->items.insert_or_assign(item, st).second)
@@ -474,38 +502,18 @@ caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
         // A few objects a message, oldest change first; the rest follow at once, after
         // whatever else waits (a worker's write-ahead persist comes first, at high
         // priority), so that fifty nodes' statuses never hold one node's step for long.
-        constexpr std::size_t batch = 8;
-        std::vector<std::pair<std::string, protocol::node_partitioning_status>> now;
-        while (now.size() < batch && !s->item_order.empty()) {
-          const std::string name = std::move(s->item_order.front());
-          s->item_order.pop_front();
-          auto it = s->items.find(name);
-          now.emplace_back(name, std::move(it->second));
-          s->items.erase(it);
-        }
-        auto plans = std::move(s->plans);
-        s->plans.clear();
-        // A write that failed for a passing reason (the API server away) is kept, not
-        // lost: written again a second later, unless a newer status replaces it first.
-        bool again = false;
-        for (const auto& [name, st] : now)
-          if (write(items_resource, name, protocol::to_json(st)).retry) {
-            if (s->items.emplace(name, st).second)
-              s->item_order.push_back(name);
-            again = true;
-          }
-        for (const auto& [name, st] : plans)
-          if (write(plans_resource, name, protocol::to_json(st)).retry) {
-            s->plans.emplace(name, st);
-            again = true;
-          }
-        if (again) {
+        if (write_some(8)) {
           s->flush_pending = true;
           self->delayed_send(self, std::chrono::seconds(1), flush_atom_v);
         } else if (!s->item_order.empty()) {
           s->flush_pending = true;
           self->send(self, flush_atom_v);
         }
+      },
+      [=](flush_atom, stop_atom) {
+        // The operator stops: everything pending is written now, once.
+        write_some(s->items.size());
+        return true;
       },
   };
 }
@@ -550,6 +558,19 @@ caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
       },
       [=](event_atom a, const event_io& e) {
         self->send(pick(events, e.kind + "/" + e.name), a, e);
+      },
+      [=](flush_atom a, stop_atom b) {
+        // The operator stops: each writer writes what it holds; answered once all have.
+        auto rp = self->make_response_promise<bool>();
+        auto left = std::make_shared<std::size_t>(statuses.size());
+        auto one_done = [=]() mutable {
+          if (--*left == 0)
+            rp.deliver(true);
+        };
+        for (const auto& shard : statuses)
+          self->request(shard, caf::infinite, a, b)
+              .then([=](bool) mutable { one_done(); }, [=](caf::error&) mutable { one_done(); });
+        return rp;
       },
   };
 }

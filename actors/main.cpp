@@ -275,9 +275,13 @@ int main(int argc, char** argv) {
     caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
   if (root)
     caf::anon_send_exit(root, caf::exit_reason::user_shutdown);
-  // Let the writer flush what is pending before it goes.
-  caf::anon_send(writer, actors::flush_atom_v);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The statuses still pending are written before the writer goes (for at most 5 s; a
+  // replica that lost its leadership is refused every write, and gives up at once).
+  {
+    caf::scoped_actor waiter{system};
+    waiter->request(writer, std::chrono::seconds(5), actors::flush_atom_v, actors::stop_atom_v)
+        .receive([](bool) {}, [](caf::error&) {});
+  }
   caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(io_pool, caf::exit_reason::user_shutdown);
   elector_stop = true;

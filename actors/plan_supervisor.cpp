@@ -314,7 +314,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
         for (auto it = s->workers.begin(); it != s->workers.end();) {
           if (!mine.count(it->first)) {
             self->send_exit(it->second, caf::exit_reason::user_shutdown);
-            self->send(s->governor, forget_atom_v, it->first);
+            self->send(s->governor, forget_atom_v, it->first, it->second.address());
             it = s->workers.erase(it);
           } else {
             ++it;
@@ -362,6 +362,11 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
     std::set<std::string> heard;
     /// How many of `selected` are in `heard` (checked on every report, so kept, not counted).
     std::size_t selected_heard = 0;
+    /// Workers of forgotten items, until they are gone. The supervisor stops a worker and
+    /// tells the governor in two messages that race: a report the worker sent meanwhile
+    /// would bring its item back (a Failed one then held the whole rollout), so reports
+    /// from these are dropped. A worker's down message comes after all its reports.
+    std::set<caf::actor_addr> retired;
   };
   auto s = std::make_shared<state>();
   auto grant = [=] {
@@ -376,6 +381,7 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
           self->send(worker, grant_atom_v);
     }
   };
+  self->set_down_handler([=](caf::down_msg& msg) { s->retired.erase(msg.source); });
   return {
       [=](limits_atom, const controller::rollout_limits& limits,
           const std::vector<std::string>& selected) {
@@ -388,6 +394,8 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
       },
       [=](want_atom, const std::string& item, const controller::governor_node& facts,
           const caf::actor& worker) {
+        if (s->retired.count(worker.address()))
+          return;
         s->workers[item] = worker.address();
         if (s->heard.insert(item).second && s->selected.count(item))
           ++s->selected_heard;
@@ -405,7 +413,9 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
           --s->selected_heard;
         s->workers.erase(item);
       },
-      [=](forget_atom, const std::string& item) {
+      [=](forget_atom, const std::string& item, const caf::actor_addr& worker) {
+        if (worker && s->retired.insert(worker).second)
+          self->monitor(worker);
         s->governor.forget(item);
         s->workers.erase(item);
         if (s->heard.erase(item) && s->selected.count(item))

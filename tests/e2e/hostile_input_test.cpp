@@ -968,15 +968,15 @@ BOOST_AUTO_TEST_CASE(
     // stays with the healthy plan; the healthy plan's other nodes are a conflict until
     // this plan goes.
     std::string flying;
-    BOOST_TEST(eventually(
-                   [&] {
-                     auto i = c.item(healthy_plan, node_of("h4"));
-                     if (i && i->phase == "Draining")
-                       flying = i->node;
-                     return !flying.empty();
-                   },
-                   60s, 100ms),
-               "h4 never drained: " << c.describe(healthy_plan));
+    E2E_CHECK(eventually(
+                  [&] {
+                    auto i = c.item(healthy_plan, node_of("h4"));
+                    if (i && i->phase == "Draining")
+                      flying = i->node;
+                    return !flying.empty();
+                  },
+                  60s, 100ms),
+              "h4 never drained: " << c.describe(healthy_plan));
     auto uid_of = [&](const std::string& node) {
       auto i = c.get(items, healthy_plan + "-" + node);
       return i ? str(*i, {"metadata", "uid"}) : std::string("(none)");
@@ -1014,15 +1014,15 @@ BOOST_AUTO_TEST_CASE(
                    30s, 300ms),
                "selecting every node:" << seen);
     // Nothing of it starts: watch for a while.
-    BOOST_TEST(!eventually(
-                   [&] {
-                     for (const auto& i : c.plan_items(everything))
-                       if (i.in_flight())
-                         return true;
-                     return false;
-                   },
-                   3s, 200ms),
-               c.describe(everything));
+    E2E_CHECK(!eventually(
+                  [&] {
+                    for (const auto& i : c.plan_items(everything))
+                      if (i.in_flight())
+                        return true;
+                    return false;
+                  },
+                  3s, 200ms),
+              c.describe(everything));
     HOSTILE_NOTE("selecting every node: " << c.plan_items(everything).size() << " items, "
                                           << describe(plan_cond(everything, "Conflict")));
     c.delete_plan(everything);
@@ -1043,7 +1043,7 @@ BOOST_AUTO_TEST_CASE(
   }
 
   // -- the healthy plan completes; the same operator process served everything --
-  BOOST_TEST_REQUIRE(c.await_plan_phase(healthy_plan, "Completed", 90s), c.describe(healthy_plan));
+  E2E_REQUIRE(c.await_plan_phase(healthy_plan, "Completed", 90s), c.describe(healthy_plan));
   for (const auto& n : healthy_nodes) {
     const auto v = c.node(n);
     BOOST_TEST_CONTEXT("healthy node " << n) {

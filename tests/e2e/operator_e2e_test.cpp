@@ -254,7 +254,7 @@ BOOST_AUTO_TEST_CASE(seed_plan_partitions_training_to_cpx_and_inference_to_spx_a
   const auto plan = c.create_sample_plan(
       "seed", {{"mi300x-cpx-nps4", cpx}, {"mi300x-spx-nps1", spx}},
       [](rapidjson::Document& d) { d["spec"]["rollout"]["maxUnavailable"].SetString("50%"); });
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 150s), c.describe(plan));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 150s), c.describe(plan));
   expect_no_violations(s);
 
   const auto items = c.plan_items(plan);
@@ -296,12 +296,12 @@ BOOST_AUTO_TEST_CASE(seed_cpx_profile_expecting_63_fails_verification_when_the_n
   const auto plan =
       c.create_sample_plan("seed63", {{"mi300x-cpx-nps4", cpx}, {"mi300x-spx-nps1", spx}});
   const auto& node = c.nodes[0];
-  BOOST_REQUIRE_MESSAGE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
+  E2E_REQUIRE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
   const auto item = c.item(plan, node);
   BOOST_REQUIRE(item);
   BOOST_TEST(contains(item->last_error, "expected amd.com/gpu=63, found 64"), item->last_error);
   BOOST_TEST(last_reason(*item) == "VerificationFailed");
-  BOOST_TEST(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
+  E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
   // Failed after Applying: the node stays cordoned, the taint is gone.
   const auto n = c.node(node);
   BOOST_TEST(n.unschedulable);
@@ -335,7 +335,7 @@ BOOST_AUTO_TEST_CASE(rollouts_never_exceed_max_parallel_or_max_unavailable, *utf
     o.max_unavailable = "2";
     o.entries = {{"all", c.selector(), cpx}};
     const auto plan = c.create_plan("count", plan_spec(o));
-    BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
+    E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
     expect_no_violations(s);
     BOOST_TEST(*limits.peak_in_flight == 2, "the rollout never used its 2 slots");
     for (const auto& n : c.nodes)
@@ -355,7 +355,7 @@ BOOST_AUTO_TEST_CASE(rollouts_never_exceed_max_parallel_or_max_unavailable, *utf
     o.max_unavailable = R"("34%")";
     o.entries = {{"all", c.selector(), spx}};
     const auto plan = c.create_plan("percent", plan_spec(o));
-    BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
+    E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
     expect_no_violations(s);
     BOOST_TEST(*limits.peak_in_flight <= 2);
     for (const auto& n : c.nodes)
@@ -387,7 +387,7 @@ BOOST_AUTO_TEST_CASE(nodes_start_one_at_a_time_in_the_order_of_their_names, *utf
   plan_options o;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("order", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
   expect_no_violations(s);
   std::string seen;
   for (const auto& n : *order)
@@ -436,7 +436,7 @@ BOOST_AUTO_TEST_CASE(drains_keep_healthy_replicas_at_or_above_the_pdb_min_availa
   o.max_unavailable = "2";
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("pdb", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 200s), c.describe(plan));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 200s), c.describe(plan));
   expect_no_violations(s);
   long long evicted = 0;
   for (const auto& i : c.plan_items(plan))
@@ -471,30 +471,30 @@ BOOST_AUTO_TEST_CASE(a_pdb_that_never_allows_eviction_times_out_the_drain_and_st
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("blocked", plan_spec(o));
 
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              auto i = c.item(plan, first);
-                              return i && i->phase == "Failed";
-                            },
-                            60s, 200ms),
-                        c.describe(plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, first);
+                    return i && i->phase == "Failed";
+                  },
+                  60s, 200ms),
+              c.describe(plan));
   const auto item = c.item(plan, first);
   BOOST_REQUIRE(item);
   BOOST_TEST(last_reason(*item) == "DrainTimeout");
   BOOST_TEST(contains(item->last_error, c.ns + "/pinned-pdb"), item->last_error);
   BOOST_TEST(eventually([&] { return !c.node(first).unavailable(); }, 10s));
   expect_untouched_or_returned(c, first);
-  BOOST_TEST(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
+  E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
   // No further node starts: watch for a while.
-  BOOST_TEST(!eventually(
-                 [&] {
-                   for (const auto& i : c.plan_items(plan))
-                     if (i.node != first && i.phase_or_pending() != "Pending")
-                       return true;
-                   return false;
-                 },
-                 4s, 200ms),
-             c.describe(plan));
+  E2E_CHECK(!eventually(
+                [&] {
+                  for (const auto& i : c.plan_items(plan))
+                    if (i.node != first && i.phase_or_pending() != "Pending")
+                      return true;
+                  return false;
+                },
+                4s, 200ms),
+            c.describe(plan));
   expect_no_violations(s);
   BOOST_TEST(c.healthy_pods("pinned") == 1);
   E2E_NOTE("drain timeout: " << seconds_since(t0) << " s");
@@ -514,28 +514,28 @@ BOOST_AUTO_TEST_CASE(a_dcm_failure_fails_the_node_keeps_it_cordoned_and_stops_th
   plan_options o;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("dcmfail", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              auto i = c.item(plan, first);
-                              return i && i->phase == "Failed";
-                            },
-                            60s, 200ms),
-                        c.describe(plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, first);
+                    return i && i->phase == "Failed";
+                  },
+                  60s, 200ms),
+              c.describe(plan));
   const auto item = c.item(plan, first);
   BOOST_TEST(last_reason(*item) == "OperatorFailed");
   BOOST_TEST(contains(item->last_error, "DCM reported failure"), item->last_error);
   // DCM's own Event is quoted (the simulator's reason for this fault).
   BOOST_TEST(contains(item->last_error, "AMDSMIAPIFailure"), item->last_error);
-  BOOST_TEST(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
-  BOOST_TEST(!eventually(
-                 [&] {
-                   for (const auto& i : c.plan_items(plan))
-                     if (i.node != first && i.phase_or_pending() != "Pending")
-                       return true;
-                   return false;
-                 },
-                 4s, 200ms),
-             c.describe(plan));
+  E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
+  E2E_CHECK(!eventually(
+                [&] {
+                  for (const auto& i : c.plan_items(plan))
+                    if (i.node != first && i.phase_or_pending() != "Pending")
+                      return true;
+                  return false;
+                },
+                4s, 200ms),
+            c.describe(plan));
   const auto n = c.node(first);
   BOOST_TEST(n.unschedulable, "the failed node was uncordoned");
   BOOST_TEST(eventually([&] { return !c.node(first).dcm_taint; }, 10s));
@@ -555,14 +555,14 @@ BOOST_AUTO_TEST_CASE(dcm_never_answering_fails_the_node_with_operator_timeout, *
   o.verification_timeout = 5;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("stuck", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
+  E2E_REQUIRE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
   const auto item = c.item(plan, c.nodes[0]);
   BOOST_TEST(last_reason(*item) == "OperatorTimeout");
   BOOST_TEST(contains(item->last_error, "within 5 s"), item->last_error);
   // The history shows how long it waited.
   BOOST_TEST(std::count(item->phases.begin(), item->phases.end(), "WaitingOperator") == 1);
   BOOST_TEST(c.node(c.nodes[0]).unschedulable);
-  BOOST_TEST(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
+  E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
   E2E_NOTE("DCM stuck: " << seconds_since(t0) << " s");
 }
 
@@ -593,29 +593,29 @@ BOOST_AUTO_TEST_CASE(an_admin_cordoned_node_is_partitioned_stays_cordoned_and_ho
   o.max_unavailable = "1";
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("admin", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              auto i = c.item(plan, admin);
-                              return i && i->phase == "Succeeded";
-                            },
-                            60s, 200ms),
-                        c.describe(plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, admin);
+                    return i && i->phase == "Succeeded";
+                  },
+                  60s, 200ms),
+              c.describe(plan));
   BOOST_TEST(eventually([&] { return !c.node(admin).has_annotation(was_unschedulable); }, 10s));
   expect_partitioned(c, admin, "cpx-nps4", 64, /*cordoned=*/true);
   // Still cordoned, so still unavailable: the others keep waiting.
-  BOOST_TEST(!eventually(
-                 [&] {
-                   for (const auto& i : c.plan_items(plan))
-                     if (i.node != admin && i.phase_or_pending() != "Pending")
-                       return true;
-                   return false;
-                 },
-                 4s, 200ms),
-             c.describe(plan));
+  E2E_CHECK(!eventually(
+                [&] {
+                  for (const auto& i : c.plan_items(plan))
+                    if (i.node != admin && i.phase_or_pending() != "Pending")
+                      return true;
+                  return false;
+                },
+                4s, 200ms),
+            c.describe(plan));
   expect_no_violations(s);
   // The admin uncordons: the rest of the rollout proceeds.
   c.patch(kube::resources::nodes(), admin, R"({"spec":{"unschedulable":false}})");
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
   for (const auto& n : c.nodes)
     expect_partitioned(c, n, "cpx-nps4", 64);
   E2E_NOTE("admin cordon: " << seconds_since(t0) << " s");
@@ -644,14 +644,13 @@ BOOST_AUTO_TEST_CASE(a_paused_plan_starts_no_node_until_resumed, *utf::timeout(1
   o.paused = true;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("paused", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(eventually([&] { return c.plan_items(plan).size() == 2u; }, 20s),
-                        c.describe(plan));
-  BOOST_TEST(c.await_plan_phase(plan, "Paused", 10s), c.describe(plan));
+  E2E_REQUIRE(eventually([&] { return c.plan_items(plan).size() == 2u; }, 20s), c.describe(plan));
+  E2E_CHECK(c.await_plan_phase(plan, "Paused", 10s), c.describe(plan));
   std::this_thread::sleep_for(5s); // the sampler watches that nothing happens
   expect_no_violations(s);
   BOOST_TEST(c.plan_phase(plan) == "Paused");
   c.patch(plans, plan, R"({"spec":{"paused":false}})");
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 60s), c.describe(plan));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 60s), c.describe(plan));
   for (const auto& n : c.nodes)
     expect_partitioned(c, n, "cpx-nps4", 64);
   E2E_NOTE("pause and resume: " << seconds_since(t0) << " s");
@@ -696,16 +695,15 @@ BOOST_AUTO_TEST_CASE(a_dry_run_previews_each_node_and_changes_none, *utf::timeou
   o.dry_run = true;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("dry", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              auto all = c.plan_items(plan);
-                              return all.size() == 2u &&
-                                     std::all_of(all.begin(), all.end(), [](const item_view& i) {
-                                       return !i.preview.empty();
-                                     });
-                            },
-                            30s, 200ms),
-                        c.describe(plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto all = c.plan_items(plan);
+                    return all.size() == 2u &&
+                           std::all_of(all.begin(), all.end(),
+                                       [](const item_view& i) { return !i.preview.empty(); });
+                  },
+                  30s, 200ms),
+              c.describe(plan));
   std::this_thread::sleep_for(5s); // the sampler watches that no node changes
   expect_no_violations(s);
   for (const auto& n : c.test_nodes())
@@ -763,7 +761,7 @@ BOOST_AUTO_TEST_CASE(a_node_already_in_the_target_state_succeeds_without_being_c
   plan_options o;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("target", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 60s), c.describe(plan));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 60s), c.describe(plan));
   expect_no_violations(s);
   const auto item = c.item(plan, ready);
   BOOST_REQUIRE(item);
@@ -794,7 +792,7 @@ BOOST_AUTO_TEST_CASE(a_profile_change_reruns_only_the_nodes_using_that_profile,
   o.entries = {{"training", c.selector({{"nodepool", "training-gpu"}}), cpx},
                {"inference", c.selector({{"nodepool", "inference-gpu"}}), spx}};
   const auto plan = c.create_plan("change", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
   std::map<std::string, item_view> first;
   for (const auto& i : c.plan_items(plan))
     first[i.node] = i;
@@ -812,24 +810,24 @@ BOOST_AUTO_TEST_CASE(a_profile_change_reruns_only_the_nodes_using_that_profile,
   sampler s(c, {plan}, inference_alone);
   // A new DCM profile name for the same CPX/NPS4 definition: a new desiredHash.
   c.patch(profiles, cpx, R"({"spec":{"operatorPayload":{"profileName":"e2e-cpx-v2"}}})");
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              for (const auto& i : c.plan_items(plan)) {
-                                if (i.node == inference_node)
-                                  continue;
-                                const auto& was = first[i.node];
-                                // Run again: a second Succeeded in the history (completedAt
-                                // has whole seconds; a re-run may end in the same one).
-                                if (i.desired_hash == was.desired_hash ||
-                                    i.observed_hash != i.desired_hash || i.phase != "Succeeded" ||
-                                    std::count(i.phases.begin(), i.phases.end(), "Succeeded") < 2)
-                                  return false;
-                              }
-                              return true;
-                            },
-                            90s, 200ms),
-                        c.describe(plan));
-  BOOST_TEST(c.await_plan_phase(plan, "Completed", 20s), c.describe(plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    for (const auto& i : c.plan_items(plan)) {
+                      if (i.node == inference_node)
+                        continue;
+                      const auto& was = first[i.node];
+                      // Run again: a second Succeeded in the history (completedAt
+                      // has whole seconds; a re-run may end in the same one).
+                      if (i.desired_hash == was.desired_hash || i.observed_hash != i.desired_hash ||
+                          i.phase != "Succeeded" ||
+                          std::count(i.phases.begin(), i.phases.end(), "Succeeded") < 2)
+                        return false;
+                    }
+                    return true;
+                  },
+                  90s, 200ms),
+              c.describe(plan));
+  E2E_CHECK(c.await_plan_phase(plan, "Completed", 20s), c.describe(plan));
   expect_no_violations(s);
   const auto again = c.item(plan, inference_node);
   BOOST_REQUIRE(again);
@@ -876,18 +874,16 @@ BOOST_AUTO_TEST_CASE(deleting_the_plan_mid_drain_returns_the_nodes_and_removes_t
   plan_options o;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("deleted", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              auto i = c.item(plan, first);
-                              return i && i->phase == "Draining" &&
-                                     json_int(i->drain, "podsBlocked") > 0;
-                            },
-                            60s, 200ms),
-                        c.describe(plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, first);
+                    return i && i->phase == "Draining" && json_int(i->drain, "podsBlocked") > 0;
+                  },
+                  60s, 200ms),
+              c.describe(plan));
   BOOST_REQUIRE(c.node(first).unschedulable);
   c.delete_plan(plan);
-  BOOST_REQUIRE_MESSAGE(eventually([&] { return c.plan_items(plan).empty(); }, 30s, 200ms),
-                        c.describe(plan));
+  E2E_REQUIRE(eventually([&] { return c.plan_items(plan).empty(); }, 30s, 200ms), c.describe(plan));
   BOOST_TEST(!c.get(plans, plan));
   s.stop();
   for (const auto& n : c.nodes) {
@@ -918,10 +914,9 @@ BOOST_AUTO_TEST_CASE(deleting_the_plan_while_dcm_works_leaves_the_node_cordoned_
   o.verification_timeout = 600;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("mid-dcm", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(c.await_items(plan, 1, "WaitingOperator", 60s), c.describe(plan));
+  E2E_REQUIRE(c.await_items(plan, 1, "WaitingOperator", 60s), c.describe(plan));
   c.delete_plan(plan);
-  BOOST_REQUIRE_MESSAGE(eventually([&] { return c.plan_items(plan).empty(); }, 30s, 200ms),
-                        c.describe(plan));
+  E2E_REQUIRE(eventually([&] { return c.plan_items(plan).empty(); }, 30s, 200ms), c.describe(plan));
   BOOST_TEST(eventually([&] { return !c.node(node).dcm_taint; }, 10s));
   const auto n = c.node(node);
   BOOST_TEST(n.unschedulable, "a node whose GPUs were mid-change was uncordoned");
@@ -1012,14 +1007,14 @@ BOOST_AUTO_TEST_CASE(an_operator_killed_in_every_phase_and_restarted_completes_t
   };
   auto await_phase = [&](const std::string& node, const std::string& phase,
                          const std::function<bool(const item_view&)>& also = {}) {
-    BOOST_REQUIRE_MESSAGE(eventually(
-                              [&] {
-                                auto i = c.item(plan, node);
-                                return i && i->phase == phase && (!also || also(*i));
-                              },
-                              60s, 20ms),
-                          "waiting for " << phase << "\n"
-                                         << c.describe(plan));
+    E2E_REQUIRE(eventually(
+                    [&] {
+                      auto i = c.item(plan, node);
+                      return i && i->phase == phase && (!also || also(*i));
+                    },
+                    60s, 20ms),
+                "waiting for " << phase << "\n"
+                               << c.describe(plan));
   };
   // SIGKILL in `phase`, `meanwhile` (with no operator running), restart, and wait until the
   // new operator sees the cluster. Unless `moves_on`, the item must still be in `phase`.
@@ -1086,7 +1081,7 @@ BOOST_AUTO_TEST_CASE(an_operator_killed_in_every_phase_and_restarted_completes_t
   BOOST_TEST(!c.node(a).dcm_taint);
   c.patch(kube::resources::nodes(), a, R"({"metadata":{"labels":{")" + gate + R"(":"yes"}}})");
 
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
   expect_no_violations(s);
   for (const auto& n : c.nodes) {
     expect_partitioned(c, n, dcm_name, 64);
@@ -1121,14 +1116,13 @@ BOOST_AUTO_TEST_CASE(a_restarted_operator_starts_no_other_node_while_one_is_in_f
   o.drain_timeout = 300;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("restarts", plan_spec(o));
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              auto i = c.item(plan, first);
-                              return i && i->phase == "Draining" &&
-                                     json_int(i->drain, "podsBlocked") > 0;
-                            },
-                            60s, 100ms),
-                        c.describe(plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, first);
+                    return i && i->phase == "Draining" && json_int(i->drain, "podsBlocked") > 0;
+                  },
+                  60s, 100ms),
+              c.describe(plan));
   // Five restarts while the first node's drain is blocked by its PDB.
   for (int k = 0; k < 5; ++k) {
     const auto before = syncs(c);
@@ -1146,7 +1140,7 @@ BOOST_AUTO_TEST_CASE(a_restarted_operator_starts_no_other_node_while_one_is_in_f
   BOOST_TEST(c.item(plan, first)->phase == "Draining");
   // The budget goes; the rollout completes.
   (void)c.api.remove(kube::resources::pod_disruption_budgets(), c.ns, "pinned-pdb");
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
   for (const auto& n : c.nodes)
     expect_partitioned(c, n, "cpx-nps4", 64);
   E2E_NOTE("five restarts mid-drain: " << seconds_since(t0) << " s");
@@ -1201,13 +1195,13 @@ BOOST_AUTO_TEST_CASE(a_node_selected_by_two_plans_is_left_alone_and_both_report_
                                   kube::string_at(x, "status") == "True");
     return listed && condition;
   };
-  BOOST_REQUIRE_MESSAGE(eventually([&] { return reports_conflict(plan_all); }, 30s, 200ms),
-                        c.describe(plan_all));
-  BOOST_REQUIRE_MESSAGE(eventually([&] { return reports_conflict(plan_training); }, 30s, 200ms),
-                        c.describe(plan_training));
+  E2E_REQUIRE(eventually([&] { return reports_conflict(plan_all); }, 30s, 200ms),
+              c.describe(plan_all));
+  E2E_REQUIRE(eventually([&] { return reports_conflict(plan_training); }, 30s, 200ms),
+              c.describe(plan_training));
   c.patch(plans, plan_all, R"({"spec":{"paused":false}})");
   c.patch(plans, plan_training, R"({"spec":{"paused":false}})");
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan_all, "Completed", 60s), c.describe(plan_all));
+  E2E_REQUIRE(c.await_plan_phase(plan_all, "Completed", 60s), c.describe(plan_all));
   BOOST_TEST(!eventually([&] { return !c.node(contested).label(profile_label).empty(); }, 3s));
   expect_no_violations(s);
   BOOST_TEST(reports_conflict(plan_all));

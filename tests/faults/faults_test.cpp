@@ -291,7 +291,7 @@ BOOST_AUTO_TEST_CASE(operator_killed_at_random_instants_completes_the_rollout_sa
   const bool completed = c.await_plan_phase(f.plan, "Completed", std::chrono::seconds(300 + 6 * n));
   const double rollout_s = e2e::seconds_since(rollout_start);
   expect_no_violations(s, "kill storm");
-  BOOST_REQUIRE_MESSAGE(completed, "the plan did not complete: " << describe_phases(f.phases()));
+  E2E_REQUIRE(completed, "the plan did not complete: " << describe_phases(f.phases()));
   const int checked = expect_fleet_partitioned(f);
   BOOST_TEST(checked == n);
   expect_none_stranded(f);
@@ -330,15 +330,15 @@ BOOST_AUTO_TEST_CASE(apiserver_restarted_and_frozen_mid_rollout_the_operator_rec
   const auto rollout_start = clock_type::now();
   f.create_plan("apiserver");
 
-  BOOST_REQUIRE_MESSAGE(await_progress(f, std::max(1, n / 5), 300s),
-                        "no progress before the restart: " << describe_phases(f.phases()));
+  E2E_REQUIRE(await_progress(f, std::max(1, n / 5), 300s),
+              "no progress before the restart: " << describe_phases(f.phases()));
   FAULTS_NOTE("restarting kube-apiserver with " << describe_phases(f.phases()));
   const auto r0 = clock_type::now();
   BOOST_REQUIRE(cluster_request("restart kube-apiserver"));
   FAULTS_NOTE("kube-apiserver back after " << seconds_text(e2e::seconds_since(r0)) << " s");
 
-  BOOST_REQUIRE_MESSAGE(await_progress(f, n / 2, 300s),
-                        "no progress after the restart: " << describe_phases(f.phases()));
+  E2E_REQUIRE(await_progress(f, n / 2, 300s),
+              "no progress after the restart: " << describe_phases(f.phases()));
   FAULTS_NOTE("freezing kube-apiserver for 30 s with " << describe_phases(f.phases()));
   const auto before_freeze = f.phases();
   bool froze = false;
@@ -351,7 +351,7 @@ BOOST_AUTO_TEST_CASE(apiserver_restarted_and_frozen_mid_rollout_the_operator_rec
   const bool completed = c.await_plan_phase(f.plan, "Completed", 300s);
   FAULTS_NOTE("completed " << seconds_text(e2e::seconds_since(thawed)) << " s after the thaw");
   expect_no_violations(s, "API server faults");
-  BOOST_REQUIRE_MESSAGE(completed, "the plan did not complete: " << describe_phases(f.phases()));
+  E2E_REQUIRE(completed, "the plan did not complete: " << describe_phases(f.phases()));
   // The same process throughout: never restarted, never gave up.
   BOOST_TEST(c.operator_process().alive());
   BOOST_TEST(c.operator_process().pid() == pid);
@@ -403,8 +403,8 @@ BOOST_AUTO_TEST_CASE(etcd_compaction_forces_every_watch_to_relist_and_the_state_
   fleet_invariants inv(f);
   e2e::sampler s(c, {c.id + "-compact"}, inv.fn(), true);
   f.create_plan("compact");
-  BOOST_REQUIRE_MESSAGE(await_progress(f, std::max(1, n / 4), 300s),
-                        "no progress: " << describe_phases(f.phases()));
+  E2E_REQUIRE(await_progress(f, std::max(1, n / 4), 300s),
+              "no progress: " << describe_phases(f.phases()));
   const char* resources[] = {"nodes",
                              "pods",
                              "poddisruptionbudgets",
@@ -447,7 +447,7 @@ BOOST_AUTO_TEST_CASE(etcd_compaction_forces_every_watch_to_relist_and_the_state_
   BOOST_TEST(all_relisted, "relists per watch after the compaction:" << counts);
   const bool completed = c.await_plan_phase(f.plan, "Completed", 300s);
   expect_no_violations(s, "compaction");
-  BOOST_REQUIRE_MESSAGE(completed, "the plan did not complete: " << describe_phases(f.phases()));
+  E2E_REQUIRE(completed, "the plan did not complete: " << describe_phases(f.phases()));
   BOOST_TEST(c.operator_process().pid() == pid);
   BOOST_TEST(c.operator_process().alive());
   expect_fleet_partitioned(f);
@@ -476,8 +476,8 @@ BOOST_AUTO_TEST_CASE(leader_killed_the_standby_takes_over_and_the_two_never_act_
   fleet_invariants inv(f);
   e2e::sampler s(c, {c.id + "-leader"}, inv.fn(), true);
   f.create_plan("leader");
-  BOOST_REQUIRE_MESSAGE(await_progress(f, std::max(1, n / 4), 300s),
-                        "no progress: " << describe_phases(f.phases()));
+  E2E_REQUIRE(await_progress(f, std::max(1, n / 4), 300s),
+              "no progress: " << describe_phases(f.phases()));
   FAULTS_NOTE("killing the leader (A) with " << describe_phases(f.phases()));
   r.a->kill_now();
   const auto killed = clock_type::now();
@@ -486,7 +486,7 @@ BOOST_AUTO_TEST_CASE(leader_killed_the_standby_takes_over_and_the_two_never_act_
   const double to_lead = e2e::seconds_since(killed);
   const bool completed = c.await_plan_phase(f.plan, "Completed", 300s);
   expect_no_violations(s, "leader kill");
-  BOOST_REQUIRE_MESSAGE(completed, "the plan did not complete: " << describe_phases(f.phases()));
+  E2E_REQUIRE(completed, "the plan did not complete: " << describe_phases(f.phases()));
   expect_fleet_partitioned(f);
   expect_each_phase_once(f);
   const auto events = audit.read();
@@ -522,8 +522,8 @@ BOOST_AUTO_TEST_CASE(leader_frozen_past_its_lease_writes_nothing_when_it_wakes,
   fleet_invariants inv(f);
   e2e::sampler s(c, {c.id + "-frozen"}, inv.fn(), true);
   f.create_plan("frozen");
-  BOOST_REQUIRE_MESSAGE(await_progress(f, std::max(1, n / 4), 300s),
-                        "no progress: " << describe_phases(f.phases()));
+  E2E_REQUIRE(await_progress(f, std::max(1, n / 4), 300s),
+              "no progress: " << describe_phases(f.phases()));
   FAULTS_NOTE("freezing the leader (A) with " << describe_phases(f.phases()));
   r.a->signal(SIGSTOP);
   const auto frozen = clock_type::now();
@@ -539,7 +539,7 @@ BOOST_AUTO_TEST_CASE(leader_frozen_past_its_lease_writes_nothing_when_it_wakes,
   BOOST_TEST(count_of(file_text(r.log_a), "lost leadership") == 1u);
   const bool completed = c.await_plan_phase(f.plan, "Completed", 300s);
   expect_no_violations(s, "frozen leader");
-  BOOST_REQUIRE_MESSAGE(completed, "the plan did not complete: " << describe_phases(f.phases()));
+  E2E_REQUIRE(completed, "the plan did not complete: " << describe_phases(f.phases()));
   expect_fleet_partitioned(f);
   expect_each_phase_once(f);
   const auto events = audit.read();
@@ -572,14 +572,14 @@ BOOST_AUTO_TEST_CASE(a_node_deleted_mid_rollout_releases_its_token, *utf::timeou
   fleet_invariants inv(f);
   e2e::sampler s(c, {c.id + "-deleted"}, inv.fn());
   f.create_plan("deleted");
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              auto i = c.item(f.plan, first);
-                              return i && i->phase == "Draining" &&
-                                     i->drain.find("\"podsBlocked\":1") != std::string::npos;
-                            },
-                            60s, 100ms),
-                        c.describe(f.plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(f.plan, first);
+                    return i && i->phase == "Draining" &&
+                           i->drain.find("\"podsBlocked\":1") != std::string::npos;
+                  },
+                  60s, 100ms),
+              c.describe(f.plan));
   // Nothing else may start while the token is held.
   std::this_thread::sleep_for(2s);
   for (const auto& i : c.plan_items(f.plan))
@@ -588,21 +588,21 @@ BOOST_AUTO_TEST_CASE(a_node_deleted_mid_rollout_releases_its_token, *utf::timeou
   const auto deleted_at = clock_type::now();
   auto gone = c.api.remove(kube::resources::nodes(), "", first);
   BOOST_REQUIRE_MESSAGE(gone.ok(), (gone.ok() ? "" : gone.error().describe()));
-  BOOST_TEST(eventually([&] { return !c.item(f.plan, first); }, 30s, 100ms),
-             "the deleted node's item stayed\n"
-                 << c.describe(f.plan));
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              for (const auto& i : c.plan_items(f.plan))
-                                if (i.node != first && i.phase_or_pending() != "Pending")
-                                  return true;
-                              return false;
-                            },
-                            30s, 100ms),
-                        "no other node started after the deletion\n"
-                            << c.describe(f.plan));
+  E2E_CHECK(eventually([&] { return !c.item(f.plan, first); }, 30s, 100ms),
+            "the deleted node's item stayed\n"
+                << c.describe(f.plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    for (const auto& i : c.plan_items(f.plan))
+                      if (i.node != first && i.phase_or_pending() != "Pending")
+                        return true;
+                    return false;
+                  },
+                  30s, 100ms),
+              "no other node started after the deletion\n"
+                  << c.describe(f.plan));
   const double released = e2e::seconds_since(deleted_at);
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(f.plan, "Completed", 120s), c.describe(f.plan));
+  E2E_REQUIRE(c.await_plan_phase(f.plan, "Completed", 120s), c.describe(f.plan));
   expect_no_violations(s, "node deletion");
   const auto items = c.plan_items(f.plan);
   BOOST_TEST(items.size() == 2u);
@@ -649,14 +649,14 @@ BOOST_AUTO_TEST_CASE(dcm_config_deleted_or_invalid_fails_nodes_in_preflight_befo
   };
   e2e::sampler s(c, {c.id + "-dcm"}, untouched);
   f.create_plan("dcm");
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              auto i = c.item(f.plan, first);
-                              return i && i->phase == "Draining" &&
-                                     i->drain.find("\"podsBlocked\":1") != std::string::npos;
-                            },
-                            60s, 100ms),
-                        c.describe(f.plan));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(f.plan, first);
+                    return i && i->phase == "Draining" &&
+                           i->drain.find("\"podsBlocked\":1") != std::string::npos;
+                  },
+                  60s, 100ms),
+              c.describe(f.plan));
   auto others_failed = [&](const std::string& finding) {
     int failed = 0;
     for (const auto& i : c.plan_items(f.plan))
@@ -668,26 +668,26 @@ BOOST_AUTO_TEST_CASE(dcm_config_deleted_or_invalid_fails_nodes_in_preflight_befo
   // Deleted.
   auto removed = c.api.remove(kube::resources::config_maps(), c.ns, e2e::dcm_config_name);
   BOOST_REQUIRE(removed.ok());
-  BOOST_TEST(eventually([&] { return others_failed("DCMConfigNotFound"); }, 30s, 200ms),
-             c.describe(f.plan));
+  E2E_CHECK(eventually([&] { return others_failed("DCMConfigNotFound"); }, 30s, 200ms),
+            c.describe(f.plan));
   // The drain ends (the budget goes): the node in flight cannot be handed to DCM and is
   // returned to service.
   (void)c.api.remove(kube::resources::pod_disruption_budgets(), c.ns, "pinned");
-  BOOST_TEST(eventually(
-                 [&] {
-                   auto i = c.item(f.plan, first);
-                   return i && i->phase == "Failed" && !c.node(first).unavailable();
-                 },
-                 60s, 200ms),
-             c.describe(f.plan));
+  E2E_CHECK(eventually(
+                [&] {
+                  auto i = c.item(f.plan, first);
+                  return i && i->phase == "Failed" && !c.node(first).unavailable();
+                },
+                60s, 200ms),
+            c.describe(f.plan));
   // Made invalid.
   auto invalid = c.api.create(kube::resources::config_maps(), c.ns,
                               R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" +
                                   e2e::quoted(e2e::dcm_config_name) +
                                   R"(},"data":{"config.json":"{\"gpu-config-profiles\": [tru"}})");
   BOOST_REQUIRE_MESSAGE(invalid.ok(), (invalid.ok() ? "" : invalid.error().describe()));
-  BOOST_TEST(eventually([&] { return others_failed("DCMConfigInvalid"); }, 30s, 200ms),
-             c.describe(f.plan));
+  E2E_CHECK(eventually([&] { return others_failed("DCMConfigInvalid"); }, 30s, 200ms),
+            c.describe(f.plan));
   std::this_thread::sleep_for(2s);
   expect_no_violations(s, "DCM ConfigMap faults");
   // Right again: the preflight failures clear themselves, the first node is retried.
@@ -695,7 +695,7 @@ BOOST_AUTO_TEST_CASE(dcm_config_deleted_or_invalid_fails_nodes_in_preflight_befo
           R"({"data":{"config.json":)" + e2e::quoted(config) + "}}", c.ns);
   c.patch(e2e::items, f.plan + "-" + first,
           R"({"metadata":{"annotations":{"infrastructure.silogen.ai/retry":"1"}}})");
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(f.plan, "Completed", 180s), c.describe(f.plan));
+  E2E_REQUIRE(c.await_plan_phase(f.plan, "Completed", 180s), c.describe(f.plan));
   expect_fleet_partitioned(f);
   FAULTS_NOTE("DCM ConfigMap deleted and invalid: " << seconds_text(e2e::seconds_since(t0))
                                                     << " s");

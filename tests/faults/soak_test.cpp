@@ -255,9 +255,8 @@ BOOST_AUTO_TEST_CASE(a_large_rollout_under_constant_faults_completes_with_no_str
   done = true;
   memory.join();
   expect_no_violations(s, "soak");
-  BOOST_REQUIRE_MESSAGE(completed, "the rollout did not complete within "
-                                       << minutes.count()
-                                       << " min: " << c.describe(f.plan).substr(0, 4000));
+  E2E_REQUIRE(completed, "the rollout did not complete within "
+                             << minutes.count() << " min: " << c.describe(f.plan).substr(0, 4000));
   BOOST_TEST(c.operator_process().alive());
   BOOST_TEST(c.operator_process().pid() == pid);
   const int checked = expect_fleet_partitioned(f);

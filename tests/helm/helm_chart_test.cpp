@@ -30,7 +30,7 @@ std::vector<YAML::Node> render(const std::vector<std::string>& extra = {}) {
                                 "--namespace", "gp-ns",    "--set", "dcm.namespace=dcm-ns"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto r = run(args);
-  BOOST_REQUIRE_MESSAGE(r.ok(), r.describe());
+  E2E_REQUIRE(r.ok(), r.describe());
   return documents(r.out);
 }
 
@@ -158,11 +158,11 @@ BOOST_AUTO_TEST_CASE(every_value_has_a_comment_and_a_row_in_the_readme) {
 
 BOOST_AUTO_TEST_CASE(helm_lint_passes_with_defaults_and_with_every_option_on) {
   auto plain = run({"helm", "lint", "--strict", chart_copy()});
-  BOOST_TEST(plain.ok(), plain.describe());
+  E2E_CHECK(plain.ok(), plain.describe());
   std::vector<std::string> args{"helm", "lint", "--strict", chart_copy()};
   args.insert(args.end(), all_toggles.begin(), all_toggles.end());
   auto toggled = run(args);
-  BOOST_TEST(toggled.ok(), toggled.describe());
+  E2E_CHECK(toggled.ok(), toggled.describe());
 }
 
 BOOST_AUTO_TEST_CASE(the_deployment_runs_two_hardened_replicas_with_leader_election_and_probes) {
@@ -254,7 +254,7 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
       {"infrastructure.silogen.ai/nodepartitionings/status", {"patch"}},
       {"infrastructure.silogen.ai/partitioningplans/finalizers", {"update"}},
   };
-  BOOST_TEST((grants(cr) == cluster_wide), "ClusterRole grants:\n" << describe(grants(cr)));
+  E2E_CHECK((grants(cr) == cluster_wide), "ClusterRole grants:\n" << describe(grants(cr)));
 
   const auto lease = find(docs, "Role", "gp-gpu-partitioner-leader-election");
   BOOST_REQUIRE(lease);
@@ -263,14 +263,14 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
       {"coordination.k8s.io/leases", {"create"}},
       {"coordination.k8s.io/leases[gpu-partitioner]", {"get", "update"}},
   };
-  BOOST_TEST((grants(lease) == lease_grants), describe(grants(lease)));
+  E2E_CHECK((grants(lease) == lease_grants), describe(grants(lease)));
 
   const auto events = find(docs, "Role", "gp-gpu-partitioner-events");
   BOOST_REQUIRE(events);
   BOOST_TEST(events["metadata"]["namespace"].as<std::string>() == "default");
   const std::map<std::string, std::set<std::string>> event_grants = {
       {"/events", {"create", "patch"}}};
-  BOOST_TEST((grants(events) == event_grants), describe(grants(events)));
+  E2E_CHECK((grants(events) == event_grants), describe(grants(events)));
 
   const auto dcm = find(docs, "Role", "gp-gpu-partitioner-dcm-config");
   BOOST_REQUIRE(dcm);
@@ -279,7 +279,7 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
       {"/configmaps", {"create"}},
       {"/configmaps[config-manager-config]", {"get", "update"}},
   };
-  BOOST_TEST((grants(dcm) == dcm_grants), describe(grants(dcm)));
+  E2E_CHECK((grants(dcm) == dcm_grants), describe(grants(dcm)));
   BOOST_TEST(find_all(docs, "Role").size() == 3u);
 
   // Every role is bound to the chart's ServiceAccount, in the release namespace.

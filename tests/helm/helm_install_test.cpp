@@ -130,7 +130,7 @@ command_result kubectl(const std::vector<std::string>& args) {
 
 std::string kubectl_out(const std::vector<std::string>& args) {
   auto r = kubectl(args);
-  BOOST_REQUIRE_MESSAGE(r.ok(), r.describe());
+  E2E_REQUIRE(r.ok(), r.describe());
   return r.out;
 }
 
@@ -281,7 +281,7 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
                                   // no node runs the chart's pods here: keep them Pending
                                   // (a string even when the key is all digits)
                                   "--set-string", "nodeSelector.helm-test=" + c.key});
-    BOOST_REQUIRE_MESSAGE(installed.ok(), installed.describe());
+    E2E_REQUIRE(installed.ok(), installed.describe());
     HELM_NOTE("installed release " << rel.name << " in " << seconds_since(t0) << " s");
     // NOTES.txt: how to watch the rollout, where the metrics are.
     BOOST_TEST(installed.out.find("kubectl -n " + rel.ns + " rollout status deployment/" + full) !=
@@ -290,7 +290,7 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     BOOST_TEST(installed.out.find("service/" + full + "-metrics") != std::string::npos,
                installed.out);
     auto status = run({"helm", "status", rel.name, "--namespace", rel.ns});
-    BOOST_TEST(status.out.find("STATUS: deployed") != std::string::npos, status.describe());
+    E2E_CHECK(status.out.find("STATUS: deployed") != std::string::npos, status.describe());
     for (const auto& [kind, name, ns] :
          std::vector<std::tuple<std::string, std::string, std::string>>{
              {"serviceaccount", full, rel.ns},
@@ -311,7 +311,7 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
       if (!ns.empty())
         args.insert(args.end(), {"-n", ns});
       auto r = kubectl(args);
-      BOOST_TEST(r.ok(), kind << " " << name << ": " << r.describe());
+      E2E_CHECK(r.ok(), kind << " " << name << ": " << r.describe());
     }
     const auto deployment = get_json("deployment", full, rel.ns);
     const auto* replicas = kube::find_path(deployment, {"spec", "replicas"});
@@ -333,7 +333,7 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     const auto& config = sa.kubeconfig;
     auto whoami = run({"kubectl", "--kubeconfig", config, "auth", "whoami", "-o",
                        "jsonpath={.status.userInfo.username}"});
-    BOOST_REQUIRE_MESSAGE(whoami.ok() && whoami.out == sa_user, whoami.describe());
+    E2E_REQUIRE(whoami.ok() && whoami.out == sa_user, whoami.describe());
     std::vector<std::string> args = {"--kubeconfig", config};
     const auto* container = kube::find_path(deployment, {"spec", "template", "spec", "containers"});
     BOOST_REQUIRE(container && container->IsArray() && container->Size() == 1);
@@ -349,15 +349,15 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     const std::string metrics_url = "http://127.0.0.1:" + std::to_string(port);
     BOOST_TEST((std::find(args.begin(), args.end(), "--leader-elect") != args.end()));
     c.start_operator(args);
-    BOOST_REQUIRE_MESSAGE(eventually(
-                              [&] {
-                                auto r = run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
-                                              metrics_url + "/readyz"});
-                                return r.out == "200";
-                              },
-                              30s, 200ms),
-                          "the operator never became ready\n"
-                              << c.operator_log());
+    E2E_REQUIRE(eventually(
+                    [&] {
+                      auto r = run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                    metrics_url + "/readyz"});
+                      return r.out == "200";
+                    },
+                    30s, 200ms),
+                "the operator never became ready\n"
+                    << c.operator_log());
     const auto lease = get_json("lease", "gpu-partitioner", rel.ns);
     BOOST_TEST(!str(lease, {"spec", "holderIdentity"}).empty(), "the Lease has no holder");
 
@@ -375,9 +375,8 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     const auto t_plan = clock_type::now();
     const auto plan =
         c.create_sample_plan("seed", {{"mi300x-cpx-nps4", cpx}, {"mi300x-spx-nps1", spx}});
-    BOOST_REQUIRE_MESSAGE(c.await_plan_phase(plan, "Completed", 180s), c.describe(plan)
-                                                                           << "\n"
-                                                                           << c.operator_log());
+    E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 180s), c.describe(plan) << "\n"
+                                                                              << c.operator_log());
     HELM_NOTE("seed plan over " << c.nodes.size() << " nodes completed in " << seconds_since(t_plan)
                                 << " s");
     for (const auto& i : c.plan_items(plan))
@@ -404,7 +403,7 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     const auto during = audit_entries(audit_from, sa_user);
     std::map<std::string, std::set<int>> used; // "verb resource" -> codes
     for (const auto& e : during) {
-      BOOST_TEST(e.code != 403, "refused: " << e.describe());
+      E2E_CHECK(e.code != 403, "refused: " << e.describe());
       used[e.verb + " " + e.resource + (e.ns.empty() ? "" : " ns:" + e.ns)].insert(e.code);
     }
     std::ostringstream seen;
@@ -469,9 +468,9 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
   std::multiset<std::string> refused_seen;
   for (const auto& e : audit_entries(audit_from, sa_user)) {
     if (starts_with(e.agent, "gpu-partitioner/"))
-      BOOST_TEST(e.code != 403, "refused: " << e.describe());
+      E2E_CHECK(e.code != 403, "refused: " << e.describe());
     else if (e.code == 403) {
-      BOOST_TEST(e.decision == "forbid", e.describe());
+      E2E_CHECK(e.decision == "forbid", e.describe());
       refused_seen.insert(e.verb + " " + e.resource);
     }
   }
@@ -490,7 +489,7 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
   // -- helm uninstall removes what the chart made --
   const std::string full = rel.name + "-gpu-partitioner";
   auto removed = rel.uninstall();
-  BOOST_TEST(removed.ok(), removed.describe());
+  E2E_CHECK(removed.ok(), removed.describe());
   BOOST_TEST(!kubectl({"get", "clusterrole", full}).ok());
   BOOST_TEST(!kubectl({"get", "clusterrolebinding", full}).ok());
   BOOST_TEST(!kubectl({"get", "role", full + "-events", "-n", "default"}).ok());

@@ -7,6 +7,7 @@
 // with anything else on the cluster.
 #include "kube/list_watch.hpp"
 #include "tests/integration/support/cluster.hpp"
+#include "tests/support/checks.hpp"
 
 #include <boost/test/results_collector.hpp>
 #include <boost/test/unit_test.hpp>
@@ -460,18 +461,18 @@ BOOST_AUTO_TEST_CASE(a_profile_run_under_the_taint_succeeds_and_untainting_bring
 
   c.request(n, "cpx-nps4");
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
-  BOOST_TEST(c.has_event(n, "SuccessfullyPartitioned"), describe(c.dcm_events(n)));
+  E2E_CHECK(c.has_event(n, "SuccessfullyPartitioned"), describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "CPX/NPS4");
   BOOST_TEST(!c.label(n, ready_label)); // still tainted: still down
   BOOST_TEST(c.gpus(n) == 8);
 
   c.set_dcm_taint(n, false);
-  BOOST_TEST(eventually([&] {
-               return c.gpus(n) == 64 && c.label(n, ready_label).value_or("") == "true" &&
-                      c.label(n, partition_label).value_or("") == "cpx_nps4";
-             }),
-             "after untaint: amd.com/gpu=" << c.gpus(n) << ", partition "
-                                           << c.label(n, partition_label).value_or("<none>"));
+  E2E_CHECK(eventually([&] {
+              return c.gpus(n) == 64 && c.label(n, ready_label).value_or("") == "true" &&
+                     c.label(n, partition_label).value_or("") == "cpx_nps4";
+            }),
+            "after untaint: amd.com/gpu=" << c.gpus(n) << ", partition "
+                                          << c.label(n, partition_label).value_or("<none>"));
 }
 
 BOOST_AUTO_TEST_CASE(writing_the_same_profile_again_starts_no_second_run,
@@ -486,16 +487,16 @@ BOOST_AUTO_TEST_CASE(writing_the_same_profile_again_starts_no_second_run,
   // Same value, stale state dropped: DCM sees no change and stays silent for well over
   // several runs' worth of time.
   c.request(n, "qpx-nps1");
-  BOOST_TEST(!eventually([&] { return !c.state(n).empty(); }, 4 * memory_run),
-             "a state label came back: " << c.state(n));
-  BOOST_TEST(c.dcm_events(n) == before, describe(c.dcm_events(n)));
+  E2E_CHECK(!eventually([&] { return !c.state(n).empty(); }, 4 * memory_run),
+            "a state label came back: " << c.state(n));
+  E2E_CHECK(c.dcm_events(n) == before, describe(c.dcm_events(n)));
 
   // Removing the label and setting the same value again is a new request.
   c.set_labels(n, {{profile_label, std::nullopt}});
   std::this_thread::sleep_for(1s); // let gpu-sim see the removal on its own
   c.request(n, "qpx-nps1");
   BOOST_TEST(c.await_state(n) == "success");
-  BOOST_TEST(c.has_event(n, "RequestedPartitionConfigAlreadyExists"), describe(c.dcm_events(n)));
+  E2E_CHECK(c.has_event(n, "RequestedPartitionConfigAlreadyExists"), describe(c.dcm_events(n)));
 }
 
 // -- DCM's validation --
@@ -506,7 +507,7 @@ BOOST_AUTO_TEST_CASE(an_unknown_profile_fails_with_NonExistentProfile,
   const auto& n = c.nodes[0];
   c.request(n, "no-such-profile");
   BOOST_TEST(c.await_state(n) == "failure");
-  BOOST_TEST(c.has_event(n, "NonExistentProfile"), describe(c.dcm_events(n)));
+  E2E_CHECK(c.has_event(n, "NonExistentProfile"), describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
 }
 
@@ -516,7 +517,7 @@ BOOST_AUTO_TEST_CASE(a_profile_with_bad_counts_fails_with_InvalidProfileInfo,
   const auto& n = c.nodes[0];
   c.request(n, "bad-count");
   BOOST_TEST(c.await_state(n) == "failure");
-  BOOST_TEST(c.has_event(n, "InvalidProfileInfo"), describe(c.dcm_events(n)));
+  E2E_CHECK(c.has_event(n, "InvalidProfileInfo"), describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
 }
 
@@ -528,7 +529,7 @@ BOOST_AUTO_TEST_CASE(a_config_map_made_invalid_fails_runs_with_InvalidJSONInConf
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
   c.replace_config(R"({"gpu-config-profiles": {"cpx-nps4": )");
   BOOST_TEST(request_until_failure(c, n) == "failure");
-  BOOST_TEST(c.has_event(n, "InvalidJSONInConfigMap"), describe(c.dcm_events(n)));
+  E2E_CHECK(c.has_event(n, "InvalidJSONInConfigMap"), describe(c.dcm_events(n)));
 }
 
 BOOST_AUTO_TEST_CASE(a_deleted_config_map_fails_runs_with_ConfigMapNotPresent,
@@ -539,7 +540,7 @@ BOOST_AUTO_TEST_CASE(a_deleted_config_map_fails_runs_with_ConfigMapNotPresent,
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
   BOOST_REQUIRE(c.api.remove(kube::resources::config_maps(), c.ns, dcm_config_name));
   BOOST_TEST(request_until_failure(c, n) == "failure");
-  BOOST_TEST(c.has_event(n, "ConfigMapNotPresent"), describe(c.dcm_events(n)));
+  E2E_CHECK(c.has_event(n, "ConfigMapNotPresent"), describe(c.dcm_events(n)));
 }
 
 // -- injected faults --
@@ -550,7 +551,7 @@ BOOST_AUTO_TEST_CASE(dcm_failure_fails_the_run_with_AMDSMIAPIFailure,
   const auto& n = c.nodes[0];
   c.request(n, "cpx-nps4");
   BOOST_TEST(c.await_state(n) == "failure");
-  BOOST_TEST(c.has_event(n, "AMDSMIAPIFailure"), describe(c.dcm_events(n)));
+  E2E_CHECK(c.has_event(n, "AMDSMIAPIFailure"), describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
 }
 
@@ -562,9 +563,9 @@ BOOST_AUTO_TEST_CASE(dcm_stuck_never_writes_a_state_label_while_a_healthy_node_s
   c.request(stuck, "cpx-nps4");
   c.request(healthy, "cpx-nps4");
   BOOST_REQUIRE_EQUAL(c.await_state(healthy), "success");
-  BOOST_TEST(!eventually([&] { return !c.state(stuck).empty(); }, 3 * memory_run),
-             "stuck node answered " << c.state(stuck));
-  BOOST_TEST(c.dcm_events(stuck).empty(), describe(c.dcm_events(stuck)));
+  E2E_CHECK(!eventually([&] { return !c.state(stuck).empty(); }, 3 * memory_run),
+            "stuck node answered " << c.state(stuck));
+  E2E_CHECK(c.dcm_events(stuck).empty(), describe(c.dcm_events(stuck)));
 }
 
 BOOST_AUTO_TEST_CASE(wrong_count_reports_63_instead_of_64_for_cpx,
@@ -630,13 +631,13 @@ BOOST_AUTO_TEST_CASE(gpu_pods_on_the_node_fail_the_run_until_they_are_gone,
 
   c.request(n, "qpx-nps1");
   BOOST_TEST(c.await_state(n) == "failure");
-  BOOST_TEST(c.has_event(n, "PartitionFailure"), describe(c.dcm_events(n)));
+  E2E_CHECK(c.has_event(n, "PartitionFailure"), describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
 
   // DCM retries; once the pod has terminated, a retry succeeds.
   BOOST_REQUIRE(c.api.remove(kube::resources::pods(), c.ns, "gpu-user"));
-  BOOST_TEST(eventually([&] { return c.state(n) == "success"; }),
-             "state " << c.state(n) << ", events " << describe(c.dcm_events(n)));
+  E2E_CHECK(eventually([&] { return c.state(n) == "success"; }),
+            "state " << c.state(n) << ", events " << describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "QPX/NPS1");
 }
 

@@ -1,7 +1,7 @@
 // actors::status_writer against the real API server: a write-ahead (persist) is answered;
 // a status sent before it, as a worker sends them, is never written after it (the
 // persist goes at high priority, ahead of queued flushes, and must not overtake it); and
-// statuses are coalesced.
+// statuses are coalesced; a stop writes what is pending.
 #include "actors/io_executor.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
@@ -170,6 +170,23 @@ BOOST_FIXTURE_TEST_CASE(statuses_sent_together_are_written_once, writer_fixture)
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   BOOST_TEST(shown() == "Draining/0");
   BOOST_TEST(status_patches() - before == 1.0);
+}
+
+// A clean stop: what waits in the writers is written before the operator exits, and
+// the stop is answered only then (before, the stop's flush reached the router, which had
+// no handler for it, and the pending statuses were lost).
+BOOST_FIXTURE_TEST_CASE(a_stop_writes_what_is_pending_then_answers, writer_fixture) {
+  const double before = status_patches();
+  self->send<caf::message_priority::high>(writer, ga::status_atom_v, item,
+                                          status_in(gp::node_phase::verifying, 0));
+  bool answered = false;
+  // Asked at once: the status is still inside its 100 ms coalescing window.
+  self->request(writer, std::chrono::seconds(10), ga::flush_atom_v, ga::stop_atom_v)
+      .receive([&](bool) { answered = true; }, [](caf::error&) {});
+  BOOST_TEST(answered);
+  BOOST_TEST(status_patches() - before == 1.0);
+  self->send_exit(writer, caf::exit_reason::user_shutdown);
+  BOOST_TEST(shown() == "Verifying/0");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

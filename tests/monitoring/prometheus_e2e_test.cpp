@@ -318,16 +318,15 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_a_rollout_and_every_dashboard_and_rule_e
       "--log-level",    "debug",
       "--metrics-addr", "127.0.0.1:" + std::to_string(metrics_port)};
   c.start_operator(operator_args);
-  BOOST_REQUIRE_MESSAGE(
-      eventually([&] { return http_get(metrics_port, "/healthz").code == 200; }, 10s, 50ms),
-      c.operator_log());
-  BOOST_REQUIRE_MESSAGE(eventually(
-                            [&] {
-                              const auto r = http_get(metrics_port, "/readyz");
-                              return r.code == 200 && r.body == "ok\n";
-                            },
-                            30s, 50ms),
-                        c.operator_log());
+  E2E_REQUIRE(eventually([&] { return http_get(metrics_port, "/healthz").code == 200; }, 10s, 50ms),
+              c.operator_log());
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    const auto r = http_get(metrics_port, "/readyz");
+                    return r.code == 200 && r.body == "ok\n";
+                  },
+                  30s, 50ms),
+              c.operator_log());
 
   prometheus_server prom(metrics_port, rules_path);
   BOOST_REQUIRE_MESSAGE(
@@ -341,8 +340,8 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_a_rollout_and_every_dashboard_and_rule_e
       "ok", plan_spec(c.selector({{"monitoring-group", "ok"}}), profile, /*drain_timeout=*/120));
   const auto bad = c.create_plan(
       "bad", plan_spec(c.selector({{"monitoring-group", "bad"}}), profile, /*drain_timeout=*/5));
-  BOOST_REQUIRE_MESSAGE(c.await_plan_phase(ok, "Completed", 120s), c.describe(ok));
-  BOOST_REQUIRE_MESSAGE(c.await_items(bad, 1, "Failed", 60s), c.describe(bad));
+  E2E_REQUIRE(c.await_plan_phase(ok, "Completed", 120s), c.describe(ok));
+  E2E_REQUIRE(c.await_items(bad, 1, "Failed", 60s), c.describe(bad));
   MONITORING_NOTE("rollouts done after " << seconds_since(t0) << " s");
 
   // Prometheus has seen the end of both.

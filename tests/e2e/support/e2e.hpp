@@ -13,6 +13,7 @@
 #include "kube/config.hpp"
 #include "kube/credentials.hpp"
 #include "kube/http_client.hpp"
+#include "tests/support/checks.hpp"
 
 #include <rapidjson/document.h>
 
