@@ -83,6 +83,19 @@ struct cluster_snapshot {
 };
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 
+/// The latest view of a plan, set by its supervisor before it tells the workers what
+/// changed, and read by a worker when it steps. Workers keep no view of their own: at a
+/// thousand nodes a view is about a megabyte of maps, and workers that each held the one
+/// they were last sent kept a second's worth of views (twenty) alive.
+class latest_view {
+public:
+  snapshot_ptr get() const { return std::atomic_load(&view_); }
+  void set(snapshot_ptr view) { std::atomic_store(&view_, std::move(view)); }
+
+private:
+  snapshot_ptr view_;
+};
+
 // -- I/O requests, performed by the io executors --
 
 /// The writes of one node step, done in order, plus item metadata changes.

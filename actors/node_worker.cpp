@@ -16,7 +16,6 @@ namespace {
 using namespace std::chrono_literals;
 
 struct worker_state {
-  snapshot_ptr view;
   /// The status this worker last wrote (it is the item's only status writer).
   std::optional<protocol::node_partitioning_status> status;
   /// The Node as our last write left it, until the watch shows that version.
@@ -146,6 +145,10 @@ controller::plan_standing standing_of(const cluster_snapshot& view,
 
 caf::behavior node_worker(caf::event_based_actor* self, node_worker_config config) {
   auto s = std::make_shared<worker_state>();
+  // Without the plan's latest view (a worker started on its own), the views it is sent
+  // are its latest.
+  const auto own_view = config.latest ? nullptr : std::make_shared<latest_view>();
+  const std::shared_ptr<const latest_view> latest = own_view ? own_view : config.latest;
   auto writer = [config] { return caf::actor_cast<caf::actor>(config.writer); };
   // A worker that ends (its item is gone) takes its series along.
   self->attach_functor([s, plan = config.plan] {
@@ -172,13 +175,14 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
   auto step = std::make_shared<std::function<void()>>();
   std::weak_ptr<std::function<void()>> weak_step = step;
   *step = [=] {
-    if (!s->view)
+    const snapshot_ptr current = latest->get();
+    if (!current)
       return;
     if (s->busy) {
       s->dirty = true;
       return;
     }
-    const auto& view = *s->view;
+    const auto& view = *current;
     auto item_it = view.items.find(config.item);
     if (item_it == view.items.end())
       return;
@@ -496,7 +500,8 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
 
   return {
       [=](view_atom, const snapshot_ptr& view) {
-        s->view = view;
+        if (own_view)
+          own_view->set(view);
         auto it = view->items.find(config.item);
         if (it == view->items.end())
           return;

@@ -1,8 +1,11 @@
 #pragma once
 
+#include "actors/messages.hpp"
+
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 namespace gpu_partitioner::actors {
@@ -17,6 +20,10 @@ struct node_worker_config {
   caf::actor_addr io;
   caf::actor_addr writer;
   caf::actor governor;
+  /// The plan's latest view, which every step reads; the views sent to the worker then
+  /// only say what changed, and are not kept. Without one (tests that show a worker
+  /// particular views) the worker keeps the last view it was sent and steps on that.
+  std::shared_ptr<const latest_view> latest;
   /// How long the watch may go without showing the worker's own write of the node before
   /// the worker reads the node directly (a watch shows a write within milliseconds).
   std::chrono::milliseconds watch_lag_limit{10000};

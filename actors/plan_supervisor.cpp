@@ -27,10 +27,10 @@ struct supervisor_state {
   bool resolved = false;
   controller::plan_resolution resolution;
   std::set<std::string> keep_items;
-  /// When every worker last got a view (the others get only views with news for them).
-  std::chrono::steady_clock::time_point refreshed{};
   /// The latest view, for another look after a failed item write.
   snapshot_ptr view;
+  /// The same, for the workers' steps.
+  std::shared_ptr<latest_view> latest = std::make_shared<latest_view>();
   bool retry_pending = false;
 };
 
@@ -173,6 +173,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
       },
       [=](view_atom, const snapshot_ptr& view) {
         s->view = view;
+        s->latest->set(view);
         const auto plan_it = view->plans.find(config.plan);
         const protocol::partitioning_plan* plan =
             plan_it == view->plans.end() ? nullptr : plan_it->second.get();
@@ -284,17 +285,13 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             }
           }
         }
-        // A worker per item of this plan, for as long as the item exists. Each gets the views
-        // with news for it (its node, pods or item; shared objects; PDBs while draining),
-        // and every worker one view a second, so none acts on an old one.
-        const auto now = std::chrono::steady_clock::now();
-        const bool refresh = now - s->refreshed >= std::chrono::seconds(1);
-        if (refresh)
-          s->refreshed = now;
+        // A worker per item of this plan, for as long as the item exists. Each is told of
+        // the views with news for it (its node, pods or item; shared objects; PDBs while
+        // draining); whenever it steps, it reads the latest view.
         for (const auto& [name, item] : mine) {
           auto& worker = s->workers[name];
           const bool news =
-              !worker || refresh || view->shared_changed || view->item_changes.count(name) ||
+              !worker || view->shared_changed || view->item_changes.count(name) ||
               view->node_changes.count(item->spec.node_name) ||
               (view->pdbs_changed && item->status.phase == protocol::node_phase::draining);
           if (!worker) {
@@ -306,6 +303,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             c.io = config.io.address();
             c.writer = config.writer.address();
             c.governor = s->governor;
+            c.latest = s->latest;
             worker = self->spawn<caf::linked>(node_worker, c);
           }
           if (news)

@@ -281,14 +281,20 @@ struct io_double_state {
   std::vector<std::pair<ga::node_io, caf::response_promise>> held;
   /// Show the requester the new snapshot before answering, as the watch would.
   bool publish = true;
+  /// The plan's latest view, if the requester reads one: set before it is told.
+  std::shared_ptr<ga::latest_view> latest;
 };
 
 inline caf::behavior io_double(caf::event_based_actor* self, std::shared_ptr<io_double_state> st) {
   auto perform = [=](const ga::node_io& io, caf::response_promise rp) {
     auto r = st->cluster.apply(io);
     if (st->publish)
-      if (auto to = caf::actor_cast<caf::actor>(rp.next()))
-        self->send(to, ga::view_atom_v, st->cluster.snapshot());
+      if (auto to = caf::actor_cast<caf::actor>(rp.next())) {
+        auto view = st->cluster.snapshot();
+        if (st->latest)
+          st->latest->set(view);
+        self->send(to, ga::view_atom_v, view);
+      }
     rp.deliver(r);
   };
   return {
