@@ -312,7 +312,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
         for (auto it = s->workers.begin(); it != s->workers.end();) {
           if (!mine.count(it->first)) {
             self->send_exit(it->second, caf::exit_reason::user_shutdown);
-            self->send(s->governor, forget_atom_v, it->first, it->second.address());
+            self->send(s->governor, forget_atom_v, it->first, it->second);
             it = s->workers.erase(it);
           } else {
             ++it;
@@ -411,8 +411,10 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
           --s->selected_heard;
         s->workers.erase(item);
       },
-      [=](forget_atom, const std::string& item, const caf::actor_addr& worker) {
-        if (worker && s->retired.insert(worker).second)
+      [=](forget_atom, const std::string& item, const caf::actor& worker) {
+        // A strong handle: the worker may have ended already, and only a live actor
+        // object can be monitored (its down message then comes at once, after its reports).
+        if (worker && s->retired.insert(worker.address()).second)
           self->monitor(worker);
         s->governor.forget(item);
         s->workers.erase(item);

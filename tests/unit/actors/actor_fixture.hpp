@@ -399,7 +399,7 @@ inline caf::behavior governor_double(caf::event_based_actor*,
         st->wants.push_back(
             {item, facts, st->writer ? st->writer->persisted_phases : std::vector<std::string>{}});
       },
-      [=](ga::forget_atom, const std::string&, const caf::actor_addr&) {},
+      [=](ga::forget_atom, const std::string&, const caf::actor&) {},
       [=](ga::limits_atom, const gc::rollout_limits&, const std::vector<std::string>&) {},
   };
 }

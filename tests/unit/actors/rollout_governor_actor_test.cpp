@@ -85,7 +85,7 @@ struct governor_fixture : actor_fixture {
     caf::anon_send(governor, ga::limits_atom_v, l, selected);
   }
   void forget(const std::string& item) {
-    caf::anon_send(governor, ga::forget_atom_v, item, workers.at(item).address());
+    caf::anon_send(governor, ga::forget_atom_v, item, workers.at(item));
   }
   void want(const std::string& item, const gc::governor_node& facts) {
     caf::anon_send(governor, ga::want_atom_v, item, facts, workers.at(item));
@@ -233,6 +233,27 @@ BOOST_FIXTURE_TEST_CASE(a_report_from_a_forgotten_items_worker_is_dropped, gover
   sched.run();
   const std::vector<std::string> second{node(1), node(2)};
   BOOST_TEST(log->order == second, boost::test_tools::per_element());
+}
+
+// The supervisor forgets an item as it stops the item's worker: the worker may have ended
+// before the governor reads the forget (a plan deleted stops a thousand at once). The
+// forget carries the worker itself, so it can still be monitored (watching an ended actor
+// by its address alone crashed the operator).
+BOOST_FIXTURE_TEST_CASE(a_forget_whose_worker_has_ended_is_handled, governor_fixture) {
+  set_limits(limits(1));
+  others_report_settled({node(0)});
+  want(node(0), flying());
+  sched.run();
+  forget(node(0));
+  caf::anon_send_exit(workers.at(node(0)), caf::exit_reason::user_shutdown);
+  workers.erase(node(0)); // only the forget holds it now
+  sched.run();
+  selected.erase(selected.begin());
+  set_limits(limits(1));
+  want(node(1), asking());
+  sched.run();
+  const std::vector<std::string> first{node(1)};
+  BOOST_TEST(log->order == first, boost::test_tools::per_element());
 }
 
 // Once the forgotten worker is gone, an item of the same name (its node came back) has a
