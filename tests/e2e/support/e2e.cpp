@@ -510,7 +510,15 @@ void e2e_cluster::tear_down() {
   profiles_.clear();
   if (op_) {
     const int status = op_->stop();
-    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && status != -1)
+    // A crash (here, or earlier: the plans' deletion above stops every worker at once)
+    // fails the test; a SIGKILL is a test's own doing.
+    if (status != -1 && WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL &&
+        WTERMSIG(status) != SIGTERM)
+      BOOST_ERROR("the operator died of signal " << WTERMSIG(status) << " ("
+                                                 << ::strsignal(WTERMSIG(status)) << "); its log: "
+                                                 << op_log_ << "\n"
+                                                 << operator_log(20));
+    else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && status != -1)
       BOOST_TEST_MESSAGE("note: the operator did not exit cleanly on SIGTERM (wait status "
                          << status << ")");
     op_.reset();
