@@ -515,8 +515,8 @@ void e2e_cluster::tear_down() {
     if (status != -1 && WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL &&
         WTERMSIG(status) != SIGTERM)
       BOOST_ERROR("the operator died of signal " << WTERMSIG(status) << " ("
-                                                 << ::strsignal(WTERMSIG(status)) << "); its log: "
-                                                 << op_log_ << "\n"
+                                                 << ::strsignal(WTERMSIG(status))
+                                                 << "); its log: " << op_log_ << "\n"
                                                  << operator_log(20));
     else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && status != -1)
       BOOST_TEST_MESSAGE("note: the operator did not exit cleanly on SIGTERM (wait status "
