@@ -79,8 +79,10 @@ result<std::string> event_recorder::record(const event_spec& e) {
   const auto now = now_();
   // Events about cluster-scoped objects live in "default", as client-go puts them.
   const std::string ns = e.regarding.ns.empty() ? "default" : e.regarding.ns;
-  key k{e.regarding.kind, e.regarding.ns, e.regarding.name, e.regarding.uid,
-        e.type,           e.reason,       e.message};
+  key k;
+  for (const std::string* field : {&e.regarding.kind, &e.regarding.ns, &e.regarding.name,
+                                   &e.regarding.uid, &e.type, &e.reason, &e.message})
+    k += std::to_string(field->size()) + ":" + *field;
   auto it = cache_.find(k);
   if (it != cache_.end() && now - it->second.last < window_) {
     entry& hit = it->second;
@@ -105,17 +107,17 @@ result<std::string> event_recorder::record(const event_spec& e) {
     ages_.erase(it->second.age);
     cache_.erase(it);
   }
-  ages_.push_back(k);
   entry fresh;
   fresh.ns = ns;
   fresh.name = name.value();
   fresh.count = 1;
   fresh.first = fresh.last = now;
-  fresh.age = std::prev(ages_.end());
-  cache_.emplace(k, std::move(fresh));
+  auto added = cache_.emplace(std::move(k), std::move(fresh)).first;
+  added->second.age = ages_.insert(ages_.end(), &added->first);
   while (cache_.size() > remembered_) {
-    cache_.erase(ages_.front());
+    auto oldest = cache_.find(*ages_.front());
     ages_.pop_front();
+    cache_.erase(oldest);
   }
   return name;
 }
