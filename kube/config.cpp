@@ -203,7 +203,11 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
     if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0)
       return fail(cluster_where + ": server " + quoted(cfg.server) +
                   " is not an http:// or https:// URL");
-    while (!cfg.server.empty() && cfg.server.back() == '/')
+    // Trailing slashes go; the scheme's own two stay ("https://" is no URL: no host).
+    const std::size_t host_at = cfg.server.find("://") + 3;
+    if (cfg.server.find_first_not_of('/', host_at) == std::string::npos)
+      return fail(cluster_where + ": server " + quoted(cfg.server) + " names no host");
+    while (cfg.server.back() == '/')
       cfg.server.pop_back();
     if (!insecure.empty() && insecure != "true" && insecure != "false")
       return fail(cluster_where + ": insecure-skip-tls-verify: expected true or false, got " +

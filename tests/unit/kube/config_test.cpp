@@ -206,6 +206,9 @@ const broken_kubeconfig broken_kubeconfigs[] = {
      where + "cluster \"k\": server is missing"},
     {"server_not_a_url", config(cluster("server: '10.0.0.1:6443'"), good_user), "",
      where + "cluster \"k\": server \"10.0.0.1:6443\" is not an http:// or https:// URL"},
+    // Found by the kubeconfig fuzzer: trailing slashes stripped, "https://" became "https:".
+    {"server_without_a_host", config(cluster("server: 'https:///'"), good_user), "",
+     where + "cluster \"k\": server \"https:///\" names no host"},
     {"server_not_a_string", config(cluster("server: {host: x}"), good_user), "",
      where + "cluster \"k\": server: expected a string"},
     {"ca_data_not_base64",
