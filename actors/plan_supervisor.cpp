@@ -27,9 +27,7 @@ struct supervisor_state {
   bool resolved = false;
   controller::plan_resolution resolution;
   std::set<std::string> keep_items;
-  /// The latest view, for another look after a failed item write.
-  snapshot_ptr view;
-  /// The same, for the workers' steps.
+  /// The latest view: for the workers' steps, and another look after a failed item write.
   std::shared_ptr<latest_view> latest = std::make_shared<latest_view>();
   bool retry_pending = false;
 };
@@ -168,11 +166,10 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
   return {
       [=](tick_atom) {
         s->retry_pending = false;
-        if (s->view)
-          self->send(self, view_atom_v, s->view);
+        if (auto view = s->latest->get())
+          self->send(self, view_atom_v, std::move(view));
       },
       [=](view_atom, const snapshot_ptr& view) {
-        s->view = view;
         s->latest->set(view);
         const auto plan_it = view->plans.find(config.plan);
         const protocol::partitioning_plan* plan =

@@ -7,17 +7,12 @@
 // condition: BOOST_REQUIRE_MESSAGE(await_plan_phase(...), describe(...)) described the
 // cluster as it was before the wait, and a failure looked like a stale API server. These
 // evaluate the condition first, and the message only if it failed.
-#define E2E_REQUIRE(condition, message)                                                            \
+#define E2E_CHECK_AT(level, condition, message)                                                    \
   do {                                                                                             \
     if (condition)                                                                                 \
-      BOOST_REQUIRE(true);                                                                         \
+      BOOST_##level(true);                                                                         \
     else                                                                                           \
-      BOOST_REQUIRE_MESSAGE(false, message);                                                       \
+      BOOST_##level##_MESSAGE(false, message);                                                     \
   } while (false)
-#define E2E_CHECK(condition, message)                                                              \
-  do {                                                                                             \
-    if (condition)                                                                                 \
-      BOOST_CHECK(true);                                                                           \
-    else                                                                                           \
-      BOOST_CHECK_MESSAGE(false, message);                                                         \
-  } while (false)
+#define E2E_REQUIRE(condition, message) E2E_CHECK_AT(REQUIRE, condition, message)
+#define E2E_CHECK(condition, message) E2E_CHECK_AT(CHECK, condition, message)
