@@ -8,18 +8,63 @@
 
 namespace gpu_partitioner::metrics {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0 when there is none.
+std::size_t utf8_sequence(const std::string& s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b = byte(i);
+  if (b < 0x80)
+    return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF; // the second byte's range
+  if (b >= 0xC2 && b <= 0xDF)
+    n = 2;
+  else if (b >= 0xE0 && b <= 0xEF) {
+    n = 3;
+    if (b == 0xE0)
+      lo = 0xA0;
+    if (b == 0xED)
+      hi = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    n = 4;
+    if (b == 0xF0)
+      lo = 0x90;
+    if (b == 0xF4)
+      hi = 0x8F;
+  } else
+    return 0;
+  if (i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi)
+    return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF)
+      return 0;
+  return n;
+}
+
+} // namespace
+
 std::string escape_label_value(const std::string& value) {
   std::string out;
   out.reserve(value.size());
-  for (char c : value) {
+  for (std::size_t i = 0; i < value.size();) {
+    const char c = value[i];
     if (c == '\\')
       out += "\\\\";
     else if (c == '"')
       out += "\\\"";
     else if (c == '\n')
       out += "\\n";
-    else
-      out += c;
+    else if (const std::size_t n = utf8_sequence(value, i); n > 0) {
+      out.append(value, i, n);
+      i += n;
+      continue;
+    } else
+      // The text format is UTF-8: a byte that starts no valid sequence becomes U+FFFD,
+      // so that one bad label value cannot make a scraper drop the whole exposition.
+      out += "\xEF\xBF\xBD";
+    ++i;
   }
   return out;
 }

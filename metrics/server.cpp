@@ -56,9 +56,11 @@ std::string server::start(const std::string& address) {
   mg_context* ctx = mg_start(&callbacks, this, options);
   if (ctx == nullptr)
     return "cannot listen on " + address + " (in use, or not HOST:PORT)";
-  mg_set_request_handler(ctx, "/metrics", on_metrics, this);
-  mg_set_request_handler(ctx, "/healthz", on_healthz, this);
-  mg_set_request_handler(ctx, "/readyz", on_readyz, this);
+  // Exact paths ("$"): civetweb matches a handler's URI as a prefix, which would answer
+  // /metricsfoo or /readyz/x too.
+  mg_set_request_handler(ctx, "/metrics$", on_metrics, this);
+  mg_set_request_handler(ctx, "/healthz$", on_healthz, this);
+  mg_set_request_handler(ctx, "/readyz$", on_readyz, this);
   context_ = ctx;
   return {};
 }

@@ -241,7 +241,7 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
   // must be added here on purpose.
   const std::map<std::string, std::set<std::string>> cluster_wide = {
       {"/nodes", {"get", "list", "watch", "patch"}},
-      {"/pods", {"list", "watch", "delete"}},
+      {"/pods", {"get", "list", "watch", "delete"}},
       {"/pods/eviction", {"create"}},
       {"policy/poddisruptionbudgets", {"list", "watch"}},
       {"/configmaps", {"list", "watch"}},
@@ -355,6 +355,21 @@ BOOST_AUTO_TEST_CASE(service_monitor_prometheus_rule_and_dashboard_render_when_t
   const auto moved = find(elsewhere, "ConfigMap", "gp-gpu-partitioner-dashboard");
   BOOST_REQUIRE(moved);
   BOOST_TEST(moved["metadata"]["namespace"].as<std::string>() == "monitoring");
+}
+
+BOOST_AUTO_TEST_CASE(replicas_without_leader_election_are_refused_naming_both_values) {
+  // Two replicas that both act would each take nodes down: the rollout limits would hold
+  // per replica, not for the fleet.
+  std::vector<std::string> args{"helm",        "template",
+                                "gp",          chart_copy(),
+                                "--namespace", "gp-ns",
+                                "--set",       "replicaCount=2",
+                                "--set",       "leaderElection.enabled=false"};
+  const auto r = run(args);
+  BOOST_TEST(!r.ok());
+  BOOST_TEST(r.err.find("replicaCount is 2 but leaderElection.enabled is false") !=
+                 std::string::npos,
+             r.describe());
 }
 
 BOOST_AUTO_TEST_CASE(values_change_what_they_say) {

@@ -11,6 +11,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <vector>
 
 using namespace gpu_partitioner;
 using namespace gpu_partitioner::monitoring;
@@ -221,6 +222,38 @@ BOOST_AUTO_TEST_CASE(the_dashboard_reads_from_its_data_source_variable) {
     }
   }
   BOOST_TEST(panels >= 12);
+}
+
+// The views its users open it for: rollout progress by phase, phase durations, evictions
+// and PDB blocks, API errors. Each must be a panel querying the metric that answers it.
+BOOST_AUTO_TEST_CASE(the_dashboard_has_the_views_a_rollout_is_watched_with) {
+  const auto d = read_dashboard();
+  BOOST_REQUIRE(d.IsObject() && d.HasMember("panels"));
+  struct view {
+    const char* what;
+    std::regex expr;
+  };
+  const std::vector<view> views = {
+      {"nodes by phase", std::regex(R"(sum by \(phase\) \(gpu_partitioner_nodes\b)")},
+      {"plan progress", std::regex(R"(gpu_partitioner_plan_progress_ratio\b)")},
+      {"phase durations",
+       std::regex(R"(histogram_quantile\(.*gpu_partitioner_phase_duration_seconds_bucket)")},
+      {"evictions by result", std::regex(R"(by \(result\).*gpu_partitioner_evictions_total)")},
+      {"pods blocking drains", std::regex(R"(gpu_partitioner_drain_blocked_pods\b)")},
+      {"API errors",
+       std::regex(R"(gpu_partitioner_api_requests_total\{[^}]*code=~"[^"]*(403|5\.\.))")},
+  };
+  for (const auto& v : views) {
+    std::vector<std::string> found;
+    for (const auto& p : d["panels"].GetArray()) {
+      if (std::string(p["type"].GetString()) == "row" || !p.HasMember("targets"))
+        continue;
+      for (const auto& t : p["targets"].GetArray())
+        if (std::regex_search(std::string(t["expr"].GetString()), v.expr))
+          found.push_back(p["title"].GetString());
+    }
+    BOOST_TEST(!found.empty(), "no panel shows " << v.what);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

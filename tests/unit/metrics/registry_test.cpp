@@ -47,6 +47,26 @@ BOOST_AUTO_TEST_CASE(hostile_label_values_are_escaped) {
   BOOST_TEST(r.expose().find("gp_nodes{plan=\"a\\\"b\\\\c\\nd\"} 2\n") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(label_values_that_are_not_utf8_become_replacement_characters) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  // Valid UTF-8 (two, three and four bytes) passes through.
+  BOOST_TEST(escape_label_value("n\xC3\xB6"
+                                "de-\xE2\x82\xAC-\xF0\x9F\x98\x80") ==
+             "n\xC3\xB6"
+             "de-\xE2\x82\xAC-\xF0\x9F\x98\x80");
+  // A stray continuation byte, a truncated sequence at the end, an overlong form, a
+  // surrogate, a code point above U+10FFFF and bytes that never occur in UTF-8.
+  BOOST_TEST(escape_label_value("a\x80"
+                                "b") == "a" + fffd + "b");
+  BOOST_TEST(escape_label_value("a\xE2\x82") == "a" + fffd + fffd);
+  BOOST_TEST(escape_label_value("\xC0\xAF") == fffd + fffd);
+  BOOST_TEST(escape_label_value("\xED\xA0\x80") == fffd + fffd + fffd);
+  BOOST_TEST(escape_label_value("\xF4\x90\x80\x80") == fffd + fffd + fffd + fffd);
+  BOOST_TEST(escape_label_value("\xFE\xFF") == fffd + fffd);
+  // Escaping still applies around them.
+  BOOST_TEST(escape_label_value("\"\xFF\n") == "\\\"" + fffd + "\\n");
+}
+
 BOOST_AUTO_TEST_CASE(help_text_escapes_backslash_and_newline) {
   BOOST_TEST(escape_help("a\\b\nc") == "a\\\\b\\nc");
 }
