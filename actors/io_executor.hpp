@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 
 #include <string>
+#include <vector>
 
 namespace gpu_partitioner::actors {
 
@@ -34,6 +35,12 @@ std::string pods_left_on_node(kube::client& api, const std::string& node);
 std::string removal_needless(kube::client& api, const std::string& ns, const std::string& name,
                              const std::string& uid);
 
+/// A pool of io_executors (linked: they go when it goes) that hands each request to an
+/// executor with nothing to do, or, when all are busy, to the first to finish, in the
+/// order the requests came. (CAF's round-robin pool queued a write behind a slow one on
+/// a busy connection while others were idle.)
+caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> executors);
+
 /// The io handle the workers and supervisors use: hands node steps that evict or delete
 /// pods to `evictions` and every other write to `writes` (each a pool of io_executors),
 /// so the short writes a rollout waits on (taint, label, untaint, uncordon) never queue
@@ -43,7 +50,7 @@ caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::ac
 
 /// Coalesces status writes per object (the latest within a short window wins), writes
 /// them through the status subresource, and records Events (aggregated). Routes each
-/// object to one of four detached status writers and its Events to one of two event
+/// object to one of eight detached status writers and its Events to one of two event
 /// writers, each with a connection of its own: an object's writes stay in order, and a
 /// burst (fifty nodes at once) is written side by side.
 /// `persist_atom, item, status` writes an item's status at once (replacing what is pending

@@ -206,11 +206,12 @@ int main(int argc, char** argv) {
   // Four connections for node writes and eight for evictions (io_router): an eviction
   // takes the API server half a second or more when its budget's status update conflicts
   // (it retries after 500 ms), and fifty nodes draining at once bring 150 of them.
+  // Each request goes to an executor with nothing to do (actors::io_pool).
   auto pool = [&](std::size_t connections) {
-    return caf::actor_pool::make(
-        system.dummy_execution_unit(), connections,
-        [&] { return system.spawn<caf::detached>(actors::io_executor, io); },
-        caf::actor_pool::round_robin());
+    std::vector<caf::actor> executors;
+    for (std::size_t i = 0; i < connections; ++i)
+      executors.push_back(system.spawn<caf::detached>(actors::io_executor, io));
+    return system.spawn(actors::io_pool, std::move(executors));
   };
   auto io_pool = system.spawn(actors::io_router, pool(4), pool(8));
 

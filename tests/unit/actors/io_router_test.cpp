@@ -1,11 +1,15 @@
-// actors::io_router on CAF's test_coordinator: node steps that evict go to the eviction
-// pool, every other write to the write pool, and answers come back to the requester.
+// actors::io_router and actors::io_pool on CAF's test_coordinator: node steps that evict
+// go to the eviction pool, every other write to the write pool; a pool hands a request to
+// an executor with nothing to do, or to the first to finish, in order; answers come back
+// to the requester.
 #include "actor_fixture.hpp"
 #include "actors/io_executor.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 using namespace actor_test;
 
@@ -60,6 +64,110 @@ BOOST_FIXTURE_TEST_CASE(the_pools_go_with_the_router, actor_fixture) {
   sched.run();
   BOOST_TEST(w->down);
   BOOST_TEST(e->down);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(io_pool)
+
+namespace {
+
+ga::node_io write_for(const std::string& node) {
+  ga::node_io io;
+  io.item = std::string(plan_name) + "-" + node;
+  io.node = node;
+  io.patch = gc::node_patch{};
+  io.patch->unschedulable = true;
+  return io;
+}
+
+// Sends the pool one node write per name; counts the answers.
+caf::behavior requester(caf::event_based_actor* self, caf::actor pool,
+                        std::vector<std::string> nodes, std::shared_ptr<int> answers) {
+  for (const auto& n : nodes)
+    self->request(pool, caf::infinite, ga::io_atom_v, write_for(n))
+        .then([=](const ga::node_io_result&) { ++*answers; });
+  return {[](ga::tick_atom) {}};
+}
+
+std::shared_ptr<io_double_state> holding() {
+  auto st = std::make_shared<io_double_state>();
+  st->publish = false;
+  st->hold = true;
+  return st;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_request_waits_only_while_every_executor_is_busy, actor_fixture) {
+  auto a_state = holding();
+  auto b_state = holding();
+  auto a = spawn(io_double, a_state);
+  auto b = spawn(io_double, b_state);
+  auto pool = spawn(ga::io_pool, std::vector<caf::actor>{a, b});
+  auto answers = std::make_shared<int>(0);
+  spawn(requester, pool, std::vector<std::string>{"gpu-1", "gpu-2", "gpu-3"}, answers);
+  sched.run();
+  // One each; the third waits for whichever finishes first, not for a fixed one.
+  BOOST_TEST(a_state->node_requests.size() == 1u);
+  BOOST_TEST(b_state->node_requests.size() == 1u);
+  BOOST_TEST(*answers == 0);
+  caf::anon_send(b, deliver_atom_v);
+  sched.run();
+  BOOST_TEST(*answers == 1);
+  BOOST_TEST(a_state->node_requests.size() == 1u);
+  BOOST_TEST_REQUIRE(b_state->node_requests.size() == 2u);
+  BOOST_TEST(b_state->node_requests[1].node == "gpu-3");
+  caf::anon_send(a, deliver_atom_v);
+  caf::anon_send(b, deliver_atom_v);
+  sched.run();
+  BOOST_TEST(*answers == 3);
+}
+
+BOOST_FIXTURE_TEST_CASE(waiting_requests_go_out_in_the_order_they_came, actor_fixture) {
+  auto st = holding();
+  auto x = spawn(io_double, st);
+  auto pool = spawn(ga::io_pool, std::vector<caf::actor>{x});
+  auto answers = std::make_shared<int>(0);
+  spawn(requester, pool, std::vector<std::string>{"gpu-1", "gpu-2", "gpu-3", "gpu-4"}, answers);
+  sched.run();
+  for (int i = 1; i <= 4; ++i) {
+    BOOST_TEST_REQUIRE(st->node_requests.size() == static_cast<std::size_t>(i));
+    BOOST_TEST(st->node_requests.back().node == "gpu-" + std::to_string(i));
+    caf::anon_send(x, deliver_atom_v);
+    sched.run();
+    BOOST_TEST(*answers == i);
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(item_writes_are_answered_through_the_pool, actor_fixture) {
+  auto st = std::make_shared<io_double_state>();
+  st->publish = false;
+  st->item_error = "refused";
+  auto pool = spawn(ga::io_pool, std::vector<caf::actor>{spawn(io_double, st)});
+  auto answer = std::make_shared<std::string>();
+  auto asker = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
+    self->request(to, caf::infinite, ga::io_atom_v, ga::item_io{})
+        .then([=](const std::string& error) { *answer = error; });
+    return {[](ga::tick_atom) {}};
+  };
+  spawn(asker, pool);
+  sched.run();
+  BOOST_TEST(st->item_requests.size() == 1u);
+  BOOST_TEST(*answer == "refused");
+}
+
+BOOST_FIXTURE_TEST_CASE(the_executors_go_with_the_pool, actor_fixture) {
+  auto a = spawn(io_double, std::make_shared<io_double_state>());
+  auto b = spawn(io_double, std::make_shared<io_double_state>());
+  auto pool = spawn(ga::io_pool, std::vector<caf::actor>{a, b});
+  sched.run();
+  auto wa = watch(a);
+  auto wb = watch(b);
+  caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+  sched.run();
+  BOOST_TEST(wa->down);
+  BOOST_TEST(wb->down);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
