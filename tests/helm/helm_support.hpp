@@ -3,6 +3,8 @@
 // Support for the Helm chart's tests: running helm and kubectl (found on PATH, which
 // tools/test points at the control-plane bin dir) and reading what they print.
 
+#include "tests/support/loopback.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <map>
@@ -46,6 +48,6 @@ bool same(const YAML::Node& a, const YAML::Node& b);
 std::vector<std::string> strings(const YAML::Node& seq);
 
 /// A free TCP port on 127.0.0.1 (bound once and released).
-int free_port();
+using test_support::free_port;
 
 } // namespace gpu_partitioner::helm_test

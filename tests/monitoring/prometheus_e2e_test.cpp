@@ -11,13 +11,10 @@
 // the directory.
 #include "tests/e2e/support/e2e.hpp"
 #include "tests/monitoring/support/expressions.hpp"
+#include "tests/support/loopback.hpp"
 
 #include <boost/test/unit_test.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,64 +45,8 @@ namespace {
 
 // -- plain HTTP on the loopback --
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  ::close(fd);
-  BOOST_REQUIRE(ok);
-  return ntohs(a.sin_port);
-}
-
-struct http_response {
-  int code = 0; // 0: no answer
-  std::string body;
-};
-
-/// One HTTP/1.0 GET to 127.0.0.1:port (the server closes the connection after the body).
-http_response http_get(int port, const std::string& target) {
-  http_response r;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return r;
-  timeval timeout{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return r;
-  }
-  const std::string request = "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  for (std::size_t sent = 0; sent < request.size();) {
-    const auto n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) {
-      ::close(fd);
-      return r;
-    }
-    sent += static_cast<std::size_t>(n);
-  }
-  std::string raw;
-  char buf[16384];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
-    raw.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  const auto head_end = raw.find("\r\n\r\n");
-  if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos)
-    return r;
-  r.code = std::atoi(raw.c_str() + raw.find(' ') + 1);
-  r.body = raw.substr(head_end + 4);
-  return r;
-}
+using gpu_partitioner::test_support::free_port;
+using gpu_partitioner::test_support::http_get;
 
 std::string url_encode(const std::string& s) {
   static const char* hex = "0123456789ABCDEF";

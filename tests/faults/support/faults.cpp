@@ -1,5 +1,7 @@
 #include "tests/faults/support/faults.hpp"
 
+#include "tests/support/loopback.hpp"
+
 #include "kube/client.hpp"
 #include "kube/config.hpp"
 #include "kube/credentials.hpp"
@@ -9,9 +11,6 @@
 
 #include <rapidjson/document.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -217,47 +216,12 @@ void node_history::on_restart(const std::string&, bool) {
 // -- the operator process --
 
 int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  return test_support::free_port();
 }
 
 std::string http_get(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return {};
-  timeval timeout{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    const std::string request =
-        "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
-      char buffer[16384];
-      ssize_t n = 0;
-      while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0)
-        response.append(buffer, static_cast<std::size_t>(n));
-    }
-  }
-  ::close(fd);
-  const auto body = response.find("\r\n\r\n");
-  if (response.rfind("HTTP/1.", 0) != 0 || response.find(" 200 ") == std::string::npos ||
-      body == std::string::npos)
-    return {};
-  return response.substr(body + 4);
+  const auto r = test_support::http_get(port, path, 5);
+  return r.code == 200 ? r.body : std::string();
 }
 
 double metric_sum(const std::string& exposition, const std::string& name,

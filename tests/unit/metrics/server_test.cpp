@@ -1,15 +1,10 @@
 // The operator's HTTP endpoint: /metrics in the text format, /healthz, and /readyz's 503
 // with the reason until the operator is ready, over a real socket.
 #include "metrics/server.hpp"
+#include "tests/support/loopback.hpp"
 
 #include <boost/test/unit_test.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,51 +13,12 @@ using namespace gpu_partitioner::metrics;
 
 namespace {
 
-// A port nothing listens on now (the kernel's choice for a socket bound to port 0).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using gpu_partitioner::test_support::free_port;
 
-struct response {
-  int code = 0;
-  std::string head;
-  std::string body;
-};
-
-// One HTTP/1.0 GET; the whole answer, split at the blank line.
-response get(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  BOOST_REQUIRE(::send(fd, request.data(), request.size(), 0) ==
-                static_cast<ssize_t>(request.size()));
-  std::string all;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
-    all.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  response r;
-  const auto split = all.find("\r\n\r\n");
-  BOOST_REQUIRE_MESSAGE(split != std::string::npos, "no HTTP answer: " << all);
-  r.head = all.substr(0, split);
-  r.body = all.substr(split + 4);
-  BOOST_REQUIRE(r.head.rfind("HTTP/1.", 0) == 0);
-  r.code = std::stoi(r.head.substr(r.head.find(' ') + 1, 3));
+// One GET, which must be answered.
+gpu_partitioner::test_support::http_response get(int port, const std::string& path) {
+  auto r = gpu_partitioner::test_support::http_get(port, path);
+  BOOST_REQUIRE_MESSAGE(r.code != 0, "no HTTP answer for " << path);
   return r;
 }
 
