@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -126,6 +127,12 @@ int parse(int argc, char** argv, flags& f) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Two malloc arenas, not glibc's default of eight per core: some thirty threads (watches,
+  // writers, executors) each took an arena of its own, and freed memory stayed spread
+  // over them. At 300 nodes this took peak RSS from 47.3 to 41.4 MiB, with no more CPU
+  // (README, Measured). MALLOC_ARENA_MAX in the environment still decides, if set.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr)
+    mallopt(M_ARENA_MAX, 2);
   flags f;
   if (int rc = parse(argc, argv, f); rc != 0)
     return rc < 0 ? 0 : rc;
