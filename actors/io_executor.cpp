@@ -380,18 +380,18 @@ namespace {
 
 // Asks executor `x` and passes its answer, or its failure, on to the original requester;
 // then `x` is free for the next request.
-template <class Answer, class Io, class Free>
+template <class Answer, class Io, class Release>
 void ask_executor(caf::event_based_actor* self, caf::typed_response_promise<Answer> rp,
-                  const caf::actor& x, Io io, Free free) {
+                  const caf::actor& x, Io io, Release release) {
   self->request(x, caf::infinite, io_atom_v, std::move(io))
       .then(
           [=](Answer& answer) mutable {
             rp.deliver(std::move(answer));
-            free(x);
+            release(x);
           },
           [=](caf::error& e) mutable {
             rp.deliver(std::move(e));
-            free(x);
+            release(x);
           });
 }
 
@@ -408,7 +408,7 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
     s->idle.push_back(std::move(x));
   }
   // An executor that answered takes the oldest waiting request, or waits for the next.
-  auto free = [s](const caf::actor& x) {
+  auto release = [s](const caf::actor& x) {
     if (s->waiting.empty()) {
       s->idle.push_back(x);
       return;
@@ -431,14 +431,14 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
       [=](io_atom, node_io& io) {
         auto rp = self->make_response_promise<node_io_result>();
         submit([=, io = std::move(io)](const caf::actor& x) mutable {
-          ask_executor(self, rp, x, std::move(io), free);
+          ask_executor(self, rp, x, std::move(io), release);
         });
         return rp;
       },
       [=](io_atom, item_io& io) {
         auto rp = self->make_response_promise<std::string>();
         submit([=, io = std::move(io)](const caf::actor& x) mutable {
-          ask_executor(self, rp, x, std::move(io), free);
+          ask_executor(self, rp, x, std::move(io), release);
         });
         return rp;
       },
