@@ -427,20 +427,17 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
     s->idle.pop_back();
     job(x);
   };
+  // Queues a request of any kind; `rp` answers its asker.
+  auto enqueue = [=](auto io, auto rp) {
+    submit([=](const caf::actor& x) mutable { ask_executor(self, rp, x, std::move(io), release); });
+    return rp;
+  };
   return {
       [=](io_atom, node_io& io) {
-        auto rp = self->make_response_promise<node_io_result>();
-        submit([=, io = std::move(io)](const caf::actor& x) mutable {
-          ask_executor(self, rp, x, std::move(io), release);
-        });
-        return rp;
+        return enqueue(std::move(io), self->make_response_promise<node_io_result>());
       },
       [=](io_atom, item_io& io) {
-        auto rp = self->make_response_promise<std::string>();
-        submit([=, io = std::move(io)](const caf::actor& x) mutable {
-          ask_executor(self, rp, x, std::move(io), release);
-        });
-        return rp;
+        return enqueue(std::move(io), self->make_response_promise<std::string>());
       },
   };
 }

@@ -25,11 +25,15 @@ const std::vector<std::string> all_toggles = {"--set", "serviceMonitor.enabled=t
                                               "--set", "prometheusRule.enabled=true",
                                               "--set", "grafanaDashboard.enabled=true"};
 
-std::vector<YAML::Node> render(const std::vector<std::string>& extra = {}) {
+command_result helm_template(const std::vector<std::string>& extra) {
   std::vector<std::string> args{"helm",        "template", "gp",    chart_copy(),
                                 "--namespace", "gp-ns",    "--set", "dcm.namespace=dcm-ns"};
   args.insert(args.end(), extra.begin(), extra.end());
-  auto r = run(args);
+  return run(args);
+}
+
+std::vector<YAML::Node> render(const std::vector<std::string>& extra = {}) {
+  auto r = helm_template(extra);
   E2E_REQUIRE(r.ok(), r.describe());
   return documents(r.out);
 }
@@ -360,12 +364,8 @@ BOOST_AUTO_TEST_CASE(service_monitor_prometheus_rule_and_dashboard_render_when_t
 BOOST_AUTO_TEST_CASE(replicas_without_leader_election_are_refused_naming_both_values) {
   // Two replicas that both act would each take nodes down: the rollout limits would hold
   // per replica, not for the fleet.
-  std::vector<std::string> args{"helm",        "template",
-                                "gp",          chart_copy(),
-                                "--namespace", "gp-ns",
-                                "--set",       "replicaCount=2",
-                                "--set",       "leaderElection.enabled=false"};
-  const auto r = run(args);
+  const auto r =
+      helm_template({"--set", "replicaCount=2", "--set", "leaderElection.enabled=false"});
   BOOST_TEST(!r.ok());
   BOOST_TEST(r.err.find("replicaCount is 2 but leaderElection.enabled is false") !=
                  std::string::npos,

@@ -1,7 +1,5 @@
 #include "tests/faults/support/faults.hpp"
 
-#include "tests/support/loopback.hpp"
-
 #include "kube/client.hpp"
 #include "kube/config.hpp"
 #include "kube/credentials.hpp"
@@ -214,10 +212,6 @@ void node_history::on_restart(const std::string&, bool) {
 }
 
 // -- the operator process --
-
-int free_port() {
-  return test_support::free_port();
-}
 
 std::string http_get(int port, const std::string& path) {
   const auto r = test_support::http_get(port, path, 5);

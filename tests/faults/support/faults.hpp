@@ -6,6 +6,8 @@
 // sees them; the operator's /metrics and resident memory; the cluster's relay for
 // restarting and freezing control-plane components; sizes from the environment.
 
+#include "tests/support/loopback.hpp"
+
 #include "kube/list_watch.hpp"
 
 #include <sys/types.h>
@@ -134,8 +136,7 @@ private:
 
 // -- the operator process --
 
-/// A TCP port free on 127.0.0.1 right now.
-int free_port();
+using test_support::free_port;
 /// GET http://127.0.0.1:<port><path>; the body, "" on any failure.
 std::string http_get(int port, const std::string& path);
 /// Sum of the samples of `name` whose labels include every pair in `labels`.
