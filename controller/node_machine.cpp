@@ -356,10 +356,22 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   const auto evictable = evictable_pods(in.pods);
   std::vector<protocol::namespaced_name> blocking_pdbs;
   std::vector<protocol::blocking_pod> blocking;
+  // Progress counts each pod once: an evicted pod still terminating is evicted, not also
+  // left to evict.
   int evicted = 0;
   for (const auto& [key, mem] : in.evictions)
     if (mem.done)
       ++evicted;
+  int not_evicted = 0; // on the node, neither evicted by us nor being deleted
+  int uncounted = 0;   // on the node and not among the evicted (deleted by someone else)
+  for (const auto& pod : evictable) {
+    auto mem = in.evictions.find(key_of(pod));
+    const bool done = mem != in.evictions.end() && mem->second.done;
+    if (!done)
+      ++uncounted;
+    if (!done && !pod.deleting)
+      ++not_evicted;
+  }
 
   if (past(s, drain.timeout_seconds)) {
     std::string why = "the drain did not finish within " +
@@ -428,8 +440,8 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
                                     }),
                         blocking_pdbs.end());
     s.status.drain.pods_evicted = evicted;
-    s.status.drain.pods_total = std::max<std::int32_t>(
-        s.status.drain.pods_total, evicted + static_cast<std::int32_t>(evictable.size()));
+    s.status.drain.pods_total =
+        std::max<std::int32_t>(s.status.drain.pods_total, evicted + uncounted);
     if (!blocking.empty() && !(blocking == s.original.drain.blocking_pods)) {
       std::string who;
       for (const auto& b : blocking)
@@ -444,9 +456,13 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
         s.condition("Drained", false, "EvictionBlocked",
                     std::to_string(blocking.size()) +
                         " pod(s) blocked by a PodDisruptionBudget; retrying every 5 s");
-      else
+      else if (not_evicted > 0)
         s.condition("Drained", false, "Evicting",
-                    std::to_string(evictable.size()) + " pod(s) left to evict");
+                    std::to_string(not_evicted) + " pod(s) left to evict");
+      // No count here: it would change, and be written, as each pod goes.
+      else
+        s.condition("Drained", false, "Terminating",
+                    "no pod is left to evict; waiting for the evicted ones to terminate");
       out.requeue = poll_interval;
       return;
     }
@@ -829,9 +845,10 @@ std::vector<std::string> preflight(const node_inputs& in) {
 std::string verification_gap(const node_inputs& in) {
   const auto& node = *in.node;
   std::vector<std::string> gaps;
-  for (const auto& ready :
-       {in.item.spec.verification.gpu_ready_label,
-        in.profile.found ? in.profile.spec.verification.ready_label : std::string{}})
+  const std::string item_ready = in.item.spec.verification.gpu_ready_label;
+  const std::string profile_ready =
+      in.profile.found ? in.profile.spec.verification.ready_label : std::string{};
+  for (const auto& ready : {item_ready, profile_ready != item_ready ? profile_ready : ""})
     if (!has_ready_label(node, ready))
       gaps.push_back("ready label " + ready + " missing");
   if (in.profile.found)

@@ -656,6 +656,45 @@ BOOST_AUTO_TEST_CASE(evicts_only_the_pods_the_taint_would_kill) {
   BOOST_TEST(s.removals.front().uid == "uid-web-0"); // the eviction is for this pod only
 }
 
+// Drain progress counts each pod once, and says nothing that changes as evicted pods go:
+// each change of the status is a write.
+BOOST_AUTO_TEST_CASE(evicted_pods_still_terminating_are_counted_once) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  for (const char* name : {"web-0", "web-1", "web-2"}) {
+    auto p = pod(name);
+    p.deleting = true;
+    w.with(p);
+    w.in.evictions[std::string("team/") + name] = {t0, false, true, ""};
+  }
+  w.with(pod("web-3"));
+  auto s = w.step();
+  const std::vector<std::string> only_left{"team/web-3:evict"};
+  BOOST_TEST(removals(s) == only_left, boost::test_tools::per_element());
+  BOOST_TEST(status_after(w, s).drain.pods_total == 4);
+  BOOST_TEST(status_after(w, s).drain.pods_evicted == 3);
+  BOOST_TEST(condition(status_after(w, s), "Drained")->message == "1 pod(s) left to evict");
+
+  // The last one evicted too: all four terminate, and the status stays put while they go.
+  w.in.evictions["team/web-3"] = {t0, false, true, ""};
+  for (auto& p : w.in.pods)
+    p.deleting = true;
+  w.in.item.status = status_after(w, w.step());
+  BOOST_TEST(w.in.item.status.drain.pods_total == 4);
+  BOOST_TEST(w.in.item.status.drain.pods_evicted == 4);
+  BOOST_TEST(condition_of(w, gc::node_step{}, "Drained") == "False/Terminating");
+  while (w.in.pods.size() > 1) {
+    w.in.pods.pop_back();
+    auto next = w.step();
+    BOOST_TEST(!next.status); // nothing to write
+    BOOST_TEST(!next.taint);
+  }
+  w.in.pods.clear();
+  auto drained = w.step();
+  BOOST_TEST(condition_of(w, drained, "Drained") == "True/Drained");
+  BOOST_TEST(drained.taint.value_or(false));
+}
+
 BOOST_AUTO_TEST_CASE(eviction_kind_delete_deletes_instead_of_evicting) {
   world w;
   w.at(node_phase::draining).cordoned_by_us().with(pod("web-0"));
@@ -1340,6 +1379,18 @@ BOOST_AUTO_TEST_CASE(a_resource_mismatch_is_worded_expected_found) {
   BOOST_TEST(condition(status_after(w, s), "Verified")->message ==
              "expected amd.com/gpu=63, found 64");
   BOOST_TEST(no_node_writes(s));
+}
+
+BOOST_AUTO_TEST_CASE(a_ready_label_named_by_plan_and_profile_is_reported_once) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.in.item.spec.verification.gpu_ready_label = "amd.com/gpu.ready";
+  w.in.profile.spec.verification.ready_label = "amd.com/gpu.ready";
+  w.node().labels.erase("amd.com/gpu.ready");
+  BOOST_TEST(gc::verification_gap(w.in) == "ready label amd.com/gpu.ready missing");
+  w.in.profile.spec.verification.ready_label = "example.com/ready";
+  BOOST_TEST(gc::verification_gap(w.in) ==
+             "ready label amd.com/gpu.ready missing; ready label example.com/ready missing");
 }
 
 BOOST_AUTO_TEST_CASE(a_resource_not_reported_is_found_none) {
