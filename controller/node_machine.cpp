@@ -895,6 +895,15 @@ node_step step_node(const node_inputs& in) {
     return out;
   }
   if (!in.plan.owned) {
+    // Its plan (by uid) is gone and the item names it as owner: the garbage collector
+    // deletes it. No status for it, which would be a write per node of a deleted plan.
+    const auto& owners = in.item.metadata.owner_references;
+    if (std::any_of(owners.begin(), owners.end(), [&](const auto& o) {
+          return o.kind == "PartitioningPlan" && o.uid == in.item.spec.plan_ref.uid;
+        })) {
+      s.finish();
+      return out;
+    }
     // Not an item of a live plan: say so, and do nothing else (no finalizer either).
     const auto& p = in.plan.problem;
     s.condition("Owned", false, p.substr(0, p.find(':')), p);

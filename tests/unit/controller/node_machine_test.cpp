@@ -2651,6 +2651,31 @@ BOOST_AUTO_TEST_CASE(an_item_of_no_live_plan_is_not_acted_on_and_says_so) {
   }
 }
 
+// Its owner gone, the garbage collector deletes it: a status would be a wasted write per node.
+BOOST_AUTO_TEST_CASE(an_item_whose_owning_plan_is_gone_is_left_to_the_garbage_collector) {
+  world w;
+  w.in.item.spec.plan_ref.uid = "plan-uid-1";
+  gp::owner_reference owner;
+  owner.kind = "PartitioningPlan";
+  owner.name = w.in.item.spec.plan_ref.name;
+  owner.uid = "plan-uid-1";
+  w.in.item.metadata.owner_references = {owner};
+  w.in.plan.owned = false;
+  w.in.plan.may_start = false;
+  w.in.plan.problem = "PlanNotFound: spec.planRef: PartitioningPlan \"plan\" does not exist";
+  w.at(node_phase::succeeded);
+  auto s = w.step();
+  BOOST_TEST(!s.status);
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.add_finalizer);
+  // The owner is known by its uid, whatever its name: still the collector's.
+  w.in.item.metadata.owner_references[0].name = "other";
+  BOOST_TEST(!w.step().status);
+  // An owner reference to something else: the item says why nothing happens.
+  w.in.item.metadata.owner_references[0].uid = "someone-else";
+  BOOST_TEST(condition_of(w, w.step(), "Owned") == "False/PlanNotFound");
+}
+
 BOOST_AUTO_TEST_CASE(a_pending_item_of_a_plan_that_may_not_start_asks_for_no_token) {
   world w;
   w.in.plan.may_start = false;
