@@ -46,12 +46,22 @@ struct observation {
 };
 
 /// Everything observed, immutable once published; shared by every actor that reads it.
+/// Between Draining and Verifying: the node belongs to its plan until it lands.
+inline bool in_flight(const protocol::node_partitioning& item) {
+  using p = protocol::node_phase;
+  auto phase = item.status.phase.value_or(p::pending);
+  return phase == p::draining || phase == p::applying || phase == p::waiting_operator ||
+         phase == p::verifying;
+}
+
 struct cluster_snapshot {
   template <class T>
   using by_key = std::map<std::string, std::shared_ptr<const T>>;
   by_key<controller::node_info> nodes;
-  /// node name -> (namespace/name -> pod)
-  std::map<std::string, by_key<controller::pod_info>> pods_by_node;
+  /// node name -> (namespace/name -> pod). A node's pods are shared by the views that
+  /// hold them and replaced, not changed, once published: a new view copies a pointer per
+  /// node, not every pod.
+  std::map<std::string, std::shared_ptr<const by_key<controller::pod_info>>> pods_by_node;
   by_key<controller::pdb_info> pdbs;
   by_key<protocol::partitioning_plan> plans;
   /// Plans that exist but did not decode: name -> why.
@@ -77,8 +87,9 @@ struct cluster_snapshot {
   bool shared_changed = false;
   /// A node came, went or changed its labels: the plans' node selections may differ.
   bool nodes_relabelled = false;
-  /// A NodePartitioning came, went, or changed its metadata, spec or phase: what the
-  /// supervisors create, update or delete may differ.
+  /// A NodePartitioning came, went, or changed its metadata or spec, or began or ended its
+  /// flight: what the supervisors create, update or delete may differ. (Not every change of
+  /// phase: working out a plan again takes a walk over every node and item.)
   bool item_specs_changed = false;
 };
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;

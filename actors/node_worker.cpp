@@ -219,7 +219,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       }
     }
     if (auto pods = view.pods_by_node.find(in.item.spec.node_name); pods != view.pods_by_node.end())
-      for (const auto& [key, pod] : pods->second)
+      for (const auto& [key, pod] : *pods->second)
         in.pods.push_back(*pod);
     // The budgets matter to a drain (and a dry run's preview) only, and only those covering
     // a pod on the node; a large cluster has thousands.
@@ -254,7 +254,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       if (!about && field("kind") == "Pod")
         if (auto pods = view.pods_by_node.find(in.item.spec.node_name);
             pods != view.pods_by_node.end())
-          about = pods->second.count(field("namespace") + "/" + field("name")) > 0;
+          about = pods->second->count(field("namespace") + "/" + field("name")) > 0;
       if (about && field("time") >= in.dcm_event_time) {
         in.dcm_event_time = field("time");
         in.dcm_event = field("reason") + ": " + field("message");

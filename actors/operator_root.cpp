@@ -32,6 +32,19 @@ bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b
          a.deletion_timestamp != b.deletion_timestamp;
 }
 
+// A node's pods, to change: edited in place while no published view holds them, else
+// copied first (a published view never changes under its readers).
+cluster_snapshot::by_key<controller::pod_info>& pods_to_edit(cluster_snapshot& v,
+                                                             const std::string& node) {
+  using pods = cluster_snapshot::by_key<controller::pod_info>;
+  auto& slot = v.pods_by_node[node];
+  if (slot && slot.use_count() == 1)
+    return const_cast<pods&>(*slot); // made here, not const, and ours alone
+  auto copy = slot ? std::make_shared<pods>(*slot) : std::make_shared<pods>();
+  slot = copy;
+  return *copy;
+}
+
 void apply(root_state& s, const observation& o) {
   using k = observation::kind;
   auto& v = s.view;
@@ -51,7 +64,7 @@ void apply(root_state& s, const observation& o) {
     auto old = s.pod_nodes.find(o.key);
     if (old != s.pod_nodes.end()) {
       v.node_changes.emplace(old->second, o.received);
-      auto& on_node = v.pods_by_node[old->second];
+      auto& on_node = pods_to_edit(v, old->second);
       on_node.erase(o.key);
       if (on_node.empty())
         v.pods_by_node.erase(old->second);
@@ -59,7 +72,7 @@ void apply(root_state& s, const observation& o) {
     }
     if (!o.deleted && o.pod && !o.pod->node_name.empty()) {
       v.node_changes.emplace(o.pod->node_name, o.received);
-      v.pods_by_node[o.pod->node_name][o.key] = o.pod;
+      pods_to_edit(v, o.pod->node_name)[o.key] = o.pod;
       s.pod_nodes[o.key] = o.pod->node_name;
     }
     break;
@@ -132,7 +145,7 @@ void apply(root_state& s, const observation& o) {
     auto old = v.items.find(o.key);
     if (o.deleted || old == v.items.end() || !o.item ||
         meta_changed(old->second->metadata, o.item->metadata) ||
-        old->second->status.phase != o.item->status.phase)
+        in_flight(*old->second) != in_flight(*o.item))
       v.item_specs_changed = true;
     if (o.deleted || !o.item)
       v.items.erase(o.key);

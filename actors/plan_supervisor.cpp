@@ -75,13 +75,6 @@ protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan
   return item;
 }
 
-bool in_flight(const protocol::node_partitioning& item) {
-  using p = protocol::node_phase;
-  auto phase = item.status.phase.value_or(p::pending);
-  return phase == p::draining || phase == p::applying || phase == p::waiting_operator ||
-         phase == p::verifying;
-}
-
 bool spec_differs(const protocol::node_partitioning& have,
                   const protocol::node_partitioning& want) {
   return have.spec.desired_hash != want.spec.desired_hash ||
@@ -220,15 +213,12 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           for (const auto& [name, other] : view->plans)
             if (name != config.plan)
               others.push_back(*other);
-          std::map<std::string, controller::node_info> nodes;
-          for (const auto& [name, node] : view->nodes)
-            nodes.emplace(name, *node);
           // Nodes in flight stay with the plan that started them.
           std::map<std::string, std::string> flying;
           for (const auto& [name, item] : view->items)
             if (in_flight(*item) && !item->metadata.deletion_timestamp)
               flying.emplace(item->spec.node_name, item->spec.plan_ref.name);
-          resolution = controller::resolve_plan(*plan, others, nodes, flying);
+          resolution = controller::resolve_plan(*plan, others, view->nodes, flying);
           if (!resolution.problems.empty()) {
             // An invalid plan keeps the items it has (those in flight finish) and starts
             // nothing: removing them would abort nodes mid-change.

@@ -94,7 +94,7 @@ void check_spec(const protocol::partitioning_plan& plan, std::vector<std::string
 
 plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
                              const std::vector<protocol::partitioning_plan>& other_plans,
-                             const std::map<std::string, node_info>& nodes,
+                             const std::map<std::string, std::shared_ptr<const node_info>>& nodes,
                              const std::map<std::string, std::string>& in_flight) {
   plan_resolution out;
   check_spec(plan, out.problems);
@@ -103,7 +103,8 @@ plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
 
   std::map<std::string, std::size_t> matched;               // entry -> nodes
   std::map<std::string, std::string> control_plane_matched; // entry -> node
-  for (const auto& [name, node] : nodes) {
+  for (const auto& [name, node_ptr] : nodes) {
+    const node_info& node = *node_ptr;
     if (node.is_control_plane()) {
       for (const auto* e : entries_matching(plan, node))
         control_plane_matched.emplace(e->name, name);

@@ -7,6 +7,7 @@
 #include "protocol/partitioning_plan.hpp"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,7 @@ inline constexpr std::size_t max_object_name = 253;
 /// plan selecting it then sees a conflict instead of taking it away mid-change.
 plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
                              const std::vector<protocol::partitioning_plan>& other_plans,
-                             const std::map<std::string, node_info>& nodes,
+                             const std::map<std::string, std::shared_ptr<const node_info>>& nodes,
                              const std::map<std::string, std::string>& in_flight = {});
 
 } // namespace gpu_partitioner::controller

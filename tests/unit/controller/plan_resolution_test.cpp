@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -63,6 +64,16 @@ node_map nodes(std::vector<std::pair<std::string, labels>> list) {
     out.emplace(name, std::move(n));
   }
   return out;
+}
+
+// resolve_plan takes the nodes as the operator's view holds them, shared and immutable.
+gc::plan_resolution resolve(const gp::partitioning_plan& plan,
+                            const std::vector<gp::partitioning_plan>& others, const node_map& nodes,
+                            const std::map<std::string, std::string>& in_flight = {}) {
+  std::map<std::string, std::shared_ptr<const gc::node_info>> shared;
+  for (const auto& [name, node] : nodes)
+    shared.emplace(name, std::make_shared<const gc::node_info>(node));
+  return gc::resolve_plan(plan, others, shared, in_flight);
 }
 
 // "node:entry:profile" per selected node, in the resolution's order.
@@ -127,22 +138,21 @@ const std::vector<expression_row> expression_rows{
 BOOST_AUTO_TEST_SUITE(plan_resolution)
 
 BOOST_AUTO_TEST_CASE(match_labels_select_nodes_with_entry_and_profile) {
-  auto r =
-      gc::resolve_plan(plan("p", {entry("train", sel({{"gpu", "mi300x"}}), "cpx-nps4")}), {}, pool);
+  auto r = resolve(plan("p", {entry("train", sel({{"gpu", "mi300x"}}), "cpx-nps4")}), {}, pool);
   BOOST_TEST(selected(r) == "gpu-1:train:cpx-nps4,gpu-2:train:cpx-nps4");
   BOOST_TEST(r.conflicts.empty());
   BOOST_TEST(r.problems.empty());
 }
 
 BOOST_DATA_TEST_CASE(match_expressions_select_nodes, bdata::make(expression_rows), row) {
-  auto r = gc::resolve_plan(plan("p", {entry("e", row.selector, "prof")}), {}, pool);
+  auto r = resolve(plan("p", {entry("e", row.selector, "prof")}), {}, pool);
   BOOST_TEST(selected_names(r) == row.expected, row.behaviour);
   BOOST_TEST(r.problems.empty());
   BOOST_TEST(r.conflicts.empty());
 }
 
 BOOST_AUTO_TEST_CASE(exclude_removes_nodes_the_selector_matches) {
-  auto r = gc::resolve_plan(
+  auto r = resolve(
       plan("p", {entry("e", sel({}, {req("gpu", exists)}), "prof", sel({{"pool", "inference"}}))}),
       {}, pool);
   BOOST_TEST(selected_names(r) == "gpu-1,gpu-3");
@@ -151,16 +161,16 @@ BOOST_AUTO_TEST_CASE(exclude_removes_nodes_the_selector_matches) {
 }
 
 BOOST_AUTO_TEST_CASE(exclude_with_expressions_removes_nodes) {
-  auto r = gc::resolve_plan(plan("p", {entry("e", sel({}, {req("gpu", exists)}), "prof",
-                                             sel({}, {req("gpu", in, {"mi250"})}))}),
-                            {}, pool);
+  auto r = resolve(plan("p", {entry("e", sel({}, {req("gpu", exists)}), "prof",
+                                    sel({}, {req("gpu", in, {"mi250"})}))}),
+                   {}, pool);
   BOOST_TEST(selected_names(r) == "gpu-1,gpu-2");
 }
 
 BOOST_AUTO_TEST_CASE(empty_exclude_removes_no_node) {
   // `exclude: {}` is read as "nothing excluded", not "every node excluded".
-  auto r = gc::resolve_plan(plan("p", {entry("e", sel({}, {req("gpu", exists)}), "prof", sel({}))}),
-                            {}, pool);
+  auto r =
+      resolve(plan("p", {entry("e", sel({}, {req("gpu", exists)}), "prof", sel({}))}), {}, pool);
   BOOST_TEST(selected_names(r) == "gpu-1,gpu-2,gpu-3");
 }
 
@@ -170,12 +180,12 @@ BOOST_AUTO_TEST_CASE(control_plane_nodes_are_never_selected_even_if_the_selector
       {"master-1", {{"gpu", "mi300x"}, {"node-role.kubernetes.io/master", "true"}}},
       {"worker-1", {{"gpu", "mi300x"}}},
   });
-  auto r = gc::resolve_plan(plan("p", {entry("e", sel({{"gpu", "mi300x"}}), "prof")}), {}, cluster);
+  auto r = resolve(plan("p", {entry("e", sel({{"gpu", "mi300x"}}), "prof")}), {}, cluster);
   BOOST_TEST(selected_names(r) == "worker-1");
   BOOST_TEST(r.conflicts.empty());
 
   // Even a selector that names the control-plane role selects nothing.
-  auto by_role = gc::resolve_plan(
+  auto by_role = resolve(
       plan("p",
            {entry("cp", sel({}, {req("node-role.kubernetes.io/control-plane", exists)}), "prof"),
             entry("m", sel({{"node-role.kubernetes.io/master", "true"}}), "prof")}),
@@ -186,9 +196,9 @@ BOOST_AUTO_TEST_CASE(control_plane_nodes_are_never_selected_even_if_the_selector
 }
 
 BOOST_AUTO_TEST_CASE(node_matched_by_two_entries_is_a_conflict_naming_both_and_not_selected) {
-  auto r = gc::resolve_plan(plan("p", {entry("training", sel({{"pool", "training"}}), "cpx"),
-                                       entry("all-mi300x", sel({{"gpu", "mi300x"}}), "spx")}),
-                            {}, pool);
+  auto r = resolve(plan("p", {entry("training", sel({{"pool", "training"}}), "cpx"),
+                              entry("all-mi300x", sel({{"gpu", "mi300x"}}), "spx")}),
+                   {}, pool);
   BOOST_TEST(selected(r) == "gpu-2:all-mi300x:spx");
   BOOST_TEST_REQUIRE(r.conflicts.size() == 1u);
   BOOST_TEST(r.conflicts[0].node == "gpu-1");
@@ -203,8 +213,8 @@ BOOST_AUTO_TEST_CASE(node_matched_by_two_plans_is_a_conflict_in_both_and_selecte
   auto cluster = pool;
   cluster["gpu-4"] = nodes({{"gpu-4", {{"gpu", "mi250"}, {"pool", "training"}}}}).at("gpu-4");
 
-  auto ra = gc::resolve_plan(a, {a, b}, cluster);
-  auto rb = gc::resolve_plan(b, {a, b}, cluster);
+  auto ra = resolve(a, {a, b}, cluster);
+  auto rb = resolve(b, {a, b}, cluster);
 
   BOOST_TEST(selected_names(ra) == "gpu-4");
   BOOST_TEST(selected_names(rb) == "gpu-2");
@@ -218,7 +228,7 @@ BOOST_AUTO_TEST_CASE(node_matched_by_two_plans_is_a_conflict_in_both_and_selecte
 
 BOOST_AUTO_TEST_CASE(the_plan_itself_among_other_plans_is_no_conflict) {
   auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
-  auto r = gc::resolve_plan(a, {a}, pool);
+  auto r = resolve(a, {a}, pool);
   BOOST_TEST(selected_names(r) == "gpu-1");
   BOOST_TEST(r.conflicts.empty());
 }
@@ -227,8 +237,8 @@ BOOST_AUTO_TEST_CASE(a_node_another_plan_excludes_is_no_conflict) {
   auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
   auto b = plan("plan-b",
                 {entry("mi300x", sel({{"gpu", "mi300x"}}), "spx", sel({{"pool", "training"}}))});
-  auto ra = gc::resolve_plan(a, {b}, pool);
-  auto rb = gc::resolve_plan(b, {a}, pool);
+  auto ra = resolve(a, {b}, pool);
+  auto rb = resolve(b, {a}, pool);
   BOOST_TEST(selected_names(ra) == "gpu-1");
   BOOST_TEST(selected_names(rb) == "gpu-2");
   BOOST_TEST(ra.conflicts.empty());
@@ -239,15 +249,15 @@ BOOST_AUTO_TEST_CASE(a_plan_being_deleted_still_claims_its_nodes) {
   auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
   auto old = plan("plan-old", {entry("all", sel({{"gpu", "mi300x"}}), "spx")});
   old.metadata.deletion_timestamp = "2024-05-01T10:00:00Z";
-  auto r = gc::resolve_plan(a, {old}, pool);
+  auto r = resolve(a, {old}, pool);
   BOOST_TEST(r.selected.empty());
   BOOST_TEST(conflict_nodes(r) == "gpu-1");
 }
 
 BOOST_AUTO_TEST_CASE(empty_selector_is_a_problem_and_nothing_is_selected) {
-  auto r = gc::resolve_plan(plan("p", {entry("good", sel({{"gpu", "mi300x"}}), "cpx"),
-                                       entry("everything", sel({}), "spx")}),
-                            {}, pool);
+  auto r = resolve(plan("p", {entry("good", sel({{"gpu", "mi300x"}}), "cpx"),
+                              entry("everything", sel({}), "spx")}),
+                   {}, pool);
   BOOST_TEST(r.selected.empty());
   BOOST_TEST(r.conflicts.empty());
   BOOST_TEST_REQUIRE(r.problems.size() == 1u);
@@ -255,9 +265,9 @@ BOOST_AUTO_TEST_CASE(empty_selector_is_a_problem_and_nothing_is_selected) {
 }
 
 BOOST_AUTO_TEST_CASE(duplicate_entry_names_are_a_problem_and_nothing_is_selected) {
-  auto r = gc::resolve_plan(plan("p", {entry("same", sel({{"pool", "training"}}), "cpx"),
-                                       entry("same", sel({{"pool", "inference"}}), "spx")}),
-                            {}, pool);
+  auto r = resolve(plan("p", {entry("same", sel({{"pool", "training"}}), "cpx"),
+                              entry("same", sel({{"pool", "inference"}}), "spx")}),
+                   {}, pool);
   BOOST_TEST(r.selected.empty());
   BOOST_TEST_REQUIRE(r.problems.size() == 1u);
   BOOST_TEST(contains(r.problems[0], "\"same\""), r.problems[0]);
@@ -267,7 +277,7 @@ BOOST_AUTO_TEST_CASE(duplicate_entry_names_are_a_problem_and_nothing_is_selected
 BOOST_AUTO_TEST_CASE(another_plans_empty_selector_claims_no_node) {
   auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
   auto broken = plan("plan-broken", {entry("everything", sel({}), "spx")});
-  auto r = gc::resolve_plan(a, {broken}, pool);
+  auto r = resolve(a, {broken}, pool);
   BOOST_TEST(selected_names(r) == "gpu-1");
   BOOST_TEST(r.conflicts.empty());
 }
@@ -279,29 +289,28 @@ BOOST_AUTO_TEST_CASE(selection_is_in_node_name_order_whatever_the_entry_order) {
       {"node-b", {{"set", "a"}}},
       {"node-d", {{"set", "a"}}},
   });
-  auto r = gc::resolve_plan(plan("p", {entry("z-entry", sel({{"set", "z"}}), "pz"),
-                                       entry("a-entry", sel({{"set", "a"}}), "pa")}),
-                            {}, cluster);
+  auto r = resolve(plan("p", {entry("z-entry", sel({{"set", "z"}}), "pz"),
+                              entry("a-entry", sel({{"set", "a"}}), "pa")}),
+                   {}, cluster);
   BOOST_TEST(selected(r) ==
              "node-a:z-entry:pz,node-b:a-entry:pa,node-c:z-entry:pz,node-d:a-entry:pa");
 }
 
 BOOST_AUTO_TEST_CASE(selector_matching_nothing_gives_empty_selection_without_problems) {
-  auto r = gc::resolve_plan(plan("p", {entry("none", sel({{"gpu", "mi355x"}}), "cpx")}), {}, pool);
+  auto r = resolve(plan("p", {entry("none", sel({{"gpu", "mi355x"}}), "cpx")}), {}, pool);
   BOOST_TEST(r.selected.empty());
   BOOST_TEST(r.conflicts.empty());
   BOOST_TEST(r.problems.empty());
 
-  auto no_nodes =
-      gc::resolve_plan(plan("p", {entry("e", sel({{"gpu", "mi300x"}}), "cpx")}), {}, {});
+  auto no_nodes = resolve(plan("p", {entry("e", sel({{"gpu", "mi300x"}}), "cpx")}), {}, {});
   BOOST_TEST(no_nodes.selected.empty());
   BOOST_TEST(no_nodes.problems.empty());
 }
 
 BOOST_AUTO_TEST_CASE(entries_that_select_nothing_are_named) {
-  auto r = gc::resolve_plan(plan("p", {entry("train", sel({{"gpu", "mi300x"}}), "cpx"),
-                                       entry("typo", sel({{"gpu", "mi300"}}), "cpx")}),
-                            {}, pool);
+  auto r = resolve(plan("p", {entry("train", sel({{"gpu", "mi300x"}}), "cpx"),
+                              entry("typo", sel({{"gpu", "mi300"}}), "cpx")}),
+                   {}, pool);
   BOOST_TEST(selected_names(r) == "gpu-1,gpu-2");
   BOOST_TEST_REQUIRE(r.unmatched.size() == 1u);
   BOOST_TEST(r.unmatched[0] == "spec.partitionings[1] (typo) selects no node");
@@ -311,7 +320,7 @@ BOOST_AUTO_TEST_CASE(an_entry_matching_only_a_control_plane_node_says_so) {
   auto with_cp = pool;
   with_cp.emplace("cp-1", nodes({{"cp-1", {{"gpu", "mi355x"}}}}).at("cp-1"));
   with_cp.at("cp-1").taints.push_back({"node-role.kubernetes.io/control-plane", "", "NoSchedule"});
-  auto r = gc::resolve_plan(plan("p", {entry("e", sel({{"gpu", "mi355x"}}), "cpx")}), {}, with_cp);
+  auto r = resolve(plan("p", {entry("e", sel({{"gpu", "mi355x"}}), "cpx")}), {}, with_cp);
   BOOST_TEST(r.selected.empty());
   BOOST_TEST_REQUIRE(r.unmatched.size() == 1u);
   BOOST_TEST(contains(r.unmatched[0], "control-plane node cp-1"), r.unmatched[0]);
@@ -332,7 +341,7 @@ BOOST_AUTO_TEST_CASE(selectors_kubernetes_would_refuse_are_problems_named_by_fie
        "spec.partitionings[0].selector.matchExpressions[0].key"},
   };
   for (const auto& c : cases) {
-    auto r = gc::resolve_plan(plan("p", {entry("e", c.selector, "cpx")}), {}, pool);
+    auto r = resolve(plan("p", {entry("e", c.selector, "cpx")}), {}, pool);
     BOOST_TEST_REQUIRE(r.problems.size() == 1u);
     BOOST_TEST(contains(r.problems[0], c.field), r.problems[0]);
     BOOST_TEST(r.problems[0].size() < 400u, "the message quotes the 1 MiB value in full");
@@ -340,7 +349,7 @@ BOOST_AUTO_TEST_CASE(selectors_kubernetes_would_refuse_are_problems_named_by_fie
   }
   auto excluded = plan(
       "p", {entry("e", sel({{"gpu", "mi300x"}}), "cpx", sel({{"pool", std::string(64, 'v')}}))});
-  auto r = gc::resolve_plan(excluded, {}, pool);
+  auto r = resolve(excluded, {}, pool);
   BOOST_TEST_REQUIRE(r.problems.size() == 1u);
   BOOST_TEST(contains(r.problems[0], "spec.partitionings[0].exclude.matchLabels"));
 }
@@ -350,7 +359,7 @@ BOOST_AUTO_TEST_CASE(verification_labels_and_resources_kubernetes_cannot_hold_ar
   p.spec.verification.gpu_ready_label = std::string(1 << 20, 'g');
   p.spec.verification.require_plugin_resources = {"amd.com/gpu",
                                                   "amd.com/" + std::string(100, 'x')};
-  auto r = gc::resolve_plan(p, {}, pool);
+  auto r = resolve(p, {}, pool);
   BOOST_TEST_REQUIRE(r.problems.size() == 2u);
   BOOST_TEST(contains(r.problems[0], "spec.verification.gpuReadyLabel"));
   BOOST_TEST(contains(r.problems[0], "1048576 characters"));
@@ -361,12 +370,10 @@ BOOST_AUTO_TEST_CASE(verification_labels_and_resources_kubernetes_cannot_hold_ar
 BOOST_AUTO_TEST_CASE(a_node_whose_item_name_would_pass_253_characters_makes_the_plan_invalid) {
   const std::string node = "gpu-1";
   const std::string fits(253 - 1 - node.size(), 'p');
-  auto ok =
-      gc::resolve_plan(plan(fits, {entry("e", sel({{"pool", "training"}}), "cpx")}), {}, pool);
+  auto ok = resolve(plan(fits, {entry("e", sel({{"pool", "training"}}), "cpx")}), {}, pool);
   BOOST_TEST(ok.problems.empty());
   BOOST_TEST(selected_names(ok) == "gpu-1");
-  auto r = gc::resolve_plan(plan(fits + "p", {entry("e", sel({{"pool", "training"}}), "cpx")}), {},
-                            pool);
+  auto r = resolve(plan(fits + "p", {entry("e", sel({{"pool", "training"}}), "cpx")}), {}, pool);
   BOOST_TEST_REQUIRE(r.problems.size() == 1u);
   BOOST_TEST(contains(r.problems[0], "metadata.name: the NodePartitioning of node gpu-1"),
              r.problems[0]);
@@ -377,16 +384,16 @@ BOOST_AUTO_TEST_CASE(a_node_in_flight_for_one_plan_stays_with_it_and_the_other_s
   auto a = plan("a", {entry("e", sel({{"gpu", "mi300x"}}), "cpx")});
   auto b = plan("b", {entry("e", sel({{"pool", "training"}}), "spx")});
   const std::map<std::string, std::string> flying{{"gpu-1", "a"}};
-  auto ra = gc::resolve_plan(a, {b}, pool, flying);
+  auto ra = resolve(a, {b}, pool, flying);
   BOOST_TEST(selected_names(ra) == "gpu-1,gpu-2");
   BOOST_TEST(ra.conflicts.empty());
-  auto rb = gc::resolve_plan(b, {a}, pool, flying);
+  auto rb = resolve(b, {a}, pool, flying);
   BOOST_TEST(rb.selected.empty());
   BOOST_TEST_REQUIRE(rb.conflicts.size() == 1u);
   BOOST_TEST(rb.conflicts[0].node == "gpu-1");
   BOOST_TEST(rb.conflicts[0].reason == "in flight for plan a");
   // Once it lands, the DESIGN rule holds again: neither takes it.
-  BOOST_TEST(conflict_nodes(gc::resolve_plan(a, {b}, pool)) == "gpu-1");
+  BOOST_TEST(conflict_nodes(resolve(a, {b}, pool)) == "gpu-1");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
