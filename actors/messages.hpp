@@ -7,6 +7,7 @@
 #include "controller/node_machine.hpp"
 #include "controller/observed.hpp"
 #include "controller/rollout_governor.hpp"
+#include "controller/shared_map.hpp"
 #include "protocol/node_partitioning.hpp"
 #include "protocol/partitioning_plan.hpp"
 #include "protocol/partitioning_profile.hpp"
@@ -57,18 +58,20 @@ inline bool in_flight(const protocol::node_partitioning& item) {
 struct cluster_snapshot {
   template <class T>
   using by_key = std::map<std::string, std::shared_ptr<const T>>;
-  by_key<controller::node_info> nodes;
+  /// The large collections (a node, pod set, budget or item each per node) are
+  /// shared_maps: a new view shares their storage with the last one.
+  controller::shared_map<controller::node_info> nodes;
   /// node name -> (namespace/name -> pod). A node's pods are shared by the views that
   /// hold them and replaced, not changed, once published: a new view copies a pointer per
   /// node, not every pod.
-  std::map<std::string, std::shared_ptr<const by_key<controller::pod_info>>> pods_by_node;
-  by_key<controller::pdb_info> pdbs;
+  controller::shared_map<by_key<controller::pod_info>> pods_by_node;
+  controller::shared_map<controller::pdb_info> pdbs;
   by_key<protocol::partitioning_plan> plans;
   /// Plans that exist but did not decode: name -> why.
   std::map<std::string, std::string> invalid_plans;
   by_key<protocol::partitioning_profile> profiles;
   std::map<std::string, std::string> invalid_profiles;
-  by_key<protocol::node_partitioning> items;
+  controller::shared_map<protocol::node_partitioning> items;
   by_key<config_map_data> config_maps;
   /// DCM's Warning Events (source amd-device-config-manager): the kind, namespace and name
   /// of the object they are about, type, reason, message, time.

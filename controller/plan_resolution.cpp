@@ -94,7 +94,7 @@ void check_spec(const protocol::partitioning_plan& plan, std::vector<std::string
 
 plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
                              const std::vector<protocol::partitioning_plan>& other_plans,
-                             const std::map<std::string, std::shared_ptr<const node_info>>& nodes,
+                             const shared_map<node_info>& nodes,
                              const std::map<std::string, std::string>& in_flight) {
   plan_resolution out;
   check_spec(plan, out.problems);

@@ -4,6 +4,7 @@
 // leave alone.
 
 #include "controller/observed.hpp"
+#include "controller/shared_map.hpp"
 #include "protocol/partitioning_plan.hpp"
 
 #include <map>
@@ -44,7 +45,7 @@ inline constexpr std::size_t max_object_name = 253;
 /// plan selecting it then sees a conflict instead of taking it away mid-change.
 plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
                              const std::vector<protocol::partitioning_plan>& other_plans,
-                             const std::map<std::string, std::shared_ptr<const node_info>>& nodes,
+                             const shared_map<node_info>& nodes,
                              const std::map<std::string, std::string>& in_flight = {});
 
 } // namespace gpu_partitioner::controller

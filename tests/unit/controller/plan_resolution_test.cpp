@@ -70,9 +70,9 @@ node_map nodes(std::vector<std::pair<std::string, labels>> list) {
 gc::plan_resolution resolve(const gp::partitioning_plan& plan,
                             const std::vector<gp::partitioning_plan>& others, const node_map& nodes,
                             const std::map<std::string, std::string>& in_flight = {}) {
-  std::map<std::string, std::shared_ptr<const gc::node_info>> shared;
+  gc::shared_map<gc::node_info> shared;
   for (const auto& [name, node] : nodes)
-    shared.emplace(name, std::make_shared<const gc::node_info>(node));
+    shared.set(name, std::make_shared<const gc::node_info>(node));
   return gc::resolve_plan(plan, others, shared, in_flight);
 }
 
