@@ -46,7 +46,6 @@ struct observation {
   protocol::wall_clock::time_point received{};
 };
 
-/// Everything observed, immutable once published; shared by every actor that reads it.
 /// Between Draining and Verifying: the node belongs to its plan until it lands.
 inline bool in_flight(const protocol::node_partitioning& item) {
   using p = protocol::node_phase;
@@ -55,6 +54,7 @@ inline bool in_flight(const protocol::node_partitioning& item) {
          phase == p::verifying;
 }
 
+/// Everything observed, immutable once published; shared by every actor that reads it.
 struct cluster_snapshot {
   template <class T>
   using by_key = std::map<std::string, std::shared_ptr<const T>>;

@@ -216,6 +216,10 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       } else {
         in.node = *node->second;
         s->lag_logged = false;
+        // The view has our write: our copy of the node is no longer needed (kept, it
+        // would be a second copy of every node the rollout is done with).
+        if (caught_up)
+          s->written_node.reset();
       }
     }
     if (auto pods = view.pods_by_node.find(in.item.spec.node_name); pods != view.pods_by_node.end())

@@ -521,6 +521,19 @@ BOOST_FIXTURE_TEST_CASE(a_worker_keeps_none_of_the_views_it_is_told_of, worker_f
   BOOST_TEST(seen.expired());
 }
 
+// The node as the worker's last write left it is kept only until the view has that
+// version: kept longer, every node a rollout is done with would be held twice.
+BOOST_FIXTURE_TEST_CASE(a_worker_drops_its_written_node_once_the_view_has_it, worker_fixture) {
+  run_the_whole_way();
+  BOOST_TEST_REQUIRE(written->last_phase(item_name) == "Succeeded");
+  const std::weak_ptr<const gc::node_info> ours = cluster().view.nodes.at("gpu-1");
+  auto later = cluster().node("gpu-1");
+  later.resource_version = std::to_string(std::stoi(later.resource_version) + 1);
+  cluster().put(later); // the view moves on past our write
+  show_view();
+  BOOST_TEST(ours.expired());
+}
+
 // A step on a timer reads the latest view, though the worker was told of nothing since.
 BOOST_FIXTURE_TEST_CASE(a_timer_step_reads_the_plans_latest_view, worker_fixture) {
   cluster().dcm_answer = "";
