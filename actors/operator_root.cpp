@@ -32,14 +32,12 @@ bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b
          a.deletion_timestamp != b.deletion_timestamp;
 }
 
-// A node's pods, to change: edited in place while no published view holds them, else
-// copied first (a published view never changes under its readers).
+// A node's pods, to change: a new copy in their place (a published view never changes
+// under its readers; a node has a few pods).
 cluster_snapshot::by_key<controller::pod_info>& pods_to_edit(cluster_snapshot& v,
                                                              const std::string& node) {
   using pods = cluster_snapshot::by_key<controller::pod_info>;
   auto& slot = v.pods_by_node[node];
-  if (slot && slot.use_count() == 1)
-    return const_cast<pods&>(*slot); // made here, not const, and ours alone
   auto copy = slot ? std::make_shared<pods>(*slot) : std::make_shared<pods>();
   slot = copy;
   return *copy;

@@ -8,8 +8,8 @@
 // until one copy changes it: a copy costs a pointer per chunk, and a change copies one
 // chunk of its map.
 //
-// A chunk is changed in place only while no other map holds it (use_count() == 1): copies
-// in other threads can only drop their reference, never take one, so that is safe.
+// A chunk, once made, is never changed: a change makes a new one (use_count() is no test
+// that no other thread still reads it, without a fence ThreadSanitizer cannot follow).
 
 #include <algorithm>
 #include <cstddef>
@@ -97,7 +97,7 @@ public:
   void set(const std::string& key, mapped_type value) { (*this)[key] = std::move(value); }
 
   /// The value under `key`, inserted empty if absent, to assign at once (the reference
-  /// is good until the map next changes).
+  /// is good until the map next changes; maps that shared the chunk do not see it).
   mapped_type& operator[](const std::string& key) {
     if (chunks_.empty()) {
       auto first = std::make_shared<chunk>(1, value_type{key, nullptr});
@@ -160,13 +160,11 @@ private:
     return static_cast<std::size_t>(it - chunks_.begin());
   }
 
-  // Chunk `c`, ours alone: copied first if another map shares it.
+  // A new copy of chunk `c`, in its place, to change before anyone else sees it.
   chunk& editable(std::size_t c) {
-    auto& slot = chunks_[c];
-    if (slot.use_count() != 1)
-      slot = std::make_shared<chunk>(*slot);
-    // Every chunk is made here as a (non-const) chunk, so writing to it is allowed.
-    return const_cast<chunk&>(*slot);
+    auto copy = std::make_shared<chunk>(*chunks_[c]);
+    chunks_[c] = copy;
+    return *copy;
   }
 
   std::vector<chunk_ptr> chunks_;
