@@ -65,6 +65,15 @@ struct cluster_snapshot {
   /// hold them and replaced, not changed, once published: a new view copies a pointer per
   /// node, not every pod.
   controller::shared_map<by_key<controller::pod_info>> pods_by_node;
+  /// A node's pods, to change: a new copy in their place (a published view never changes
+  /// under its readers; a node has a few pods).
+  by_key<controller::pod_info>& pods_to_edit(const std::string& node) {
+    auto& slot = pods_by_node[node];
+    auto copy = slot ? std::make_shared<by_key<controller::pod_info>>(*slot)
+                     : std::make_shared<by_key<controller::pod_info>>();
+    slot = copy;
+    return *copy;
+  }
   controller::shared_map<controller::pdb_info> pdbs;
   by_key<protocol::partitioning_plan> plans;
   /// Plans that exist but did not decode: name -> why.

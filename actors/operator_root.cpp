@@ -32,17 +32,6 @@ bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b
          a.deletion_timestamp != b.deletion_timestamp;
 }
 
-// A node's pods, to change: a new copy in their place (a published view never changes
-// under its readers; a node has a few pods).
-cluster_snapshot::by_key<controller::pod_info>& pods_to_edit(cluster_snapshot& v,
-                                                             const std::string& node) {
-  using pods = cluster_snapshot::by_key<controller::pod_info>;
-  auto& slot = v.pods_by_node[node];
-  auto copy = slot ? std::make_shared<pods>(*slot) : std::make_shared<pods>();
-  slot = copy;
-  return *copy;
-}
-
 void apply(root_state& s, const observation& o) {
   using k = observation::kind;
   auto& v = s.view;
@@ -62,7 +51,7 @@ void apply(root_state& s, const observation& o) {
     auto old = s.pod_nodes.find(o.key);
     if (old != s.pod_nodes.end()) {
       v.node_changes.emplace(old->second, o.received);
-      auto& on_node = pods_to_edit(v, old->second);
+      auto& on_node = v.pods_to_edit(old->second);
       on_node.erase(o.key);
       if (on_node.empty())
         v.pods_by_node.erase(old->second);
@@ -70,7 +59,7 @@ void apply(root_state& s, const observation& o) {
     }
     if (!o.deleted && o.pod && !o.pod->node_name.empty()) {
       v.node_changes.emplace(o.pod->node_name, o.received);
-      pods_to_edit(v, o.pod->node_name)[o.key] = o.pod;
+      v.pods_to_edit(o.pod->node_name)[o.key] = o.pod;
       s.pod_nodes[o.key] = o.pod->node_name;
     }
     break;

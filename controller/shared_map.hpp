@@ -127,20 +127,14 @@ public:
   }
 
   std::size_t erase(const std::string& key) {
-    const auto c = chunk_for(key);
-    if (c == chunks_.size())
+    const auto it = find(key);
+    if (it == end())
       return 0;
-    {
-      const auto& ch = *chunks_[c];
-      auto it = std::lower_bound(ch.begin(), ch.end(), key, less_key);
-      if (it == ch.end() || it->first != key)
-        return 0;
-    }
-    auto& ch = editable(c);
-    ch.erase(std::lower_bound(ch.begin(), ch.end(), key, less_key));
+    auto& ch = editable(it.c_);
+    ch.erase(ch.begin() + static_cast<std::ptrdiff_t>(it.e_));
     --size_;
     if (ch.empty())
-      chunks_.erase(chunks_.begin() + c);
+      chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(it.c_));
     return 1;
   }
 

@@ -133,16 +133,8 @@ struct cluster_model {
   void put(const gc::node_info& n) {
     view.nodes[n.name] = std::make_shared<const gc::node_info>(n);
   }
-  // A node's pods, to change (the view shares them, so a copy replaces them).
-  ga::cluster_snapshot::by_key<gc::pod_info>& pods_on(const std::string& node) {
-    using pods = ga::cluster_snapshot::by_key<gc::pod_info>;
-    auto& slot = view.pods_by_node[node];
-    auto copy = slot ? std::make_shared<pods>(*slot) : std::make_shared<pods>();
-    slot = copy;
-    return *copy;
-  }
   void put(const gc::pod_info& p) {
-    pods_on(p.node_name)[p.ns + "/" + p.name] = std::make_shared<const gc::pod_info>(p);
+    view.pods_to_edit(p.node_name)[p.ns + "/" + p.name] = std::make_shared<const gc::pod_info>(p);
   }
   void put(const gc::pdb_info& b) {
     view.pdbs[b.ns + "/" + b.name] = std::make_shared<const gc::pdb_info>(b);
@@ -212,7 +204,7 @@ struct cluster_model {
         if (*io.taint) {
           n.taints.push_back(t);
           // The taint manager removes what does not tolerate the taint.
-          auto& pods = pods_on(io.node);
+          auto& pods = view.pods_to_edit(io.node);
           for (auto p = pods.begin(); p != pods.end();)
             if (!p->second->mirror && !p->second->tolerates_dcm_taint())
               p = pods.erase(p);
@@ -230,7 +222,7 @@ struct cluster_model {
         r.node = view.nodes[io.node];
     }
     for (const auto& removal : io.removals) {
-      auto& pods = pods_on(io.node);
+      auto& pods = view.pods_to_edit(io.node);
       const auto key = removal.ns + "/" + removal.name;
       gc::eviction_memory m;
       m.at = gp::wall_clock::now();
