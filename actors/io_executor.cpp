@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <memory>
 
 namespace gpu_partitioner::actors {
 
@@ -447,7 +448,49 @@ caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::ac
   self->link_to(evictions);
   return {
       [=](io_atom, node_io& io) {
-        return self->delegate(io.removals.empty() ? writes : evictions, io_atom_v, std::move(io));
+        auto rp = self->make_response_promise();
+        const bool only_removals = !io.patch && !io.taint && !io.dcm && !io.add_finalizer &&
+                                   !io.remove_finalizer && !io.clear_retry && !io.read_node;
+        if (io.removals.size() < 2 || !only_removals) {
+          rp.delegate(io.removals.empty() ? writes : evictions, io_atom_v, std::move(io));
+          return rp;
+        }
+        // A node's pods are evicted side by side, one request each, as kubectl drain does:
+        // one after another, a node of three pods waited three times for the API server's
+        // 500 ms retry of a conflicting budget update. The answers are merged into one.
+        struct merged {
+          node_io_result result;
+          std::size_t left = 0;
+        };
+        auto m = std::make_shared<merged>();
+        m->left = io.removals.size();
+        auto one_done = [m, rp]() mutable {
+          if (--m->left == 0)
+            rp.deliver(std::move(m->result));
+        };
+        for (std::size_t i = 0; i < io.removals.size(); ++i) {
+          node_io one;
+          one.item = io.item;
+          one.node = io.node;
+          one.removals.push_back(io.removals[i]);
+          if (i == 0)
+            one.reacting_to = io.reacting_to; // one reaction, timed once
+          self->request(evictions, caf::infinite, io_atom_v, std::move(one))
+              .then(
+                  [=](node_io_result& r) mutable {
+                    for (auto& [pod, outcome] : r.evictions)
+                      m->result.evictions[pod] = std::move(outcome);
+                    if (!r.error.empty() && m->result.error.empty())
+                      m->result.error = std::move(r.error);
+                    one_done();
+                  },
+                  [=](caf::error& e) mutable {
+                    if (m->result.error.empty())
+                      m->result.error = "evicting: " + self->system().render(e);
+                    one_done();
+                  });
+        }
+        return rp;
       },
       [=](io_atom, item_io& io) { self->delegate(writes, io_atom_v, std::move(io)); },
   };

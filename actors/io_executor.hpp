@@ -44,8 +44,9 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
 /// The io handle the workers and supervisors use: hands node steps that evict or delete
 /// pods to `evictions` and every other write to `writes` (each a pool of io_executors),
 /// so the short writes a rollout waits on (taint, label, untaint, uncordon) never queue
-/// behind evictions, which the API server may hold for 500 ms on a PDB conflict. Linked
-/// to both pools: they go when it goes.
+/// behind evictions, which the API server may hold for 500 ms on a PDB conflict. A step
+/// that only evicts or deletes pods goes out as one request per pod, side by side, and is
+/// answered once, with every pod's outcome. Linked to both pools: they go when it goes.
 caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions);
 
 /// Coalesces status writes per object (the latest within a short window wins), writes

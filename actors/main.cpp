@@ -210,9 +210,10 @@ int main(int argc, char** argv) {
   if (elector)
     io.connection.may_write = elector->write_gate();
   auto writer = system.spawn(actors::status_writer, io);
-  // Four connections for node writes and eight for evictions (io_router): an eviction
-  // takes the API server half a second or more when its budget's status update conflicts
-  // (it retries after 500 ms), and fifty nodes draining at once bring 150 of them.
+  // Four connections for node writes and sixteen for evictions (io_router, which sends
+  // a node's pods side by side): an eviction takes the API server half a second or more
+  // when its budget's status update conflicts (it retries after 500 ms), and fifty nodes
+  // draining at once bring 150 of them.
   // Each request goes to an executor with nothing to do (actors::io_pool).
   auto pool = [&](std::size_t connections) {
     std::vector<caf::actor> executors;
@@ -220,7 +221,7 @@ int main(int argc, char** argv) {
       executors.push_back(system.spawn<caf::detached>(actors::io_executor, io));
     return system.spawn(actors::io_pool, std::move(executors));
   };
-  auto io_pool = system.spawn(actors::io_router, pool(4), pool(8));
+  auto io_pool = system.spawn(actors::io_router, pool(4), pool(16));
 
   caf::actor root;
   caf::actor watcher;

@@ -1,5 +1,5 @@
 // actors::io_router and actors::io_pool on CAF's test_coordinator: node steps that evict
-// go to the eviction pool, every other write to the write pool; a pool hands a request to
+// go to the eviction pool (a node's pods side by side), every other write to the write pool; a pool hands a request to
 // an executor with nothing to do, or to the first to finish, in order; answers come back
 // to the requester.
 #include "actor_fixture.hpp"
@@ -7,7 +7,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,84 @@ BOOST_FIXTURE_TEST_CASE(evictions_and_other_writes_go_to_separate_pools, actor_f
   BOOST_TEST(evict_state->node_requests[0].removals.size() == 1u);
   BOOST_TEST(evict_state->item_requests.empty());
   BOOST_TEST(*answers == 2);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_nodes_pods_are_evicted_side_by_side_and_answered_once, actor_fixture) {
+  auto write_state = std::make_shared<io_double_state>();
+  auto evict_state = std::make_shared<io_double_state>();
+  write_state->publish = false;
+  evict_state->publish = false;
+  evict_state->hold = true;
+  auto writes = spawn(io_double, write_state);
+  auto evictions = spawn(io_double, evict_state);
+  auto router = spawn(ga::io_router, writes, evictions);
+  auto answers = std::make_shared<std::vector<ga::node_io_result>>();
+  const auto changed_at = gp::wall_clock::now() - std::chrono::milliseconds(40);
+  auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
+    ga::node_io evict;
+    evict.item = std::string(plan_name) + "-gpu-1";
+    evict.node = "gpu-1";
+    evict.reacting_to = changed_at;
+    for (const char* name : {"web-0", "web-1", "web-2"})
+      evict.removals.push_back({"team", name, std::string("uid-") + name, true});
+    self->request(to, caf::infinite, ga::io_atom_v, evict)
+        .then([=](const ga::node_io_result& r) { answers->push_back(r); });
+    return {[](ga::tick_atom) {}};
+  };
+  spawn(requester, router);
+  sched.run();
+  // All three are out before any is answered, each a request of its own.
+  BOOST_TEST_REQUIRE(evict_state->node_requests.size() == 3u);
+  std::set<std::string> asked;
+  int timed = 0;
+  for (const auto& io : evict_state->node_requests) {
+    BOOST_TEST_REQUIRE(io.removals.size() == 1u);
+    BOOST_TEST(io.node == "gpu-1");
+    asked.insert(io.removals[0].name);
+    timed += io.reacting_to.has_value() ? 1 : 0;
+  }
+  BOOST_TEST(asked == (std::set<std::string>{"web-0", "web-1", "web-2"}));
+  BOOST_TEST(timed == 1); // one reaction, observed once
+  BOOST_TEST(write_state->node_requests.empty());
+  BOOST_TEST(answers->empty());
+  caf::anon_send(evictions, deliver_atom_v);
+  sched.run();
+  // One answer, with every pod's outcome.
+  BOOST_TEST_REQUIRE(answers->size() == 1u);
+  BOOST_TEST(answers->front().error.empty());
+  BOOST_TEST(answers->front().evictions.size() == 3u);
+  for (const char* name : {"web-0", "web-1", "web-2"})
+    BOOST_TEST(answers->front().evictions.count(std::string("team/") + name) == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(removals_with_other_writes_stay_one_request, actor_fixture) {
+  auto write_state = std::make_shared<io_double_state>();
+  auto evict_state = std::make_shared<io_double_state>();
+  write_state->publish = false;
+  evict_state->publish = false;
+  auto writes = spawn(io_double, write_state);
+  auto evictions = spawn(io_double, evict_state);
+  auto router = spawn(ga::io_router, writes, evictions);
+  auto answers = std::make_shared<int>(0);
+  auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
+    ga::node_io io;
+    io.item = std::string(plan_name) + "-gpu-1";
+    io.node = "gpu-1";
+    io.clear_retry = true; // done first, then the pods: in that order, by one executor
+    io.removals.push_back({"team", "web-0", "uid-web-0", true});
+    io.removals.push_back({"team", "web-1", "uid-web-1", true});
+    self->request(to, caf::infinite, ga::io_atom_v, io).then([=](const ga::node_io_result& r) {
+      if (r.evictions.size() == 2u)
+        ++*answers;
+    });
+    return {[](ga::tick_atom) {}};
+  };
+  spawn(requester, router);
+  sched.run();
+  BOOST_TEST_REQUIRE(evict_state->node_requests.size() == 1u);
+  BOOST_TEST(evict_state->node_requests[0].removals.size() == 2u);
+  BOOST_TEST(evict_state->node_requests[0].clear_retry);
+  BOOST_TEST(*answers == 1);
 }
 
 BOOST_FIXTURE_TEST_CASE(the_pools_go_with_the_router, actor_fixture) {
