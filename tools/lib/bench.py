@@ -482,6 +482,12 @@ class Bench:
             if n == "gpu_partitioner_reaction_seconds_count":
                 by_write[labels["write"]] = int(v)
         run["reaction_metric"]["by_write"] = by_write
+        quantiles_by_write = {}
+        for w in by_write:
+            qw, _, _ = histogram_quantiles([x for x in om if x[1].get("write") == w],
+                                           "gpu_partitioner_reaction_seconds", [0.5, 0.99])
+            quantiles_by_write[w] = {"p50": qw[0.5], "p99": qw[0.99]}
+        run["reaction_metric"]["quantiles_by_write"] = quantiles_by_write
         run["operator_requests"] = {}
         for n, labels, v in om:
             if n == "gpu_partitioner_api_requests_total":
@@ -880,6 +886,14 @@ class Bench:
                  "in the operator to the start of the write (quantiles interpolated in its buckets); the "
                  "audit log's figure from the other party's write completing in the API server to the "
                  "operator's request arriving there, so it adds the watch's delivery.")
+        for r in self.runs:
+            qbw = r["reaction_metric"].get("quantiles_by_write") or {}
+            if qbw:
+                parts = [f'{w} {ms(q["p50"])} / {ms(q["p99"])} ({r["reaction_metric"]["by_write"].get(w, 0)})'
+                         for w, q in sorted(qbw.items())]
+                L.append("")
+                L.append(f'By the write that answered (metric p50 / p99, and how many), maxParallel '
+                         f'{r["max_parallel"]}: ' + "; ".join(parts) + ".")
         for r in self.runs:
             if r.get("handover"):
                 h = r["handover"]
