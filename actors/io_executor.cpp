@@ -443,9 +443,11 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
   };
 }
 
-caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions) {
+caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions,
+                        caf::actor items) {
   self->link_to(writes);
   self->link_to(evictions);
+  self->link_to(items);
   return {
       [=](io_atom, node_io& io) {
         auto rp = self->make_response_promise();
@@ -492,7 +494,7 @@ caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::ac
         }
         return rp;
       },
-      [=](io_atom, item_io& io) { self->delegate(writes, io_atom_v, std::move(io)); },
+      [=](io_atom, item_io& io) { self->delegate(items, io_atom_v, std::move(io)); },
   };
 }
 

@@ -42,12 +42,15 @@ std::string removal_needless(kube::client& api, const std::string& ns, const std
 caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> executors);
 
 /// The io handle the workers and supervisors use: hands node steps that evict or delete
-/// pods to `evictions` and every other write to `writes` (each a pool of io_executors),
-/// so the short writes a rollout waits on (taint, label, untaint, uncordon) never queue
-/// behind evictions, which the API server may hold for 500 ms on a PDB conflict. A step
-/// that only evicts or deletes pods goes out as one request per pod, side by side, and is
-/// answered once, with every pod's outcome. Linked to both pools: they go when it goes.
-caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions);
+/// pods to `evictions`, the supervisors' writes of NodePartitionings to `items`, and every
+/// other node step to `writes` (each a pool of io_executors). The short writes a rollout
+/// waits on (cordon, taint, label, untaint, uncordon) then never queue behind evictions,
+/// which the API server may hold for 500 ms on a PDB conflict, nor behind the thousand
+/// creates that start a plan of a thousand nodes. A step that only evicts or deletes pods
+/// goes out as one request per pod, side by side, and is answered once, with every pod's
+/// outcome. Linked to the pools: they go when it goes.
+caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions,
+                        caf::actor items);
 
 /// Coalesces status writes per object (the latest within a short window wins), writes
 /// them through the status subresource, and records Events (aggregated). Routes each

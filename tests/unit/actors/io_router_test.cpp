@@ -1,5 +1,6 @@
 // actors::io_router and actors::io_pool on CAF's test_coordinator: node steps that evict
-// go to the eviction pool (a node's pods side by side), every other write to the write pool; a pool hands a request to
+// go to the eviction pool (a node's pods side by side), the supervisors' item writes to a
+// pool of their own, every other write to the write pool; a pool hands a request to
 // an executor with nothing to do, or to the first to finish, in order; answers come back
 // to the requester.
 #include "actor_fixture.hpp"
@@ -24,7 +25,9 @@ BOOST_FIXTURE_TEST_CASE(evictions_and_other_writes_go_to_separate_pools, actor_f
   evict_state->publish = false;
   auto writes = spawn(io_double, write_state);
   auto evictions = spawn(io_double, evict_state);
-  auto router = spawn(ga::io_router, writes, evictions);
+  auto item_state = std::make_shared<io_double_state>();
+  auto items = spawn(io_double, item_state);
+  auto router = spawn(ga::io_router, writes, evictions, items);
   auto answers = std::make_shared<int>(0);
   // The router is passed as an argument: CAF 0.17.6 dereferences a null argument tuple
   // when it starts a function actor spawned without any (UBSan reports it).
@@ -48,10 +51,13 @@ BOOST_FIXTURE_TEST_CASE(evictions_and_other_writes_go_to_separate_pools, actor_f
   sched.run();
   BOOST_TEST_REQUIRE(write_state->node_requests.size() == 1u);
   BOOST_TEST(write_state->node_requests[0].patch.has_value());
-  BOOST_TEST(write_state->item_requests.size() == 1u);
+  BOOST_TEST(write_state->item_requests.empty());
   BOOST_TEST_REQUIRE(evict_state->node_requests.size() == 1u);
   BOOST_TEST(evict_state->node_requests[0].removals.size() == 1u);
   BOOST_TEST(evict_state->item_requests.empty());
+  // The supervisors' item writes have a pool of their own.
+  BOOST_TEST(item_state->item_requests.size() == 1u);
+  BOOST_TEST(item_state->node_requests.empty());
   BOOST_TEST(*answers == 2);
 }
 
@@ -63,7 +69,8 @@ BOOST_FIXTURE_TEST_CASE(a_nodes_pods_are_evicted_side_by_side_and_answered_once,
   evict_state->hold = true;
   auto writes = spawn(io_double, write_state);
   auto evictions = spawn(io_double, evict_state);
-  auto router = spawn(ga::io_router, writes, evictions);
+  auto items = spawn(io_double, std::make_shared<io_double_state>());
+  auto router = spawn(ga::io_router, writes, evictions, items);
   auto answers = std::make_shared<std::vector<ga::node_io_result>>();
   const auto changed_at = gp::wall_clock::now() - std::chrono::milliseconds(40);
   auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
@@ -110,7 +117,8 @@ BOOST_FIXTURE_TEST_CASE(removals_with_other_writes_stay_one_request, actor_fixtu
   evict_state->publish = false;
   auto writes = spawn(io_double, write_state);
   auto evictions = spawn(io_double, evict_state);
-  auto router = spawn(ga::io_router, writes, evictions);
+  auto items = spawn(io_double, std::make_shared<io_double_state>());
+  auto router = spawn(ga::io_router, writes, evictions, items);
   auto answers = std::make_shared<int>(0);
   auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
     ga::node_io io;
@@ -136,14 +144,17 @@ BOOST_FIXTURE_TEST_CASE(removals_with_other_writes_stay_one_request, actor_fixtu
 BOOST_FIXTURE_TEST_CASE(the_pools_go_with_the_router, actor_fixture) {
   auto writes = spawn(io_double, std::make_shared<io_double_state>());
   auto evictions = spawn(io_double, std::make_shared<io_double_state>());
-  auto router = spawn(ga::io_router, writes, evictions);
+  auto items = spawn(io_double, std::make_shared<io_double_state>());
+  auto router = spawn(ga::io_router, writes, evictions, items);
   sched.run();
   auto w = watch(writes);
   auto e = watch(evictions);
+  auto i = watch(items);
   caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
   sched.run();
   BOOST_TEST(w->down);
   BOOST_TEST(e->down);
+  BOOST_TEST(i->down);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
