@@ -210,12 +210,14 @@ int main(int argc, char** argv) {
   if (elector)
     io.connection.may_write = elector->write_gate();
   auto writer = system.spawn(actors::status_writer, io);
-  // Four connections for node writes, sixteen for evictions and two for the supervisors'
-  // writes of NodePartitionings (io_router): an eviction takes the API server half a
-  // second or more when its budget's status update conflicts (it retries after 500 ms),
-  // and fifty nodes draining at once bring 150 of them, sent side by side; a plan of a
-  // thousand nodes starts with a thousand creates, which held the first cordon for 10 s
-  // when they shared the node writes' queue.
+  // Eight connections for node writes, sixteen for evictions and two for the supervisors'
+  // writes of NodePartitionings (io_router). Fifty nodes in a wave answer DCM at about
+  // the same moment: with four connections the last untaint of such a burst waited
+  // 900 ms (p99 at 100 nodes). An eviction takes the API server half a second or more
+  // when its budget's status update conflicts (it retries after 500 ms), and fifty nodes
+  // draining at once bring 150 of them, sent side by side. A plan of a thousand nodes
+  // starts with a thousand creates, which held the first cordon for 10 s when they shared
+  // the node writes' queue.
   // Each request goes to an executor with nothing to do (actors::io_pool).
   auto pool = [&](std::size_t connections) {
     std::vector<caf::actor> executors;
@@ -223,7 +225,7 @@ int main(int argc, char** argv) {
       executors.push_back(system.spawn<caf::detached>(actors::io_executor, io));
     return system.spawn(actors::io_pool, std::move(executors));
   };
-  auto io_pool = system.spawn(actors::io_router, pool(4), pool(16), pool(2));
+  auto io_pool = system.spawn(actors::io_router, pool(8), pool(16), pool(2));
 
   caf::actor root;
   caf::actor watcher;

@@ -80,8 +80,9 @@ BOOST_FIXTURE_TEST_CASE(a_nodes_pods_are_evicted_side_by_side_and_answered_once,
     evict.reacting_to = changed_at;
     for (const char* name : {"web-0", "web-1", "web-2"})
       evict.removals.push_back({"team", name, std::string("uid-") + name, true});
-    self->request(to, caf::infinite, ga::io_atom_v, evict)
-        .then([=](const ga::node_io_result& r) { answers->push_back(r); });
+    self->request(to, caf::infinite, ga::io_atom_v, evict).then([=](const ga::node_io_result& r) {
+      answers->push_back(r);
+    });
     return {[](ga::tick_atom) {}};
   };
   spawn(requester, router);
