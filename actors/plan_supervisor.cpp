@@ -189,7 +189,8 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           std::vector<std::string> names;
           for (const auto& [name, item] : mine)
             names.push_back(name);
-          self->send(s->governor, limits_atom_v, held, names);
+          self->send(s->governor, limits_atom_v, held, names, std::vector<std::string>{},
+                     std::vector<std::string>{});
         };
         if (auto invalid = view->invalid_plans.find(config.plan);
             invalid != view->invalid_plans.end()) {
@@ -227,6 +228,11 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             hold_all();
           } else {
             std::vector<std::string> selected;
+            // Items not created yet, and which of their nodes are down (cordoned, NotReady):
+            // the governor need not wait to hear from them (a plan of a thousand nodes
+            // started 10 s late, after the last create).
+            std::vector<std::string> absent;
+            std::vector<std::string> absent_unavailable;
             std::map<std::string, std::string> hashes;
             for (const auto& sel : resolution.selected) {
               selected.push_back(config.plan + "-" + sel.node);
@@ -234,6 +240,11 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
               keep_items.insert(want.metadata.name);
               auto have = mine.find(want.metadata.name);
               if (have == mine.end()) {
+                absent.push_back(want.metadata.name);
+                auto node = view->nodes.find(sel.node);
+                if (node != view->nodes.end() &&
+                    (node->second->unschedulable || !node->second->ready))
+                  absent_unavailable.push_back(want.metadata.name);
                 if (s->requested[want.metadata.name] != "create") {
                   s->requested[want.metadata.name] = "create";
                   write_item(want.metadata.name, item_io{item_io::op::create, want});
@@ -252,7 +263,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             limits.max_parallel = plan->spec.rollout.max_parallel;
             limits.max_unavailable = plan->spec.rollout.max_unavailable;
             limits.paused = plan->spec.paused;
-            self->send(s->governor, limits_atom_v, limits, selected);
+            self->send(s->governor, limits_atom_v, limits, selected, absent, absent_unavailable);
           }
         } else if (plan == nullptr || plan->metadata.deletion_timestamp) {
           hold_all(); // the plan is gone or being deleted
@@ -345,6 +356,10 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
     // order only once every item has been heard from, whatever order they asked in.
     std::set<std::string> selected;
     std::set<std::string> heard;
+    // Selected items that do not exist yet (the supervisor is creating them): none can be
+    // in flight, so they hold nothing back but their turn. Tokens go to the items named
+    // before the first of them, and their nodes count as unavailable when they are.
+    std::set<std::string> absent;
     /// How many of `selected` are in `heard` (checked on every report, so kept, not counted).
     std::size_t selected_heard = 0;
     /// Workers of forgotten items, until they are gone. The supervisor stops a worker and
@@ -355,9 +370,10 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
   };
   auto s = std::make_shared<state>();
   auto grant = [=] {
-    if (s->selected_heard < s->selected.size())
+    if (s->selected_heard + s->absent.size() < s->selected.size())
       return;
-    for (const auto& item : s->governor.grant()) {
+    const std::string* before = s->absent.empty() ? nullptr : &*s->absent.begin();
+    for (const auto& item : s->governor.grant(before)) {
       log_info("token granted (" + std::to_string(s->governor.in_flight()) + " in flight, " +
                    std::to_string(s->governor.unavailable()) + " unavailable)",
                plan, item);
@@ -369,9 +385,25 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
   self->set_down_handler([=](caf::down_msg& msg) { s->retired.erase(msg.source); });
   return {
       [=](limits_atom, const controller::rollout_limits& limits,
-          const std::vector<std::string>& selected) {
+          const std::vector<std::string>& selected, const std::vector<std::string>& absent,
+          const std::vector<std::string>& absent_unavailable) {
         s->governor.set_limits(limits);
         s->selected = std::set<std::string>(selected.begin(), selected.end());
+        std::set<std::string> now_absent;
+        const std::set<std::string> down(absent_unavailable.begin(), absent_unavailable.end());
+        for (const auto& item : absent)
+          if (s->selected.count(item) && !s->heard.count(item)) {
+            now_absent.insert(item);
+            controller::governor_node facts;
+            facts.unavailable = down.count(item) > 0;
+            s->governor.observe(item, facts);
+          }
+        // One that is no longer absent either exists now (its worker will say where it
+        // stands) or left the plan: what was assumed of it goes.
+        for (const auto& item : s->absent)
+          if (!now_absent.count(item) && !s->heard.count(item))
+            s->governor.forget(item);
+        s->absent = std::move(now_absent);
         s->selected_heard = 0;
         for (const auto& item : s->selected)
           s->selected_heard += s->heard.count(item);
@@ -382,6 +414,7 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
         if (s->retired.count(worker.address()))
           return;
         s->workers[item] = worker.address();
+        s->absent.erase(item);
         if (s->heard.insert(item).second && s->selected.count(item))
           ++s->selected_heard;
         const bool held = s->governor.holds(item);
@@ -405,6 +438,7 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
           self->monitor(worker);
         s->governor.forget(item);
         s->workers.erase(item);
+        s->absent.erase(item);
         if (s->heard.erase(item) && s->selected.count(item))
           --s->selected_heard;
         s->selected.erase(item);

@@ -76,7 +76,7 @@ hold_reason rollout_governor::check(const std::string& candidate,
   return hold_reason::none;
 }
 
-std::vector<std::string> rollout_governor::grant() {
+std::vector<std::string> rollout_governor::grant(const std::string* before) {
   // What check() decides for each candidate in name order, with the counts kept as
   // tokens are granted instead of recounted per candidate: one pass over the nodes, and
   // none when the rollout is full (a plan of a thousand nodes asks this on every report).
@@ -92,6 +92,8 @@ std::vector<std::string> rollout_governor::grant() {
   }
   const std::int32_t limit = max_unavailable();
   for (const auto& [name, facts] : nodes_) {
+    if (before != nullptr && name >= *before)
+      break;
     if (!facts.wants_token || tokens_.count(name) > 0 || facts.failed)
       continue;
     if (in_flight() + 1 > limits_.max_parallel)

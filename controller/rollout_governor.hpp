@@ -56,8 +56,9 @@ public:
   void release(const std::string& node);
 
   /// Grants tokens to waiting nodes, in name order, while the limits allow; returns the
-  /// nodes granted now.
-  std::vector<std::string> grant();
+  /// nodes granted now. With `before`, only to nodes named before it: a node whose turn
+  /// has not come, because an earlier one is yet to say whether it wants one, waits.
+  std::vector<std::string> grant(const std::string* before = nullptr);
 
   bool holds(const std::string& node) const { return tokens_.count(node) > 0; }
 

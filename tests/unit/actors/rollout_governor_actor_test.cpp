@@ -81,8 +81,9 @@ struct governor_fixture : actor_fixture {
     sched.run();
   }
 
-  void set_limits(const gc::rollout_limits& l) {
-    caf::anon_send(governor, ga::limits_atom_v, l, selected);
+  void set_limits(const gc::rollout_limits& l, const std::vector<std::string>& absent = {},
+                  const std::vector<std::string>& absent_down = {}) {
+    caf::anon_send(governor, ga::limits_atom_v, l, selected, absent, absent_down);
   }
   void forget(const std::string& item) {
     caf::anon_send(governor, ga::forget_atom_v, item, workers.at(item));
@@ -160,6 +161,45 @@ BOOST_FIXTURE_TEST_CASE(the_last_item_to_report_lets_the_grants_go_in_name_order
   sched.run();
   const std::vector<std::string> first_three{node(0), node(1), node(2)};
   BOOST_TEST(log->order == first_three, boost::test_tools::per_element());
+}
+
+// Items not created yet cannot be in flight: the items named before them start without
+// waiting for them, and those after them wait for their turn.
+BOOST_FIXTURE_TEST_CASE(items_not_created_yet_hold_back_only_their_turn, governor_fixture) {
+  set_limits(limits(5), {node(3), node(4), node(5)});
+  for (int i : {2, 0, 1})
+    want(node(i), asking());
+  sched.run();
+  const std::vector<std::string> first_three{node(0), node(1), node(2)};
+  BOOST_TEST(log->order == first_three, boost::test_tools::per_element());
+  // node(4) is created and asks before node(3) exists: it waits for node(3)'s turn.
+  set_limits(limits(5), {node(3), node(5)});
+  want(node(4), asking());
+  sched.run();
+  BOOST_TEST(log->order == first_three, boost::test_tools::per_element());
+  set_limits(limits(5), {node(5)});
+  want(node(3), asking());
+  sched.run();
+  const std::vector<std::string> five{node(0), node(1), node(2), node(3), node(4)};
+  BOOST_TEST(log->order == five, boost::test_tools::per_element());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_node_down_whose_item_is_not_created_yet_counts_as_unavailable,
+                        governor_fixture) {
+  auto l = limits(10);
+  l.max_unavailable = gp::int_or_percent::count(2);
+  set_limits(l, {node(5)}, {node(5)}); // cordoned by an admin, say
+  for (int i : {0, 1, 2, 3, 4})
+    want(node(i), asking());
+  sched.run();
+  const std::vector<std::string> one{node(0)};
+  BOOST_TEST(log->order == one, boost::test_tools::per_element());
+  // It leaves the plan before it was ever created: it no longer counts.
+  selected.pop_back();
+  set_limits(l);
+  sched.run();
+  const std::vector<std::string> two{node(0), node(1)};
+  BOOST_TEST(log->order == two, boost::test_tools::per_element());
 }
 
 // The latest limits message says which items to wait for: one no longer listed is not

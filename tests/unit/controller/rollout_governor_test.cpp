@@ -120,6 +120,31 @@ BOOST_AUTO_TEST_CASE(maxParallel_caps_tokens_and_grants_in_name_order) {
   BOOST_TEST(holding(g) == "MaxParallelReached");
 }
 
+BOOST_AUTO_TEST_CASE(grants_stop_before_a_node_whose_turn_has_not_come) {
+  // node-c is yet to say whether it wants a token (its NodePartitioning is being
+  // created): node-d and node-e wait for it, so the order stays by name.
+  auto g = governor(limits(10, count(10)), {{"node-a", waiting()},
+                                            {"node-b", waiting()},
+                                            {"node-c", done()},
+                                            {"node-d", waiting()},
+                                            {"node-e", waiting()}});
+  const std::string boundary = "node-c";
+  BOOST_TEST(joined(g.grant(&boundary)) == "node-a,node-b");
+  BOOST_TEST(joined(g.grant(&boundary)) == "");
+  g.observe("node-c", waiting());
+  BOOST_TEST(joined(g.grant()) == "node-c,node-d,node-e");
+}
+
+BOOST_AUTO_TEST_CASE(nodes_past_the_boundary_still_count_as_unavailable) {
+  // node-d (cordoned by an admin) comes after the boundary but is down all the same.
+  auto g = governor(
+      limits(10, count(2)),
+      {{"node-a", waiting()}, {"node-b", waiting()}, {"node-c", done()}, {"node-d", down()}});
+  const std::string boundary = "node-c";
+  BOOST_TEST(joined(g.grant(&boundary)) == "node-a");
+  BOOST_TEST(holding(g) == "MaxUnavailableReached");
+}
+
 BOOST_AUTO_TEST_CASE(maxParallel_release_lets_the_next_node_start) {
   auto g = governor(limits(2, count(10)), {{"node-a", waiting()},
                                            {"node-b", waiting()},
