@@ -16,18 +16,31 @@
 
 using namespace actor_test;
 
+namespace {
+
+std::shared_ptr<io_double_state> quiet() {
+  auto st = std::make_shared<io_double_state>();
+  st->publish = false;
+  return st;
+}
+
+// The router and its three pools, each stood in for by a double that answers without
+// showing anyone a view.
+struct router_fixture : actor_fixture {
+  std::shared_ptr<io_double_state> write_state = quiet();
+  std::shared_ptr<io_double_state> evict_state = quiet();
+  std::shared_ptr<io_double_state> item_state = quiet();
+  caf::actor writes = spawn(io_double, write_state);
+  caf::actor evictions = spawn(io_double, evict_state);
+  caf::actor items = spawn(io_double, item_state);
+  caf::actor router = spawn(ga::io_router, writes, evictions, items);
+};
+
+} // namespace
+
 BOOST_AUTO_TEST_SUITE(io_router)
 
-BOOST_FIXTURE_TEST_CASE(evictions_and_other_writes_go_to_separate_pools, actor_fixture) {
-  auto write_state = std::make_shared<io_double_state>();
-  auto evict_state = std::make_shared<io_double_state>();
-  write_state->publish = false;
-  evict_state->publish = false;
-  auto writes = spawn(io_double, write_state);
-  auto evictions = spawn(io_double, evict_state);
-  auto item_state = std::make_shared<io_double_state>();
-  auto items = spawn(io_double, item_state);
-  auto router = spawn(ga::io_router, writes, evictions, items);
+BOOST_FIXTURE_TEST_CASE(evictions_and_other_writes_go_to_separate_pools, router_fixture) {
   auto answers = std::make_shared<int>(0);
   // The router is passed as an argument: CAF 0.17.6 dereferences a null argument tuple
   // when it starts a function actor spawned without any (UBSan reports it).
@@ -61,16 +74,8 @@ BOOST_FIXTURE_TEST_CASE(evictions_and_other_writes_go_to_separate_pools, actor_f
   BOOST_TEST(*answers == 2);
 }
 
-BOOST_FIXTURE_TEST_CASE(a_nodes_pods_are_evicted_side_by_side_and_answered_once, actor_fixture) {
-  auto write_state = std::make_shared<io_double_state>();
-  auto evict_state = std::make_shared<io_double_state>();
-  write_state->publish = false;
-  evict_state->publish = false;
+BOOST_FIXTURE_TEST_CASE(a_nodes_pods_are_evicted_side_by_side_and_answered_once, router_fixture) {
   evict_state->hold = true;
-  auto writes = spawn(io_double, write_state);
-  auto evictions = spawn(io_double, evict_state);
-  auto items = spawn(io_double, std::make_shared<io_double_state>());
-  auto router = spawn(ga::io_router, writes, evictions, items);
   auto answers = std::make_shared<std::vector<ga::node_io_result>>();
   const auto changed_at = gp::wall_clock::now() - std::chrono::milliseconds(40);
   auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
@@ -111,15 +116,7 @@ BOOST_FIXTURE_TEST_CASE(a_nodes_pods_are_evicted_side_by_side_and_answered_once,
     BOOST_TEST(answers->front().evictions.count(std::string("team/") + name) == 1u);
 }
 
-BOOST_FIXTURE_TEST_CASE(removals_with_other_writes_stay_one_request, actor_fixture) {
-  auto write_state = std::make_shared<io_double_state>();
-  auto evict_state = std::make_shared<io_double_state>();
-  write_state->publish = false;
-  evict_state->publish = false;
-  auto writes = spawn(io_double, write_state);
-  auto evictions = spawn(io_double, evict_state);
-  auto items = spawn(io_double, std::make_shared<io_double_state>());
-  auto router = spawn(ga::io_router, writes, evictions, items);
+BOOST_FIXTURE_TEST_CASE(removals_with_other_writes_stay_one_request, router_fixture) {
   auto answers = std::make_shared<int>(0);
   auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
     ga::node_io io;
@@ -142,11 +139,7 @@ BOOST_FIXTURE_TEST_CASE(removals_with_other_writes_stay_one_request, actor_fixtu
   BOOST_TEST(*answers == 1);
 }
 
-BOOST_FIXTURE_TEST_CASE(the_pools_go_with_the_router, actor_fixture) {
-  auto writes = spawn(io_double, std::make_shared<io_double_state>());
-  auto evictions = spawn(io_double, std::make_shared<io_double_state>());
-  auto items = spawn(io_double, std::make_shared<io_double_state>());
-  auto router = spawn(ga::io_router, writes, evictions, items);
+BOOST_FIXTURE_TEST_CASE(the_pools_go_with_the_router, router_fixture) {
   sched.run();
   auto w = watch(writes);
   auto e = watch(evictions);
