@@ -1,5 +1,6 @@
 #pragma once
 
+#include "controller/observed.hpp"
 #include "kube/client.hpp"
 #include "kube/config.hpp"
 
@@ -34,6 +35,16 @@ std::string pods_left_on_node(kube::client& api, const std::string& node);
 /// or "" when the pod of that uid is there and not being deleted, or the read failed).
 std::string removal_needless(kube::client& api, const std::string& ns, const std::string& name,
                              const std::string& uid);
+
+/// Adds (`add`) or removes amd-dcm=up:NoExecute on `node`. The taints have no merge key,
+/// so the list is replaced whole under a test of the resourceVersion it was read at; a
+/// failed test (someone else wrote) reads the node and tries again, up to five times.
+/// With `known` (the node as the caller saw it) and the taint to change there, the first
+/// try is made on that version without a read. Answers with the Node as written, or as
+/// read when there was nothing to change.
+kube::result<rapidjson::Document> set_dcm_taint(kube::client& api, const std::string& node,
+                                                bool add, const controller::node_info* known,
+                                                const kube::patch_options& manager);
 
 /// A pool of io_executors (linked: they go when it goes) that hands each request to an
 /// executor with nothing to do, or, when all are busy, to the first to finish, in the

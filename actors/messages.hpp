@@ -129,6 +129,10 @@ struct node_io {
   std::optional<bool> taint;
   /// Refuse the taint if the API server lists a pod on the node that it would remove.
   bool confirm_drained = false;
+  /// The node as the step saw it (its version and taints): the taint is first written
+  /// against that version, without reading the node again; only a failed test reads it.
+  std::string known_version;
+  std::vector<controller::taint> known_taints;
   std::vector<controller::pod_removal> removals;
   std::optional<controller::dcm_config_write> dcm;
   bool add_finalizer = false;

@@ -349,6 +349,10 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     io.node = in.item.spec.node_name;
     io.patch = out.patch;
     io.taint = out.taint;
+    if (io.taint && in.node) {
+      io.known_version = in.node->resource_version;
+      io.known_taints = in.node->taints;
+    }
     io.confirm_drained = out.confirm_drained;
     io.removals = out.removals;
     io.dcm = out.dcm;

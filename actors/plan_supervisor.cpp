@@ -353,7 +353,8 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
     // other (and the io executors they name) alive after shutdown.
     std::map<std::string, caf::actor_addr> workers;
     // The plan's items, and those that have said where they stand: tokens go in name
-    // order only once every item has been heard from, whatever order they asked in.
+    // order only once every item has been heard from (or is known not to exist yet),
+    // whatever order they asked in.
     std::set<std::string> selected;
     std::set<std::string> heard;
     // Selected items that do not exist yet (the supervisor is creating them): none can be

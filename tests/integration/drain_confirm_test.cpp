@@ -1,6 +1,8 @@
 // actors::pods_left_on_node against the real API server: the check the executor makes
 // before the taint that ends a drain, on the API server's own list of the node's pods;
-// and actors::removal_needless, its read of a pod before evicting it a second time.
+// actors::removal_needless, its read of a pod before evicting it a second time; and
+// actors::set_dcm_taint, the taint written on the version the step saw.
+#include "actors/decode.hpp"
 #include "actors/io_executor.hpp"
 #include "kube/resource.hpp"
 #include "tests/integration/support/cluster.hpp"
@@ -87,6 +89,33 @@ BOOST_FIXTURE_TEST_CASE(a_pod_still_there_is_evicted_again_one_being_deleted_or_
   BOOST_REQUIRE(c.api.remove(kube::resources::pods(), ns, "web-0", graceful));
   BOOST_TEST(ga::removal_needless(c.api, ns, "web-0", uid) == "already being deleted");
   BOOST_TEST(ga::removal_needless(c.api, ns, "never-was", "x") == "gone");
+}
+
+// The taint goes on the version the step saw; when the node moved on since (someone
+// else's taint), the failed test reads it again, and no one's taint is lost.
+BOOST_FIXTURE_TEST_CASE(the_taint_is_written_on_the_version_seen_or_read_again, objects) {
+  auto read = [&] {
+    auto d = c.api.get(kube::resources::nodes(), "", node);
+    BOOST_REQUIRE(d);
+    return ga::decode_node(d.value());
+  };
+  kube::patch_options manager;
+  manager.field_manager = "gpu-partitioner-test";
+  const auto seen = read();
+  BOOST_REQUIRE(c.api.patch(kube::resources::nodes(), "", node, kube::patch_type::merge,
+                            R"({"spec":{"taints":[{"key":"maintenance","effect":"NoSchedule"}]}})",
+                            manager));
+  BOOST_REQUIRE(ga::set_dcm_taint(c.api, node, true, &seen, manager));
+  const auto tainted = read();
+  BOOST_TEST(tainted.has_dcm_taint());
+  BOOST_REQUIRE(tainted.taints.size() == 2u);
+  BOOST_TEST(tainted.taints[0].key == "maintenance");
+  // Seen as it is now: written at once; ours goes, theirs stays.
+  BOOST_REQUIRE(ga::set_dcm_taint(c.api, node, false, &tainted, manager));
+  const auto untainted = read();
+  BOOST_TEST(!untainted.has_dcm_taint());
+  BOOST_REQUIRE(untainted.taints.size() == 1u);
+  BOOST_TEST(untainted.taints[0].key == "maintenance");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
