@@ -415,13 +415,13 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     }
     HELM_NOTE("the chart's ServiceAccount made " << during.size() << " requests:\n" << seen.str());
     // The log covers reads (the cluster's audit policy logs service accounts' reads) and
-    // each kind of write the RBAC grants for this run.
+    // each kind of write the RBAC grants for this run. (A Node is read only when the
+    // version a taint was written on had moved on, which a run may never see.)
     for (const auto& expected : std::vector<std::string>{
              "list /nodes", "watch /nodes", "list /pods", "list /configmaps", "list /events",
              "list policy/poddisruptionbudgets", "list infrastructure.silogen.ai/partitioningplans",
-             "patch /nodes", "get /nodes", "create /pods/eviction ns:" + c.ns,
-             "get /configmaps ns:" + c.ns, "update /configmaps ns:" + c.ns,
-             "create coordination.k8s.io/leases ns:" + rel.ns,
+             "patch /nodes", "create /pods/eviction ns:" + c.ns, "get /configmaps ns:" + c.ns,
+             "update /configmaps ns:" + c.ns, "create coordination.k8s.io/leases ns:" + rel.ns,
              "update coordination.k8s.io/leases ns:" + rel.ns, "create /events ns:default",
              "create infrastructure.silogen.ai/nodepartitionings",
              "patch infrastructure.silogen.ai/nodepartitionings/status",
