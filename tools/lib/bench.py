@@ -672,9 +672,16 @@ class Bench:
             run["handover"] = {"p50": quantile(gaps, 0.5), "p99": quantile(gaps, 0.99),
                                "mean": sum(gaps) / len(gaps) if gaps else None}
         run["first_write_seconds"] = (min(first_op.values()) - start) if first_op else None
-        run["breakdown"] = self.breakdown(run, audit, is_op, node_of)
+        # The operator's status writes, by node: a reaction that changes a node's phase
+        # first writes the status (write-ahead), then the node.
+        prefix = run["plan"] + "-"
+        statuses = {}
+        for a in op:
+            if a["resource"] == "nodepartitionings/status" and a["name"].startswith(prefix):
+                statuses.setdefault(a["name"][len(prefix):], []).append(a)
+        run["breakdown"] = self.breakdown(run, audit, is_op, node_of, statuses)
 
-    def breakdown(self, run, audit, is_op, node_of):
+    def breakdown(self, run, audit, is_op, node_of, statuses):
         """Where one node's time goes, from the audit log: the simulated waits (at their
         configured length), the other parties' lag beyond them (gpu-sim's 50 ms tick, the
         taint manager), the operator's reactions and its writes. Means over the nodes whose
@@ -686,6 +693,7 @@ class Bench:
             if node in self.nodes:
                 per.setdefault(node, []).append(a)
         parts = {}
+        reaction_split = {}
         found = 0
         for node, events in per.items():
             try:
@@ -721,6 +729,21 @@ class Bench:
             except (LookupError, ValueError):
                 continue
             found += 1
+            # Each reaction in three parts: until the write-ahead status write arrives
+            # (the watch's delivery, the operator's step, the status writers' queue), the
+            # status write itself, and from its end to the node write (the node writers'
+            # queue). A reaction with no status write is all in the first part.
+            for kind, trigger, write in [("pods gone", pods_gone, taint0),
+                                         ("plugin pod gone", ds_gone["done"], label),
+                                         ("DCM's answer", dcm["done"], untaint0),
+                                         ("plugin's report", plugin, uncordon)]:
+                ahead = [a for a in statuses.get(node, []) if trigger <= a["t"] <= write["t"]]
+                split = reaction_split.setdefault(kind, [])
+                if ahead:
+                    split.append((write["t"] - trigger, ahead[0]["t"] - trigger,
+                                  ahead[-1]["done"] - ahead[0]["t"], write["t"] - ahead[-1]["done"]))
+                else:
+                    split.append((write["t"] - trigger, write["t"] - trigger, 0.0, 0.0))
             steps = {
                 "operator: cordon and evictions (writes)": last_ev - cordon["t"],
                 "simulated: workload pods' grace": WORKLOAD_GRACE * sc,
@@ -745,7 +768,13 @@ class Bench:
                 parts[k] = parts.get(k, 0.0) + v
         if not found:
             return None
-        return {"nodes": found, "mean": {k: v / found for k, v in parts.items()}}
+        reactions = {}
+        for kind, rows in reaction_split.items():
+            totals = sorted(r[0] for r in rows)
+            reactions[kind] = {"p50": quantile(totals, 0.5), "p99": quantile(totals, 0.99),
+                               "mean": [sum(r[i] for r in rows) / len(rows) for i in range(4)],
+                               "write_ahead": sum(1 for r in rows if r[2] > 0 or r[3] > 0) / len(rows)}
+        return {"nodes": found, "mean": {k: v / found for k, v in parts.items()}, "reactions": reactions}
 
     def analyse_manual(self):
         m = self.manual
@@ -920,6 +949,38 @@ class Bench:
                                ("the taint manager", "taint manager"), ("all the operator's", "operator")]:
                 L.append(f"| **{label}** | " + " | ".join(f"**{tot(r, pre):.3f}**" for r in shown) + " |")
             L.append(f"| nodes measured | " + " | ".join(str(r["breakdown"]["nodes"]) for r in shown) + " |")
+            L.append("")
+            L.append("The operator's reactions in three parts (audit log; ms, mean over the nodes above): "
+                     "from the change to the arrival of the status write that goes first (the watch's "
+                     "delivery, the operator's step, the status writers' queue), that write, and from its "
+                     "end to the node write (the node writers' queue). The parts are means; p50 and p99 "
+                     "are of the whole reaction.")
+            L.append("")
+            L.append("| maxParallel | reaction to | status written first | until the status write | "
+                     "status write | until the node write | mean | p50 | p99 |")
+            L.append("|---|---|---|---|---|---|---|---|---|")
+            for r in shown:
+                for kind, x in r["breakdown"].get("reactions", {}).items():
+                    part = x["mean"]
+                    L.append(f'| {r["max_parallel"]} | {kind} | {100 * x["write_ahead"]:.0f} % | '
+                             f'{ms(part[1])} | {ms(part[2])} | {ms(part[3])} | {ms(part[0])} | {ms(x["p50"])} | '
+                             f'{ms(x["p99"])} |')
+            L.append("")
+            # What the machine allows: the nodes of a wave answer one change together (they
+            # started together and the simulated delays are fixed), and each reaction is a
+            # status write and a node write, all on one API server.
+            for r in shown:
+                requests = sum(v for k, v in r["apiserver_requests"].items() if not k.startswith("WATCH"))
+                cpu = r["component_cpu_seconds"].get("kube-apiserver")
+                if requests and cpu:
+                    per = cpu / requests
+                    mp = r["max_parallel"]
+                    L.append(f'maxParallel {mp}: the API server spent {per * 1000:.1f} ms of CPU per request '
+                             f'over the rollout ({requests:.0f} requests, every client). A wave\'s {mp} reactions to '
+                             f'the same change, a status and a node write each, are {2 * mp} requests: '
+                             f'{2 * mp * per * 1000:.0f} ms of its CPU: the last node write cannot start much '
+                             f'sooner than {2 * mp * per * 1000 / m["cores"]:.0f} ms after the change on this '
+                             f'machine\'s {m["cores"]} cores, even with nothing else to do.')
             L.append("")
         L.append("The API server's time for the operator's requests (arrival to completion): " + "; ".join(
             f'maxParallel {r["max_parallel"]}: evictions p50 {ms(r["write_latency"]["eviction_p50"])}, '
