@@ -326,13 +326,21 @@ class Bench:
         pods = self.args.pods_per_node
         self.pdb_max_unavailable = min(pods, 1 + math.ceil(2 * pods * max(self.parallel) / self.n))
         self.deployments = []
+        # The eviction API lists every PodDisruptionBudget in the pod's namespace for each
+        # eviction: with all of them in one namespace that list grows with the cluster.
+        # --namespaces K spreads the Deployments over K namespaces, in turn.
+        spaces = self.workload_namespaces()
+        for space in spaces:
+            if space != WORKLOADS:
+                docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": space}})
         for i in range(self.n if pods > 0 else 0):
             replicas = pods
             name = f"bench-{i:04d}"
+            space = spaces[i % len(spaces)]
             self.deployments.append(name)
             docs.append({
                 "apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": name, "namespace": WORKLOADS,
+                "metadata": {"name": name, "namespace": space,
                              "labels": {"sim.gpu-partitioner.io/managed": "true"}},
                 "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                          "template": {"metadata": {"labels": {"app": name}},
@@ -344,7 +352,7 @@ class Bench:
                                                                              "limits": {"amd.com/gpu": "1"}}}]}}}})
             docs.append({
                 "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": name, "namespace": WORKLOADS,
+                "metadata": {"name": name, "namespace": space,
                              "labels": {"sim.gpu-partitioner.io/managed": "true"}},
                 "spec": {"maxUnavailable": self.pdb_max_unavailable,
                          "selector": {"matchLabels": {"app": name}}}})
@@ -354,7 +362,7 @@ class Bench:
         deadline = time.time() + 300 + self.n
         while True:
             ready = 0
-            out = kubectl("-n", WORKLOADS, "get", "deployments", "-o",
+            out = kubectl("get", "deployments", "-A", "-l", "sim.gpu-partitioner.io/managed=true", "-o",
                           "jsonpath={range .items[*]}{.status.readyReplicas}{\"\\n\"}{end}")
             ready = sum(int(x) for x in out.split() if x.isdigit())
             if ready >= self.n * self.args.pods_per_node:
@@ -364,6 +372,10 @@ class Bench:
             time.sleep(2)
         # Where the nodes start: the profile the sim reports now.
         log("workloads ready")
+
+    def workload_namespaces(self):
+        k = max(1, min(self.args.namespaces, self.n))
+        return [WORKLOADS] if k == 1 else [f"{WORKLOADS}-{j:03d}" for j in range(k)]
 
     # - one rollout -
     def node_seconds(self):
@@ -871,7 +883,13 @@ class Bench:
         L.append("")
         L.append(f"{self.args.pods_per_node} GPU pods per node: {len(self.deployments)} Deployments of "
                  f"{self.args.pods_per_node} replicas, each under a PodDisruptionBudget with maxUnavailable "
-                 f"{self.pdb_max_unavailable}; one rollout per maxParallel (maxUnavailable the same), "
+                 f"{self.pdb_max_unavailable}, "
+                 + (f"all in one namespace (an eviction lists every budget of its pod's namespace); "
+                    if len(self.workload_namespaces()) == 1 else
+                    f"spread over {len(self.workload_namespaces())} namespaces (an eviction lists every "
+                    f"budget of its pod's namespace: {math.ceil(len(self.deployments) / len(self.workload_namespaces()))} "
+                    f"at most here); ") +
+                 f"one rollout per maxParallel (maxUnavailable the same), "
                  "each moving every node to the other memory mode (NPS1 <-> NPS4), with a fresh "
                  "operator. Per node the simulated stack takes "
                  f"{WORKLOAD_GRACE} s (workload pods' grace) + {self.ds_grace} s (device plugin pod's "
@@ -965,22 +983,6 @@ class Bench:
                     L.append(f'| {r["max_parallel"]} | {kind} | {100 * x["write_ahead"]:.0f} % | '
                              f'{ms(part[1])} | {ms(part[2])} | {ms(part[3])} | {ms(part[0])} | {ms(x["p50"])} | '
                              f'{ms(x["p99"])} |')
-            L.append("")
-            # What the machine allows: the nodes of a wave answer one change together (they
-            # started together and the simulated delays are fixed), and each reaction is a
-            # status write and a node write, all on one API server.
-            for r in shown:
-                requests = sum(v for k, v in r["apiserver_requests"].items() if not k.startswith("WATCH"))
-                cpu = r["component_cpu_seconds"].get("kube-apiserver")
-                if requests and cpu:
-                    per = cpu / requests
-                    mp = r["max_parallel"]
-                    L.append(f'maxParallel {mp}: the API server spent {per * 1000:.1f} ms of CPU per request '
-                             f'over the rollout ({requests:.0f} requests, every client). A wave\'s {mp} reactions to '
-                             f'the same change, a status and a node write each, are {2 * mp} requests: '
-                             f'{2 * mp * per * 1000:.0f} ms of its CPU: the last node write cannot start much '
-                             f'sooner than {2 * mp * per * 1000 / m["cores"]:.0f} ms after the change on this '
-                             f'machine\'s {m["cores"]} cores, even with nothing else to do.')
             L.append("")
         L.append("The API server's time for the operator's requests (arrival to completion): " + "; ".join(
             f'maxParallel {r["max_parallel"]}: evictions p50 {ms(r["write_latency"]["eviction_p50"])}, '
@@ -1133,6 +1135,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=100)
     ap.add_argument("--max-parallel", default="1,10,50")
     ap.add_argument("--pods-per-node", type=int, default=3)
+    ap.add_argument("--namespaces", type=int, default=1)
     ap.add_argument("--time-scale", type=float, default=0.1)
     ap.add_argument("--max-run-seconds", type=float, default=None)
     ap.add_argument("--manual-nodes", type=int, default=5)
@@ -1193,7 +1196,8 @@ def run_bench(args, parallel):
         json.dump({"machine": b.machine(), "runs": [{k: v for k, v in r.items() if k != "samples"} for r in b.runs],
                    "manual": b.manual, "seconds": time.time() - t_start, "commit": b.commit, "date": b.date,
                    "build": args.build, "ds_grace": b.ds_grace, "deployments": len(b.deployments),
-                   "pdb_max_unavailable": b.pdb_max_unavailable}, f, indent=1, default=str)
+                   "pdb_max_unavailable": b.pdb_max_unavailable, "namespaces": args.namespaces},
+                  f, indent=1, default=str)
     log(f"report: {base}.md (chart {base}.png)")
     problems = b.sane()
     for p in problems:
@@ -1209,6 +1213,7 @@ def rerender(args):
     first = runs[0]
     args.nodes = first["nodes"]
     args.pods_per_node = first["pods_per_node"]
+    args.namespaces = d.get("namespaces", 1)
     args.build = d.get("build", args.build)
     b = Bench.__new__(Bench)
     b.args = args
