@@ -154,6 +154,10 @@ def stop_children():
         if p.poll() is None:
             stop(p.pid)
             p.wait()
+        try:
+            os.killpg(p.pid, signal.SIGTERM)  # what it started (the pod watch's kubectl)
+        except (ProcessLookupError, PermissionError):
+            pass
     CHILDREN.clear()
 
 
@@ -426,8 +430,10 @@ class Bench:
 
         # Where every pod is, as it moves (the audit log names pods, not their nodes).
         podmap_file = os.path.join(self.state, f"pods-{plan}.txt")
+        # The API server ends a watch after 30 to 60 minutes, and kubectl with it: the loop
+        # starts it again, or pods created after that are not placed on any node.
         podwatch = subprocess.Popen(
-            ["kubectl", "get", "pods", "-A", "--watch", "-o",
+            ["bash", "-c", 'while :; do kubectl get pods -A --watch -o "$1"; sleep 0.5; done', "podwatch",
              "jsonpath={.metadata.namespace}/{.metadata.name} {.spec.nodeName}{\"\\n\"}"],
             stdout=open(podmap_file, "w"), stderr=subprocess.DEVNULL, start_new_session=True)
         CHILDREN.append(podwatch)
@@ -524,7 +530,7 @@ class Bench:
             time.sleep(1)
         stop(op.pid)
         op.wait()
-        podwatch.terminate()
+        os.killpg(podwatch.pid, signal.SIGTERM)
         podwatch.wait()
         run["podmap_file"] = podmap_file
         run["operator_log"] = oplog
