@@ -755,7 +755,7 @@ class Bench:
                                          ("plugin pod gone", ds_gone["done"], label),
                                          ("DCM's answer", dcm["done"], untaint0),
                                          ("plugin's report", plugin, uncordon)]:
-                ahead = [a for a in statuses.get(node, []) if trigger <= a["t"] <= write["t"]]
+                ahead = [a for a in statuses.get(node, []) if trigger <= a["t"] and a["done"] <= write["t"]]
                 split = reaction_split.setdefault(kind, [])
                 if ahead:
                     split.append((write["t"] - trigger, ahead[0]["t"] - trigger,
