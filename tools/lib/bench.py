@@ -378,7 +378,7 @@ class Bench:
         log("workloads ready")
 
     def workload_namespaces(self):
-        k = max(1, min(self.args.namespaces, self.n))
+        k = min(self.args.namespaces, self.n)
         return [WORKLOADS] if k == 1 else [f"{WORKLOADS}-{j:03d}" for j in range(k)]
 
     # - one rollout -
@@ -1159,6 +1159,8 @@ def main():
     parallel = [int(x) for x in args.max_parallel.split(",") if x.strip()]
     if not parallel or min(parallel) < 1:
         die("--max-parallel wants whole numbers of at least 1, e.g. 1,10,50")
+    if args.namespaces < 1:
+        die(f"--namespaces wants a whole number of at least 1, not {args.namespaces}")
     # SIGTERM (tools/bench interrupted) ends the harness through its finally: the operator
     # and the pod watch it started go with it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
