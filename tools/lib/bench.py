@@ -887,14 +887,14 @@ class Bench:
                  "the figures are what this machine did, not what the operator needs alone. "
                  "bench/README.md explains each figure.")
         L.append("")
+        spaces = len(self.workload_namespaces())
+        layout = ("all in one namespace (an eviction lists every budget of its pod's namespace)"
+                  if spaces == 1 else
+                  f"spread over {spaces} namespaces (an eviction lists every budget of its pod's "
+                  f"namespace: {math.ceil(len(self.deployments) / spaces)} at most here)")
         L.append(f"{self.args.pods_per_node} GPU pods per node: {len(self.deployments)} Deployments of "
                  f"{self.args.pods_per_node} replicas, each under a PodDisruptionBudget with maxUnavailable "
-                 f"{self.pdb_max_unavailable}, "
-                 + (f"all in one namespace (an eviction lists every budget of its pod's namespace); "
-                    if len(self.workload_namespaces()) == 1 else
-                    f"spread over {len(self.workload_namespaces())} namespaces (an eviction lists every "
-                    f"budget of its pod's namespace: {math.ceil(len(self.deployments) / len(self.workload_namespaces()))} "
-                    f"at most here); ") +
+                 f"{self.pdb_max_unavailable}, {layout}; "
                  f"one rollout per maxParallel (maxUnavailable the same), "
                  "each moving every node to the other memory mode (NPS1 <-> NPS4), with a fresh "
                  "operator. Per node the simulated stack takes "
