@@ -14,9 +14,11 @@
 #include <rapidjson/writer.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <ctime>
 #include <functional>
 #include <iostream>
@@ -42,8 +44,9 @@ struct options {
   std::string dcm_name = "config-manager-config";
   double time_scale = 1.0;
   int tick_ms = 50;
-  /// Parallel connections for the writes of one tick (a node's writes stay in order).
-  int writers = 8;
+  /// Parallel connections for writes, each with its own thread (a node's writes stay in
+  /// order).
+  int writers = 16;
 };
 
 void log_line(const std::string& what) {
@@ -325,31 +328,133 @@ int run(const options& opt) {
   watches.push_back(start_watch(config.value(), pod_opts, pods));
   watches.push_back(start_watch(config.value(), cm_opts, dcm));
 
-  // One lane per connection; a node's writes (and its pods') always take the same lane,
-  // so they stay in order, while a thousand nodes' writes do not queue behind each other.
+  // One lane per connection, each with a thread of its own that writes its queue in
+  // order: a node's writes (and its pods') always take the same lane, so they stay in
+  // order, while a thousand nodes' writes do not queue behind each other. The tick only
+  // queues its writes and goes on, as each node's DCM, plugin and kubelet would: a slow
+  // write holds up its lane, not every node's next step. (The models never ask twice for
+  // a write in flight: a node's actions are changes of its own state, and a pod's are
+  // asked again only after kubelet_timing::resend_after.)
   struct lane {
     kube::http_client http;
     kube::client api;
     kube::event_recorder events;
-    std::vector<std::function<void(lane&)>> jobs;
-    /// Node writes that failed in this round, to go again in the next.
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<std::function<void(lane&)>> jobs; // under `mutex`
+    /// Node writes that did not land (the API server was away), kept by the lane's own
+    /// thread: retried while the lane is idle and folded under the node's next write, so
+    /// that a newer value of the same key, written meanwhile, is never overwritten by an
+    /// older one. DCM, the device plugin and kubelet keep reporting until they can.
     std::map<std::string, node_actions> failed;
+    std::thread worker;
     explicit lane(const kube::connection_config& c)
         : http(c, std::make_shared<kube::credentials>(c)), api(http),
           events(api, dcm_component, "gpu-sim") {}
+    void queue(std::vector<std::function<void(lane&)>>& batch) {
+      if (batch.empty())
+        return;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (auto& job : batch)
+          jobs.push_back(std::move(job));
+      }
+      batch.clear();
+      wake.notify_one();
+    }
+    void run(std::chrono::milliseconds retry_every) {
+      for (;;) {
+        std::function<void(lane&)> job;
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          wake.wait_for(lock, failed.empty() ? std::chrono::milliseconds(500) : retry_every,
+                        [&] { return stopping || !jobs.empty(); });
+          if (stopping)
+            return;
+          if (!jobs.empty()) {
+            job = std::move(jobs.front());
+            jobs.pop_front();
+          }
+        }
+        if (job) {
+          job(*this);
+          continue;
+        }
+        auto again = std::move(failed);
+        failed.clear();
+        for (auto& [name, a] : again)
+          write_node(name, std::move(a));
+      }
+    }
+    /// Writes a node's labels and annotations, its GPU resources and its Events, with what
+    /// failed before for it underneath (this write's values win).
+    void write_node(const std::string& name, node_actions a) {
+      if (auto old = failed.find(name); old != failed.end()) {
+        for (auto& [k, v] : old->second.labels)
+          a.labels.emplace(k, v);
+        for (auto& [k, v] : old->second.annotations)
+          a.annotations.emplace(k, v);
+        if (!a.gpu_resources)
+          a.gpu_resources = old->second.gpu_resources;
+        failed.erase(old);
+      }
+      auto lost = [](const kube::failure& e) { return e.kind != kube::error_kind::not_found; };
+      if (!a.labels.empty() || !a.annotations.empty()) {
+        auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
+                           metadata_patch(a));
+        if (r) {
+          for (const auto& [k, v] : a.labels)
+            log_line("node " + name + ": label " + k + (v ? "=" + *v : " removed"));
+        } else {
+          log_line("node " + name + ": label patch failed (retrying): " + r.error().describe());
+          if (lost(r.error())) {
+            failed[name].labels = a.labels;
+            failed[name].annotations = a.annotations;
+          }
+        }
+      }
+      if (a.gpu_resources) {
+        const std::string n = json_string(std::to_string(*a.gpu_resources));
+        kube::patch_options status;
+        status.subresource = "status";
+        auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
+                           R"({"status":{"capacity":{"amd.com/gpu":)" + n +
+                               R"(},"allocatable":{"amd.com/gpu":)" + n + "}}}",
+                           status);
+        if (r) {
+          log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
+        } else {
+          log_line("node " + name + ": status patch failed (retrying): " + r.error().describe());
+          if (lost(r.error()))
+            failed[name].gpu_resources = a.gpu_resources;
+        }
+      }
+      for (const auto& e : a.events) {
+        log_line("node " + name + ": " + e.reason + " " + e.message);
+        kube::event_spec spec;
+        spec.regarding = {"v1", "Node", "", name, ""};
+        spec.type = e.type;
+        spec.reason = e.reason;
+        spec.message = e.message;
+        (void)events.record(spec);
+      }
+    }
   };
   std::vector<std::unique_ptr<lane>> lanes;
   for (int i = 0; i < std::max(1, opt.writers); ++i)
     lanes.push_back(std::make_unique<lane>(config.value()));
-  auto lane_of = [&](const std::string& node) -> lane& {
-    return *lanes[std::hash<std::string>{}(node) % lanes.size()];
+  for (auto& l : lanes)
+    l->worker = std::thread([l = l.get(), every = std::chrono::milliseconds(opt.tick_ms)] {
+      l->run(every);
+    });
+  // What one tick gives each lane, queued at the tick's end in one go.
+  std::vector<std::vector<std::function<void(lane&)>>> batches(lanes.size());
+  auto lane_of = [&](const std::string& node) -> std::vector<std::function<void(lane&)>>& {
+    return batches[std::hash<std::string>{}(node) % lanes.size()];
   };
   std::map<std::string, node_memory> memory;
   std::map<pod_key, pod_memory> pod_memory_map;
   std::map<std::string, sim_time> registering;
-  // Node writes that did not land (the API server was away): retried every round, later
-  // changes on top, as DCM, the device plugin and kubelet keep reporting until they can.
-  std::map<std::string, node_actions> unwritten;
   int next_ip = 1;
   log_line("started: nodes " + opt.node_selector + ", DCM config " + opt.dcm_namespace + "/" +
            opt.dcm_name + ", time scale " + std::to_string(opt.time_scale));
@@ -395,7 +500,7 @@ int run(const options& opt) {
       pod_work = step_pods(pod_memory_map, ours, now, timing);
     }
     for (const auto& name : to_register)
-      lane_of(name).jobs.push_back([name](lane& l) {
+      lane_of(name).push_back([name](lane& l) {
         kube::patch_options status;
         status.subresource = "status";
         auto r = l.api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
@@ -403,65 +508,12 @@ int run(const options& opt) {
         log_line("node " + name +
                  (r ? ": registered, Ready" : ": registration failed: " + r.error().describe()));
       });
-    // Node writes that failed last round (the API server away) go again, this round's
-    // changes on top; Events are recorded once, not retried.
-    std::map<std::string, node_actions> writes = std::move(unwritten);
-    unwritten.clear();
-    for (auto& [name, a] : node_work) {
-      auto& w = writes[name];
-      for (auto& [k, v] : a.labels)
-        w.labels[k] = v;
-      for (auto& [k, v] : a.annotations)
-        w.annotations[k] = v;
-      if (a.gpu_resources)
-        w.gpu_resources = a.gpu_resources;
-      w.events = std::move(a.events);
-    }
-    for (auto& [node_name, work] : writes)
-      lane_of(node_name).jobs.push_back([name = node_name, a = std::move(work)](lane& l) {
-        auto lost = [](const kube::failure& e) { return e.kind != kube::error_kind::not_found; };
-        if (!a.labels.empty() || !a.annotations.empty()) {
-          auto r = l.api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
-                               metadata_patch(a));
-          if (r) {
-            for (const auto& [k, v] : a.labels)
-              log_line("node " + name + ": label " + k + (v ? "=" + *v : " removed"));
-          } else {
-            log_line("node " + name + ": label patch failed (retrying): " + r.error().describe());
-            if (lost(r.error())) {
-              l.failed[name].labels = a.labels;
-              l.failed[name].annotations = a.annotations;
-            }
-          }
-        }
-        if (a.gpu_resources) {
-          const std::string n = json_string(std::to_string(*a.gpu_resources));
-          kube::patch_options status;
-          status.subresource = "status";
-          auto r = l.api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
-                               R"({"status":{"capacity":{"amd.com/gpu":)" + n +
-                                   R"(},"allocatable":{"amd.com/gpu":)" + n + "}}}",
-                               status);
-          if (r) {
-            log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
-          } else {
-            log_line("node " + name + ": status patch failed (retrying): " + r.error().describe());
-            if (lost(r.error()))
-              l.failed[name].gpu_resources = a.gpu_resources;
-          }
-        }
-        for (const auto& e : a.events) {
-          log_line("node " + name + ": " + e.reason + " " + e.message);
-          kube::event_spec spec;
-          spec.regarding = {"v1", "Node", "", name, ""};
-          spec.type = e.type;
-          spec.reason = e.reason;
-          spec.message = e.message;
-          (void)l.events.record(spec);
-        }
+    for (auto& [node_name, work] : node_work)
+      lane_of(node_name).push_back([name = node_name, a = std::move(work)](lane& l) mutable {
+        l.write_node(name, std::move(a));
       });
     for (const auto& p : pod_work.start)
-      lane_of(p.node).jobs.push_back([p, ip = next_ip++](lane& l) {
+      lane_of(p.node).push_back([p, ip = next_ip++](lane& l) {
         kube::patch_options status;
         status.subresource = "status";
         auto r = l.api.patch(kube::resources::pods(), p.ns, p.name, kube::patch_type::merge,
@@ -470,7 +522,7 @@ int run(const options& opt) {
           log_line("pod " + p.ns + "/" + p.name + ": start failed: " + r.error().describe());
       });
     for (const auto& p : pod_work.remove)
-      lane_of(p.node).jobs.push_back([p](lane& l) {
+      lane_of(p.node).push_back([p](lane& l) {
         kube::delete_options now;
         now.grace_period_seconds = 0;
         now.precondition_uid = p.uid;
@@ -479,24 +531,12 @@ int run(const options& opt) {
             r.error().kind != kube::error_kind::conflict)
           log_line("pod " + p.ns + "/" + p.name + ": delete failed: " + r.error().describe());
       });
-    // The lanes write at once; the next tick starts when every write of this one is done.
-    std::vector<std::thread> running;
-    for (auto& l : lanes) {
-      if (l->jobs.empty())
-        continue;
-      running.emplace_back([&l] {
-        for (auto& job : l->jobs)
-          job(*l);
-        l->jobs.clear();
-      });
-    }
-    for (auto& t : running)
-      t.join();
-    for (auto& l : lanes) {
-      for (auto& [name, a] : l->failed)
-        unwritten[name] = std::move(a);
-      l->failed.clear();
-    }
+    for (std::size_t i = 0; i < lanes.size(); ++i)
+      lanes[i]->queue(batches[i]);
+  }
+  for (auto& l : lanes) {
+    l->wake.notify_all();
+    l->worker.join();
   }
   for (auto& t : watches)
     t.join();
@@ -517,8 +557,9 @@ Flags:
   --node-selector SEL       nodes to simulate (default gpu.vendor=amd)
   --dcm-config NS/NAME      DCM's ConfigMap (default kube-amd-gpu/config-manager-config)
   --time-scale F            multiply every simulated delay by F (default 1)
-  --writers N               parallel connections for writes (default 8; a node's writes
-                            keep their order)
+  --writers N               parallel connections for writes, each with a thread of its
+                            own (default 16; a node's writes keep their order, and a tick
+                            does not wait for the writes it asked for)
   --help
 )";
 
