@@ -74,9 +74,11 @@ std::optional<std::string> payload_of(const cluster_snapshot& view,
 
 /// What must be in the item's status before the node is changed: the phase and when the
 /// run started (the mark a restarted operator recognises its own label by).
+std::string run_marker(protocol::node_phase phase, const std::string& started_at) {
+  return std::string(protocol::codec::to_string(phase)) + "@" + started_at;
+}
 std::string run_marker(const protocol::node_partitioning_status& st) {
-  return std::string(protocol::codec::to_string(st.phase.value_or(protocol::node_phase::pending))) +
-         "@" + st.started_at;
+  return run_marker(st.phase.value_or(protocol::node_phase::pending), st.started_at);
 }
 
 controller::resolved_profile resolve_profile(const cluster_snapshot& view,
@@ -343,6 +345,15 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     const bool report_when_persisted = releases && s->status && s->persisted != marker && writer();
     if (!report_when_persisted && !s->release_pending)
       report();
+    auto release_when_persisted = [=, node = in.item.spec.node_name] {
+      s->release_pending = true;
+      persist(*s->status, marker, [=](const std::string& error) {
+        s->release_pending = false;
+        if (!error.empty())
+          log_warning(error, config.plan, node);
+        report(); // written or not, the governor hears; the status follows with the others
+      });
+    };
 
     node_io io;
     io.item = config.item;
@@ -464,34 +475,33 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       // Write ahead: a change to the node waits until the status that decided it (its
       // phase, and when the run started) is written. Killed in between, a restarted
       // operator would otherwise read an older phase, start the run over and, say,
-      // relabel a node whose DCM run is under way.
-      const bool changes_node = io.patch || io.taint || !io.removals.empty() || io.dcm;
+      // relabel a node whose DCM run is under way. Not where the phase on record is one
+      // the machine finds enough (node_step::enough_on_record): the status then follows
+      // with the others.
+      const bool enough = out.enough_on_record && s->status &&
+                          s->persisted == run_marker(*out.enough_on_record, s->status->started_at);
+      const bool waits_for_status =
+          (io.patch || io.taint || !io.removals.empty() || io.dcm) && !enough;
       auto status_writer = writer();
-      if (!(changes_node || report_when_persisted) || !s->status || s->persisted == marker ||
-          !status_writer) {
-        perform();
+      if (waits_for_status && s->status && s->persisted != marker && status_writer) {
+        persist(*s->status, marker, [=](const std::string& error) {
+          if (!error.empty()) {
+            failed(error);
+            return;
+          }
+          if (report_when_persisted)
+            report();
+          perform();
+        });
         return;
       }
-      persist(*s->status, marker, [=](const std::string& error) {
-        if (!error.empty()) {
-          failed(error);
-          return;
-        }
-        if (report_when_persisted)
-          report();
-        perform();
-      });
+      perform();
+      if (report_when_persisted)
+        release_when_persisted();
       return;
     }
-    if (report_when_persisted) {
-      s->release_pending = true;
-      persist(*s->status, marker, [=](const std::string& error) {
-        s->release_pending = false;
-        if (!error.empty())
-          log_warning(error, config.plan, in.item.spec.node_name);
-        report(); // written or not, the governor hears; the status follows with the others
-      });
-    }
+    if (report_when_persisted)
+      release_when_persisted();
     // A change that brought no write is answered, unless the machine goes on at once
     // (a phase change whose writes come in the next step).
     s->waiting = out.requeue.count() == 0 || out.requeue > 1ms;

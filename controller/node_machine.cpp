@@ -510,9 +510,14 @@ std::string run_mark(const node_inputs& in, const status_editor& s) {
 // and may run pods again. The run goes back to its drain and keeps its token. (Only the
 // run's start is compared: a spec changed since the label was written is not a lost mark.)
 bool run_mark_lost(const node_inputs& in, status_editor& s, node_step& out) {
-  const std::string mark = annotation(*in.node, applied_hash_annotation).value_or("");
+  const auto held = annotation(*in.node, applied_hash_annotation);
+  const std::string mark = held.value_or("");
   const auto at = mark.rfind('@');
   if (at != std::string::npos && mark.substr(at + 1) == s.status.started_at)
+    return false;
+  // Nothing of ours on a node in the target state: the run's end (the restore, which takes
+  // the mark off) reached the node before its status was written. Nothing is left to do.
+  if (!held && !annotation(*in.node, was_unschedulable_annotation) && in_target_state(in))
     return false;
   auto& c = s.status.conditions;
   c.erase(std::remove_if(c.begin(), c.end(),
@@ -668,6 +673,10 @@ void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
     return;
   if (node.has_dcm_taint()) {
     out.taint = false;
+    // Without waiting for Verifying to be written: an operator restarted in between reads
+    // WaitingOperator, DCM's `success` (DCM keeps it) and this run's mark, enters
+    // Verifying again and finds the taint gone.
+    out.enough_on_record = node_phase::waiting_operator;
     out.events.push_back({true, "Normal", "Untainted", "amd-dcm=up:NoExecute removed"});
     out.requeue = poll_interval;
     return;
@@ -681,7 +690,10 @@ void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
     s.enter(node_phase::succeeded, "Verified", "profile " + in.profile.dcm_name + " is in place");
     out.events.push_back(
         {true, "Normal", "Partitioned", "profile " + in.profile.dcm_name + " verified"});
-    restore_node(node, s, out, false);
+    // Without waiting for Succeeded to be written: an operator restarted in between reads
+    // Verifying and a node in the target state without our mark, and succeeds again.
+    if (restore_node(node, s, out, false))
+      out.enough_on_record = node_phase::verifying;
     return;
   }
   s.condition("Verified", false, "Mismatch", gap);

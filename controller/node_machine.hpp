@@ -163,6 +163,12 @@ struct node_step {
   bool in_flight = false;
   /// Look again after this long even if nothing changes; zero: only on a change.
   std::chrono::milliseconds requeue{0};
+  /// The node's writes wait until the status that decided them (its phase and run) is
+  /// written: a restarted operator must not read an older phase than the node shows.
+  /// Unless this phase of the same run is on record already: an operator restarted with
+  /// it, and the node as written, derives the same write again (or finds it made), so
+  /// the node may go first and the status follow with the others.
+  std::optional<protocol::node_phase> enough_on_record;
 };
 
 /// The one step function of the node state machine.

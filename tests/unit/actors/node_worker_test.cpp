@@ -125,6 +125,29 @@ struct worker_fixture : actor_fixture {
   const ga::node_io& request(std::size_t i) const { return io_state->node_requests.at(i); }
   const gc::governor_node& last_facts() const { return governed->wants.back().facts; }
 
+  // The item as if its worker had labelled the node and waits for DCM's answer; the
+  // node as the label left it (cordoned, tainted, no pods). Answers with the node.
+  gc::node_info waiting_for_dcm() {
+    auto item = make_item("gpu-1");
+    item.status.phase = gp::node_phase::waiting_operator;
+    item.status.observed_hash = item.spec.desired_hash;
+    item.status.started_at = gp::format_time(gp::wall_clock::now());
+    item.status.history.push_back({gp::node_phase::waiting_operator,
+                                   gp::format_time(gp::wall_clock::now()), "ProfileApplied", ""});
+    cluster().put(item);
+    cluster().view.pods_by_node.clear();
+    auto n = make_node("gpu-1");
+    n.unschedulable = true;
+    n.annotations[gc::was_unschedulable_annotation] = "false";
+    n.taints.push_back({gc::dcm_taint_key, gc::dcm_taint_value, "NoExecute"});
+    n.labels[gc::dcm_profile_label] = dcm_profile;
+    n.annotations[gc::applied_hash_annotation] =
+        item.spec.desired_hash + "@" + item.status.started_at; // this run's label
+    n.labels.erase(gc::dcm_state_label);
+    cluster().put(n);
+    return n;
+  }
+
   // The item as if its worker had entered Draining just now.
   void draining_and_cordoned() {
     auto item = make_item("gpu-1");
@@ -426,23 +449,7 @@ BOOST_FIXTURE_TEST_CASE(a_rollback_goes_out_as_two_batches_untaint_then_uncordon
 // Reaction latency: a write carries the arrival of the change that brought it (DCM's
 // answer here); a change that brought no write is not carried into a later one.
 BOOST_FIXTURE_TEST_CASE(a_write_carries_the_arrival_of_the_change_it_answers, worker_fixture) {
-  auto item = make_item("gpu-1");
-  item.status.phase = gp::node_phase::waiting_operator;
-  item.status.observed_hash = item.spec.desired_hash;
-  item.status.started_at = gp::format_time(gp::wall_clock::now());
-  item.status.history.push_back({gp::node_phase::waiting_operator,
-                                 gp::format_time(gp::wall_clock::now()), "ProfileApplied", ""});
-  cluster().put(item);
-  cluster().view.pods_by_node.clear();
-  auto n = make_node("gpu-1");
-  n.unschedulable = true;
-  n.annotations[gc::was_unschedulable_annotation] = "false";
-  n.taints.push_back({gc::dcm_taint_key, gc::dcm_taint_value, "NoExecute"});
-  n.labels[gc::dcm_profile_label] = dcm_profile;
-  n.annotations[gc::applied_hash_annotation] =
-      item.spec.desired_hash + "@" + item.status.started_at; // this run's label
-  n.labels.erase(gc::dcm_state_label);
-  cluster().put(n);
+  auto n = waiting_for_dcm();
   start();
   show_view();
   BOOST_TEST(requests() == 0u);
@@ -471,6 +478,26 @@ BOOST_FIXTURE_TEST_CASE(a_write_carries_the_arrival_of_the_change_it_answers, wo
   run_with_timers(10);
   BOOST_TEST_REQUIRE(requests() >= 2u);
   BOOST_TEST(!request(1).reacting_to.has_value());
+}
+
+// The untaint that answers DCM's success is safe before Verifying is written (the machine
+// says so: node_step::write_ahead), so it does not wait for the status writer.
+BOOST_FIXTURE_TEST_CASE(the_untaint_after_dcms_answer_does_not_wait_for_the_status_writer,
+                        worker_fixture) {
+  auto n = waiting_for_dcm();
+  written->persist_error = "writing the status: Transport: connection refused";
+  io_state->hold = true; // the worker stops at its first node write
+  start();
+  show_view();
+  n.labels[gc::dcm_state_label] = "success";
+  cluster().put(n);
+  show_view();
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST(written->last_phase(item_name) == "Verifying");
+  BOOST_TEST(written->persisted == 0);
+  BOOST_TEST_REQUIRE(requests() >= 1u);
+  BOOST_TEST((request(0).taint == std::optional<bool>(false)));
 }
 
 BOOST_FIXTURE_TEST_CASE(the_echo_of_its_own_write_is_not_a_change_to_react_to, worker_fixture) {

@@ -1291,6 +1291,87 @@ BOOST_AUTO_TEST_CASE(removes_the_taint_first) {
   BOOST_TEST(has_event(s, "Untainted", true, "Normal"));
 }
 
+BOOST_AUTO_TEST_CASE(the_untaint_goes_before_its_status_and_a_restart_derives_it_again) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("success");
+  auto verifying = w.step();
+  BOOST_TEST(phase_after(w, verifying) == "Verifying");
+  world next = w;
+  next.in.item.status = status_after(w, verifying);
+  auto untaint = next.step();
+  BOOST_TEST(taint_write(untaint) == "remove");
+  BOOST_TEST(name_of(untaint.enough_on_record.value_or(node_phase::pending)) == "WaitingOperator");
+
+  // Killed after the untaint landed and before Verifying was written: the restarted
+  // operator reads WaitingOperator and the node as the untaint left it.
+  world restarted = w;
+  restarted.node().taints.clear();
+  auto again = restarted.step();
+  BOOST_TEST(phase_after(restarted, again) == "Verifying");
+  BOOST_TEST(no_node_writes(again));
+  restarted.in.item.status = status_after(restarted, again);
+  auto waits = restarted.step();
+  BOOST_TEST(phase_after(restarted, waits) == "Verifying"); // for the plugin's report
+  BOOST_TEST(no_node_writes(waits));
+  restarted.reports("64");
+  auto done = restarted.step();
+  BOOST_TEST(phase_after(restarted, done) == "Succeeded");
+  BOOST_TEST(cordon_write(done) == "uncordon");
+}
+
+BOOST_AUTO_TEST_CASE(the_restore_goes_before_its_status_and_a_restart_succeeds_again) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  auto restore = w.step();
+  BOOST_TEST(phase_after(w, restore) == "Succeeded");
+  BOOST_TEST(cordon_write(restore) == "uncordon");
+  BOOST_TEST(name_of(restore.enough_on_record.value_or(node_phase::pending)) == "Verifying");
+
+  // Killed after the restore landed and before Succeeded was written: the restarted
+  // operator reads Verifying and the node without our mark or record of its cordon.
+  world restarted = w;
+  restarted.node().unschedulable = false;
+  restarted.node().annotations.erase(gc::was_unschedulable_annotation);
+  restarted.node().annotations.erase(gc::applied_hash_annotation);
+  auto again = restarted.step();
+  BOOST_TEST(phase_after(restarted, again) == "Succeeded");
+  BOOST_TEST(last_reason(restarted, again) == "Verified");
+  BOOST_TEST(no_node_writes(again));
+
+  // The same node without the new partitions (a machine created again and labelled by
+  // hand, say) is not taken for a finished run: it is drained again.
+  world replaced = restarted;
+  replaced.reports("8");
+  BOOST_TEST(phase_after(replaced, replaced.step()) == "Draining");
+}
+
+BOOST_AUTO_TEST_CASE(the_other_node_changes_wait_for_their_status) {
+  // The profile label: DCM's run starts on it.
+  world label;
+  label.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  auto labelled = label.step();
+  BOOST_TEST(label_write(labelled, gc::dcm_profile_label) == dcm_name);
+  BOOST_TEST(!labelled.enough_on_record);
+
+  // The cordon, the first change of a run.
+  world start;
+  start.at(node_phase::draining).with(pod("web-0"));
+  auto cordon = start.step();
+  BOOST_TEST(cordon_write(cordon) == "cordon");
+  BOOST_TEST(!cordon.enough_on_record);
+
+  // Giving the node back after a failure.
+  world failing;
+  failing.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says(
+      "failure");
+  failing.in.dcm_event = "AMDSMIAPIFailure: amd-smi failed";
+  failing.in.dcm_event_time = gp::format_time(failing.in.now);
+  auto failed = failing.step();
+  BOOST_TEST(phase_after(failing, failed) == "Failed");
+  BOOST_TEST(taint_write(failed) == "remove");
+  BOOST_TEST(!failed.enough_on_record);
+}
+
 BOOST_AUTO_TEST_CASE(succeeds_and_uncordons_in_the_same_step_when_everything_matches) {
   world w;
   w.at(node_phase::verifying).cordoned_by_us().partitioned();
