@@ -319,10 +319,31 @@ void fail_and_roll_back(const node_inputs& in, status_editor& s, node_step& out,
   out.events.push_back({true, "Warning", reason, message});
 }
 
+// The mark a run writes beside the profile label: the label is this run's when the node's
+// annotation holds it.
+std::string run_mark(const node_inputs& in, const status_editor& s) {
+  return in.item.spec.desired_hash + "@" + s.status.started_at;
+}
+
+// The node carries this run's profile label and mark.
+bool labelled_by_this_run(const node_inputs& in, const status_editor& s) {
+  return !label(*in.node, dcm_profile_label).empty() &&
+         annotation(*in.node, applied_hash_annotation).value_or("") == run_mark(in, s);
+}
+
 void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   const auto& drain = in.item.spec.drain;
   out.in_flight = true;
+  // The drain ended and DCM was asked before Applying was written (the label goes out
+  // once Draining is on record, see on_applying): DCM is at work, whatever the drain's
+  // timeout or the profile says now. Applying finds the label and waits for DCM.
+  if (labelled_by_this_run(in, s)) {
+    s.condition("Drained", true, "Drained", "the node runs no pod that holds its GPUs");
+    s.enter(node_phase::applying, "Drained", "DCM was handed profile " + label(node, dcm_profile_label));
+    out.requeue = 1ms;
+    return;
+  }
   // The profile (or its payload) went away: the plan no longer says what this node is to
   // become, so stop draining it and give it back.
   if (!in.profile.found || !in.profile.payload) {
@@ -498,11 +519,6 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   out.requeue = 1ms;
 }
 
-// The mark a run writes beside the profile label: the label is this run's when the node's
-// annotation holds it.
-std::string run_mark(const node_inputs& in, const status_editor& s) {
-  return in.item.spec.desired_hash + "@" + s.status.started_at;
-}
 
 // Once DCM was asked, the node carries this run's mark until the run ends. A node without
 // it was deleted and created again under the same name (or our label and mark were taken
@@ -545,7 +561,7 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   // is (or may be) at work, whatever happened to the profile since.
   const std::string mark = run_mark(in, s);
   const std::string labelled = label(node, dcm_profile_label);
-  if (!labelled.empty() && annotation(node, applied_hash_annotation).value_or("") == mark) {
+  if (labelled_by_this_run(in, s)) {
     s.condition("ProfileApplied", true, "LabelSet",
                 std::string(dcm_profile_label) + "=" + labelled + " is set");
     s.enter(node_phase::waiting_operator, "ProfileApplied",
@@ -609,6 +625,11 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
     p.annotations[applied_hash_annotation] = mark;
   }
   out.patch = p;
+  // Without waiting for Applying to be written: an operator restarted in between reads
+  // Draining, and a node tainted and empty, now with this run's label and mark (Draining
+  // then goes on to Applying, which waits for DCM) or without a profile label (the label
+  // is set again).
+  out.enough_on_record = node_phase::draining;
   out.requeue = poll_interval;
 }
 

@@ -1151,6 +1151,52 @@ BOOST_AUTO_TEST_CASE(a_label_of_an_earlier_run_does_not_hold_the_node_when_the_p
   BOOST_TEST(taint_write(s) == "remove");
 }
 
+BOOST_AUTO_TEST_CASE(the_label_goes_before_applying_is_written_and_a_restart_waits_for_dcm) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  auto labelled = w.step();
+  BOOST_TEST(label_write(labelled, gc::dcm_profile_label) == dcm_name);
+  BOOST_TEST(name_of(labelled.enough_on_record.value_or(node_phase::pending)) == "Draining");
+
+  // Killed after the label landed and before Applying was written: the restarted operator
+  // reads Draining, and the node tainted, empty and labelled by this run. Even past the
+  // drain's timeout, and with the profile gone since, DCM is at work: no roll-back, no
+  // second label.
+  world restarted;
+  restarted.at(node_phase::draining).cordoned_by_us().tainted().label_ours();
+  restarted.later(3600s);
+  restarted.in.profile.found = false;
+  auto applying = restarted.step();
+  BOOST_TEST(phase_after(restarted, applying) == "Applying");
+  BOOST_TEST(no_node_writes(applying));
+  restarted.in.item.status = status_after(restarted, applying);
+  auto waiting = restarted.step();
+  BOOST_TEST(phase_after(restarted, waiting) == "WaitingOperator");
+  BOOST_TEST(no_node_writes(waiting));
+}
+
+BOOST_AUTO_TEST_CASE(a_relabel_goes_before_applying_is_written_and_a_restart_labels_again) {
+  // The node carries the target profile from an earlier run: the label comes off first.
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  w.node().labels[gc::dcm_profile_label] = dcm_name;
+  auto off = w.step();
+  BOOST_TEST(label_write(off, gc::dcm_profile_label) == "<remove>");
+  BOOST_TEST(name_of(off.enough_on_record.value_or(node_phase::pending)) == "Draining");
+
+  // Killed after the label came off: Draining on record, the node without a profile label.
+  world restarted;
+  restarted.at(node_phase::draining).cordoned_by_us().tainted().dcm_config_has_profile();
+  restarted.node().labels.erase(gc::dcm_profile_label);
+  restarted.node().labels.erase(gc::dcm_state_label);
+  auto applying = restarted.step();
+  BOOST_TEST(phase_after(restarted, applying) == "Applying");
+  restarted.in.item.status = status_after(restarted, applying);
+  auto again = restarted.step();
+  BOOST_TEST(label_write(again, gc::dcm_profile_label) == dcm_name);
+  BOOST_TEST(annotation_write(again, gc::applied_hash_annotation) == restarted.mark());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---------------------------------------------------------------------------------------
@@ -1346,13 +1392,6 @@ BOOST_AUTO_TEST_CASE(the_restore_goes_before_its_status_and_a_restart_succeeds_a
 }
 
 BOOST_AUTO_TEST_CASE(the_other_node_changes_wait_for_their_status) {
-  // The profile label: DCM's run starts on it.
-  world label;
-  label.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
-  auto labelled = label.step();
-  BOOST_TEST(label_write(labelled, gc::dcm_profile_label) == dcm_name);
-  BOOST_TEST(!labelled.enough_on_record);
-
   // The cordon, the first change of a run.
   world start;
   start.at(node_phase::draining).with(pod("web-0"));
