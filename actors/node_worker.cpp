@@ -332,8 +332,16 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       facts.failed = true;
     facts.unavailable = in.node && (in.node->unschedulable || !in.node->ready);
     // A run's end is written before its token goes back: the next node's run is never on
-    // record before this one's end, whichever status writer is the faster.
-    const bool releases = s->token && !out.in_flight && !out.wants_token;
+    // record before this one's end, whichever status writer is the faster. So too when
+    // the record shows a run that this worker (started since) finds ended: the restore
+    // goes out before Succeeded is written, and an operator restarted in between finds
+    // the run over while the record still counts it in flight.
+    const auto recorded = item_it->second->status.phase.value_or(protocol::node_phase::pending);
+    const bool recorded_in_flight = recorded == protocol::node_phase::draining ||
+                                    recorded == protocol::node_phase::applying ||
+                                    recorded == protocol::node_phase::waiting_operator ||
+                                    recorded == protocol::node_phase::verifying;
+    const bool releases = (s->token || recorded_in_flight) && !out.in_flight && !out.wants_token;
     if (!out.in_flight && !out.wants_token)
       s->token = false;
     auto report = [=] {

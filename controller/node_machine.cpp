@@ -340,7 +340,8 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   // timeout or the profile says now. Applying finds the label and waits for DCM.
   if (labelled_by_this_run(in, s)) {
     s.condition("Drained", true, "Drained", "the node runs no pod that holds its GPUs");
-    s.enter(node_phase::applying, "Drained", "DCM was handed profile " + label(node, dcm_profile_label));
+    s.enter(node_phase::applying, "Drained",
+            "DCM was handed profile " + label(node, dcm_profile_label));
     out.requeue = 1ms;
     return;
   }
@@ -518,7 +519,6 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   s.enter(node_phase::applying, "Drained", "handing profile " + in.profile.dcm_name + " to DCM");
   out.requeue = 1ms;
 }
-
 
 // Once DCM was asked, the node carries this run's mark until the run ends. A node without
 // it was deleted and created again under the same name (or our label and mark were taken

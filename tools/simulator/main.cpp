@@ -18,8 +18,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <ctime>
+#include <deque>
 #include <functional>
 #include <iostream>
 #include <mutex>
@@ -70,6 +70,10 @@ struct world_view {
   std::set<std::string> deleted;
   std::map<pod_key, observed_pod> pods;
   std::map<pod_key, std::pair<std::string, int>> gpu_pods; // node, GPUs held
+  /// Pods (by uid) whose containers the simulated kubelet has stopped: their GPUs are free
+  /// from then on, before the watch shows them deleted (the host, which DCM asks, knows
+  /// at once; the pods' watch may lag behind the nodes', as after an API server restart).
+  std::set<std::string> stopped;
   observed_world world;
   bool nodes_synced = false;
   bool pods_synced = false;
@@ -145,7 +149,10 @@ struct pod_watch : kube::watch_handler {
     std::lock_guard<std::mutex> lock(view.mutex);
     pod_key key{d.key.namespace_, d.key.name};
     if (d.type == kube::event_type::deleted) {
-      view.pods.erase(key);
+      if (auto gone = view.pods.find(key); gone != view.pods.end()) {
+        view.stopped.erase(gone->second.uid);
+        view.pods.erase(gone);
+      }
       view.gpu_pods.erase(key);
       return;
     }
@@ -185,7 +192,7 @@ struct pod_watch : kube::watch_handler {
     // never started there (the kubelet refuses one that does not tolerate the node's
     // NoExecute taint) holds none: a scheduler with a stale cache binds such pods to a
     // drained node after an API server restart, and they must not make DCM refuse.
-    if (gpus > 0 && p.phase == "Running")
+    if (gpus > 0 && p.phase == "Running" && !view.stopped.count(p.uid))
       view.gpu_pods[key] = {p.node, gpus};
     else
       view.gpu_pods.erase(key);
@@ -444,9 +451,8 @@ int run(const options& opt) {
   for (int i = 0; i < std::max(1, opt.writers); ++i)
     lanes.push_back(std::make_unique<lane>(config.value()));
   for (auto& l : lanes)
-    l->worker = std::thread([l = l.get(), every = std::chrono::milliseconds(opt.tick_ms)] {
-      l->run(every);
-    });
+    l->worker = std::thread(
+        [l = l.get(), every = std::chrono::milliseconds(opt.tick_ms)] { l->run(every); });
   // What one tick gives each lane, queued at the tick's end in one go.
   std::vector<std::vector<std::function<void(lane&)>>> batches(lanes.size());
   auto lane_of = [&](const std::string& node) -> std::vector<std::function<void(lane&)>>& {
@@ -498,6 +504,10 @@ int run(const options& opt) {
           p.node_dcm_tainted = node->second.dcm_taint;
         }
       pod_work = step_pods(pod_memory_map, ours, now, timing);
+      for (const auto& p : pod_work.remove) {
+        view.stopped.insert(p.uid);
+        view.gpu_pods.erase({p.ns, p.name});
+      }
     }
     for (const auto& name : to_register)
       lane_of(name).push_back([name](lane& l) {

@@ -327,6 +327,44 @@ BOOST_FIXTURE_TEST_CASE(the_governor_hears_a_run_ended_only_once_its_end_is_writ
 // worker wrote over, but without its write) and the worker acted on it: it could send the
 // label again (removing the state label DCM had written meanwhile), or, as here, take the
 // old run's `success` that its own write had removed for DCM's answer.
+// The restore goes out before Succeeded is written. A worker started after it (the
+// operator restarted) finds the run over while the record still says Verifying: the
+// governor, which would count the node free, hears of it only once Succeeded is written.
+BOOST_FIXTURE_TEST_CASE(a_run_found_over_but_recorded_in_flight_is_reported_once_written,
+                        worker_fixture) {
+  governed->writer = written;
+  auto item = make_item("gpu-1");
+  item.status.phase = gp::node_phase::verifying;
+  item.status.observed_hash = item.spec.desired_hash;
+  item.status.started_at = gp::format_time(gp::wall_clock::now());
+  item.status.history.push_back(
+      {gp::node_phase::verifying, gp::format_time(gp::wall_clock::now()), "OperatorSucceeded", ""});
+  cluster().put(item);
+  cluster().view.pods_by_node.clear();
+  auto n = make_node("gpu-1"); // restored: schedulable, untainted, nothing of ours
+  n.labels[gc::dcm_profile_label] = dcm_profile;
+  n.allocatable["amd.com/gpu"] = "64";
+  cluster().put(n);
+  start();
+  show_view();
+  // Something else changes on the node before the watch shows Succeeded written.
+  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now();
+  show_view();
+  cluster().view.node_changes.clear();
+  run_with_timers(10);
+  BOOST_TEST(written->last_phase(item_name) == "Succeeded");
+  BOOST_TEST(requests() == 0u); // nothing left to do on the node
+  int free = 0;
+  for (const auto& w : governed->wants) {
+    if (w.facts.in_flight)
+      continue;
+    ++free;
+    BOOST_TEST_REQUIRE(!w.persisted_before.empty(), "the node was reported free unwritten");
+    BOOST_TEST(w.persisted_before.back() == "Succeeded");
+  }
+  BOOST_TEST(free > 0);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_view_older_than_the_workers_own_write_does_not_make_it_write_again,
                         worker_fixture) {
   // DCM stays silent: nothing else changes the node.

@@ -1401,8 +1401,11 @@ BOOST_AUTO_TEST_CASE(the_other_node_changes_wait_for_their_status) {
 
   // Giving the node back after a failure.
   world failing;
-  failing.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says(
-      "failure");
+  failing.at(node_phase::waiting_operator)
+      .cordoned_by_us()
+      .tainted()
+      .label_ours()
+      .dcm_says("failure");
   failing.in.dcm_event = "AMDSMIAPIFailure: amd-smi failed";
   failing.in.dcm_event_time = gp::format_time(failing.in.now);
   auto failed = failing.step();
