@@ -59,7 +59,8 @@ struct kubelet_timing {
 
 /// Plays kubelet for pods on simulated nodes: bound pods start unless their node has a
 /// NoExecute taint they do not tolerate; deleted pods finish terminating after their grace
-/// period (scaled, and capped).
+/// period (scaled, and capped). The memory of a pod not in `pods` is dropped: a caller may
+/// leave out the pods there is nothing to do for (running and ready, or finished).
 pod_actions step_pods(std::map<pod_key, pod_memory>& memory,
                       const std::map<pod_key, observed_pod>& pods, sim_time now,
                       const sim_timing& timing, const kubelet_timing& kubelet = {});

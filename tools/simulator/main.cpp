@@ -497,12 +497,19 @@ int run(const options& opt) {
         if (!a.empty())
           node_work.emplace_back(name, std::move(a));
       }
+      // Only pods the kubelet may act on: being deleted, or not yet running. (A copy of
+      // every pod on every tick cost gpu-sim more CPU than the rest of its work.)
       std::map<pod_key, observed_pod> ours;
-      for (const auto& [key, pod] : view.pods)
+      for (const auto& [key, pod] : view.pods) {
+        const bool settled = !pod.deleting && ((pod.phase == "Running" && pod.ready) ||
+                                               pod.phase == "Succeeded" || pod.phase == "Failed");
+        if (settled)
+          continue;
         if (auto node = view.nodes.find(pod.node); node != view.nodes.end()) {
           auto& p = ours.emplace(key, pod).first->second;
           p.node_dcm_tainted = node->second.dcm_taint;
         }
+      }
       pod_work = step_pods(pod_memory_map, ours, now, timing);
       for (const auto& p : pod_work.remove) {
         view.stopped.insert(p.uid);
