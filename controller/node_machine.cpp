@@ -325,23 +325,28 @@ std::string run_mark(const node_inputs& in, const status_editor& s) {
   return in.item.spec.desired_hash + "@" + s.status.started_at;
 }
 
+// The node carries this run's mark: written with the profile label, or with its removal
+// for a relabel, once the drain is over.
+bool marked_by_this_run(const node_inputs& in, const status_editor& s) {
+  return annotation(*in.node, applied_hash_annotation).value_or("") == run_mark(in, s);
+}
+
 // The node carries this run's profile label and mark.
 bool labelled_by_this_run(const node_inputs& in, const status_editor& s) {
-  return !label(*in.node, dcm_profile_label).empty() &&
-         annotation(*in.node, applied_hash_annotation).value_or("") == run_mark(in, s);
+  return !label(*in.node, dcm_profile_label).empty() && marked_by_this_run(in, s);
 }
 
 void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   const auto& drain = in.item.spec.drain;
   out.in_flight = true;
-  // The drain ended and DCM was asked before Applying was written (the label goes out
-  // once Draining is on record, see on_applying): DCM is at work, whatever the drain's
-  // timeout or the profile says now. Applying finds the label and waits for DCM.
-  if (labelled_by_this_run(in, s)) {
+  // The drain ended and Applying wrote to the node before Applying was written (the label,
+  // or its removal for a relabel, goes out once Draining is on record, see on_applying):
+  // DCM may be at work, whatever the drain's timeout or the profile says now. Applying
+  // finds the label and waits for DCM, or sets the label again.
+  if (marked_by_this_run(in, s)) {
     s.condition("Drained", true, "Drained", "the node runs no pod that holds its GPUs");
-    s.enter(node_phase::applying, "Drained",
-            "DCM was handed profile " + label(node, dcm_profile_label));
+    s.enter(node_phase::applying, "Drained", "the drain was over: handing the profile to DCM");
     out.requeue = 1ms;
     return;
   }
@@ -614,9 +619,11 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   }
   node_patch p;
   if (label(node, dcm_profile_label) == profile) {
-    // DCM ignores a re-write of the same value: take the label off first.
+    // DCM ignores a re-write of the same value: take the label off first (with this
+    // run's mark, so that a restarted operator knows the drain was over).
     p.labels[dcm_profile_label] = std::nullopt;
     p.labels[dcm_state_label] = std::nullopt;
+    p.annotations[applied_hash_annotation] = mark;
   } else {
     // One patch: the new profile, no stale state (a `success` left from an earlier run
     // must not be taken for this one's), and the mark that the label is ours.
@@ -626,9 +633,8 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   }
   out.patch = p;
   // Without waiting for Applying to be written: an operator restarted in between reads
-  // Draining, and a node tainted and empty, now with this run's label and mark (Draining
-  // then goes on to Applying, which waits for DCM) or without a profile label (the label
-  // is set again).
+  // Draining and a node with this run's mark, and goes on to Applying, which waits for
+  // DCM (the label is there) or sets the label again (it was taken off).
   out.enough_on_record = node_phase::draining;
   out.requeue = poll_interval;
 }

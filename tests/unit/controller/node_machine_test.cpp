@@ -1043,7 +1043,8 @@ BOOST_AUTO_TEST_CASE(a_label_holding_the_profile_but_not_ours_is_removed_first) 
   auto s = w.step();
   BOOST_TEST(label_write(s, gc::dcm_profile_label) == "<remove>");
   BOOST_TEST(label_write(s, gc::dcm_state_label) == "<remove>");
-  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) == "-");
+  // This run's mark goes with the removal: the drain is over (see the restart case).
+  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) == w.mark());
   BOOST_TEST(phase_after(w, s) == "Applying");
 
   apply_node_writes(w.node(), s);
@@ -1182,13 +1183,17 @@ BOOST_AUTO_TEST_CASE(a_relabel_goes_before_applying_is_written_and_a_restart_lab
   w.node().labels[gc::dcm_profile_label] = dcm_name;
   auto off = w.step();
   BOOST_TEST(label_write(off, gc::dcm_profile_label) == "<remove>");
+  BOOST_TEST(annotation_write(off, gc::applied_hash_annotation) == w.mark());
   BOOST_TEST(name_of(off.enough_on_record.value_or(node_phase::pending)) == "Draining");
 
-  // Killed after the label came off: Draining on record, the node without a profile label.
+  // Killed after the label came off: Draining on record, the node without a profile label
+  // but with this run's mark, and the drain's timeout past by now.
   world restarted;
   restarted.at(node_phase::draining).cordoned_by_us().tainted().dcm_config_has_profile();
   restarted.node().labels.erase(gc::dcm_profile_label);
   restarted.node().labels.erase(gc::dcm_state_label);
+  restarted.node().annotations[gc::applied_hash_annotation] = restarted.mark();
+  restarted.later(3600s);
   auto applying = restarted.step();
   BOOST_TEST(phase_after(restarted, applying) == "Applying");
   restarted.in.item.status = status_after(restarted, applying);
