@@ -336,12 +336,8 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     // the record shows a run that this worker (started since) finds ended: the restore
     // goes out before Succeeded is written, and an operator restarted in between finds
     // the run over while the record still counts it in flight.
-    const auto recorded = item_it->second->status.phase.value_or(protocol::node_phase::pending);
-    const bool recorded_in_flight = recorded == protocol::node_phase::draining ||
-                                    recorded == protocol::node_phase::applying ||
-                                    recorded == protocol::node_phase::waiting_operator ||
-                                    recorded == protocol::node_phase::verifying;
-    const bool releases = (s->token || recorded_in_flight) && !out.in_flight && !out.wants_token;
+    const bool releases =
+        (s->token || in_flight(*item_it->second)) && !out.in_flight && !out.wants_token;
     if (!out.in_flight && !out.wants_token)
       s->token = false;
     auto report = [=] {

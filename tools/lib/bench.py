@@ -954,7 +954,7 @@ class Bench:
                  "DCM's answer, the plugin's report), for the nodes of the breakdown below.")
         for r in self.runs:
             anyr = r.get("reaction_audit_any")
-            if anyr and anyr is not r.get("reaction_audit") and anyr.get("count"):
+            if anyr and anyr != r.get("reaction_audit") and anyr.get("count"):
                 L.append(f'Every request of the operator on a node or its pods that follows another '
                          f'party\'s write there, maxParallel {r["max_parallel"]}: p50 {ms(anyr["p50"])}, '
                          f'p99 {ms(anyr["p99"])}, max {ms(anyr["max"])} ({anyr["count"]}); it also counts '
