@@ -5,7 +5,6 @@
 #include "actors/operator_metrics.hpp"
 #include "actors/plan_supervisor.hpp"
 
-#include <optional>
 #include <set>
 
 namespace gpu_partitioner::actors {
@@ -18,13 +17,8 @@ struct root_state {
   std::map<std::string, std::string> pod_nodes;
   std::set<std::string> synced;
   bool dirty = false;
-  /// Of the changes not yet published, one is to a node in flight.
-  bool urgent = false;
-  /// When the earliest tick on its way is due (a tick due later is stale when it comes).
-  std::optional<std::chrono::steady_clock::time_point> tick_due;
+  bool tick_pending = false;
   std::chrono::steady_clock::time_point published{};
-  /// Node name -> how many of its items are in flight, as their status on record says.
-  std::map<std::string, int> flying;
   std::map<std::string, caf::actor> supervisors;
 };
 
@@ -38,26 +32,12 @@ bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b
          a.deletion_timestamp != b.deletion_timestamp;
 }
 
-// News for the workers of `node`, arrived at `at`.
-void changed(root_state& s, const std::string& node, protocol::wall_clock::time_point at) {
-  s.view.node_changes.emplace(node, at);
-  if (s.flying.count(node))
-    s.urgent = true;
-}
-
-void count_flight(root_state& s, const protocol::node_partitioning& item, int by) {
-  if (!in_flight(item))
-    return;
-  if ((s.flying[item.spec.node_name] += by) <= 0)
-    s.flying.erase(item.spec.node_name);
-}
-
 void apply(root_state& s, const observation& o) {
   using k = observation::kind;
   auto& v = s.view;
   switch (o.what) {
   case k::node: {
-    changed(s, o.key, o.received);
+    v.node_changes.emplace(o.key, o.received);
     auto old = v.nodes.find(o.key);
     if (o.deleted || old == v.nodes.end() || !o.node || old->second->labels != o.node->labels)
       v.nodes_relabelled = true;
@@ -70,7 +50,7 @@ void apply(root_state& s, const observation& o) {
   case k::pod: {
     auto old = s.pod_nodes.find(o.key);
     if (old != s.pod_nodes.end()) {
-      changed(s, old->second, o.received);
+      v.node_changes.emplace(old->second, o.received);
       auto& on_node = v.pods_to_edit(old->second);
       on_node.erase(o.key);
       if (on_node.empty())
@@ -78,7 +58,7 @@ void apply(root_state& s, const observation& o) {
       s.pod_nodes.erase(old);
     }
     if (!o.deleted && o.pod && !o.pod->node_name.empty()) {
-      changed(s, o.pod->node_name, o.received);
+      v.node_changes.emplace(o.pod->node_name, o.received);
       v.pods_to_edit(o.pod->node_name)[o.key] = o.pod;
       s.pod_nodes[o.key] = o.pod->node_name;
     }
@@ -114,10 +94,10 @@ void apply(root_state& s, const observation& o) {
         v.dcm_events.erase(o.key);
       // News for the worker of the node it is about (on the Node, or a pod there).
       if (field("kind") == "Node")
-        changed(s, field("name"), o.received);
+        v.node_changes.emplace(field("name"), o.received);
       else if (auto pod = s.pod_nodes.find(field("namespace") + "/" + field("name"));
                field("kind") == "Pod" && pod != s.pod_nodes.end())
-        changed(s, pod->second, o.received);
+        v.node_changes.emplace(pod->second, o.received);
     }
     break;
   case k::plan: {
@@ -154,14 +134,10 @@ void apply(root_state& s, const observation& o) {
         meta_changed(old->second->metadata, o.item->metadata) ||
         in_flight(*old->second) != in_flight(*o.item))
       v.item_specs_changed = true;
-    if (old != v.items.end())
-      count_flight(s, *old->second, -1);
-    if (o.deleted || !o.item) {
+    if (o.deleted || !o.item)
       v.items.erase(o.key);
-    } else {
-      count_flight(s, *o.item, 1);
+    else
       v.items[o.key] = o.item;
-    }
     if (!o.deleted && !o.item)
       log_warning("NodePartitioning " + o.key + " does not decode: " + o.problem);
     break;
@@ -174,22 +150,17 @@ void apply(root_state& s, const observation& o) {
 caf::behavior operator_root(caf::event_based_actor* self, operator_settings settings, caf::actor io,
                             caf::actor writer) {
   auto s = std::make_shared<root_state>();
-  // A tick goes out for the publish interval's end after the last publish, or the urgent
-  // interval's when a change to a node in flight waits; at once if that is past, behind
-  // what is already in the mailbox, so a burst that arrived together is one snapshot.
   auto schedule = [self, s, settings] {
-    const auto now = std::chrono::steady_clock::now();
-    auto due = s->published + (s->urgent ? settings.urgent_interval : settings.publish_interval);
-    if (due < now)
-      due = now;
-    if (s->tick_due && *s->tick_due <= due)
-      return;
-    s->tick_due = due;
-    const auto stamp = static_cast<std::int64_t>(due.time_since_epoch().count());
-    if (due == now)
-      self->send(self, tick_atom_v, stamp);
-    else
-      self->delayed_send(self, due - now, tick_atom_v, stamp);
+    if (!s->tick_pending) {
+      s->tick_pending = true;
+      // Behind what is already in the mailbox, so a burst that arrived together is one
+      // snapshot; a change right after a publish waits for the rest of the interval.
+      const auto since = std::chrono::steady_clock::now() - s->published;
+      if (since >= settings.publish_interval)
+        self->send(self, tick_atom_v);
+      else
+        self->delayed_send(self, settings.publish_interval - since, tick_atom_v);
+    }
   };
   // A supervisor that fails is logged and started again with the next view; any other
   // exit (the shutdown from main) ends the root, and with it, through the links, the rest.
@@ -225,14 +196,11 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
         s->dirty = true;
         schedule();
       },
-      [=](tick_atom, std::int64_t stamp) {
-        if (!s->tick_due || s->tick_due->time_since_epoch().count() != stamp)
-          return; // an earlier tick went out in its place
-        s->tick_due.reset();
+      [=](tick_atom) {
+        s->tick_pending = false;
         if (!s->dirty || !s->view.synced)
           return;
         s->dirty = false;
-        s->urgent = false;
         s->published = std::chrono::steady_clock::now();
         auto snapshot = std::make_shared<const cluster_snapshot>(s->view);
         s->view.node_changes.clear();

@@ -15,9 +15,6 @@ struct operator_settings {
   /// At most one snapshot of a changed view per interval, to the plans: the first change
   /// after a quiet interval goes out at once, a burst is coalesced to the interval's end.
   std::chrono::milliseconds publish_interval{50};
-  /// The interval instead, when a change waiting to go out is to a node whose item is in
-  /// flight (its Node, its pods, DCM's Events about it): a worker may be waiting for it.
-  std::chrono::milliseconds urgent_interval{5};
 };
 
 /// The root of the operator: it gathers the Watcher's observations into the current

@@ -363,8 +363,8 @@ struct root_fixture : actor_fixture {
   caf::actor writer = spawn(writer_double, written);
   caf::actor root;
 
-  root_fixture() : root_fixture(ga::operator_settings{}) {}
-  explicit root_fixture(ga::operator_settings settings) {
+  root_fixture() {
+    ga::operator_settings settings;
     settings.dcm_namespace = dcm_ns;
     settings.dcm_name = dcm_cm;
     root = spawn(ga::operator_root, settings, io, writer);
@@ -479,74 +479,6 @@ BOOST_FIXTURE_TEST_CASE(a_change_after_a_quiet_interval_is_published_at_once, ro
   observe(i);
   sched.run(); // no timer fired
   BOOST_TEST(static_cast<bool>(worker_of("gpu-3")), "gpu-3's worker did not see a snapshot");
-}
-
-namespace {
-
-// A publish interval no test outlasts; the urgent one already past when a test looks.
-ga::operator_settings urgent_settings() {
-  ga::operator_settings s;
-  s.publish_interval = std::chrono::hours(1);
-  s.urgent_interval = std::chrono::milliseconds(0);
-  return s;
-}
-
-struct urgent_root_fixture : root_fixture {
-  urgent_root_fixture() : root_fixture(urgent_settings()) {}
-
-  void observe_item(const std::string& node, std::optional<gp::node_phase> phase) {
-    ga::observation i;
-    i.what = ga::observation::kind::item;
-    i.key = std::string(plan_name) + "-" + node;
-    auto item = make_item(node);
-    item.status.phase = phase;
-    i.item = std::make_shared<const gp::node_partitioning>(item);
-    observe(i);
-  }
-  void observe_pod(const std::string& node, const std::string& name) {
-    ga::observation o;
-    o.what = ga::observation::kind::pod;
-    o.key = "team/" + name;
-    o.pod = std::make_shared<const gc::pod_info>(make_pod(node, name));
-    observe(o);
-  }
-  // A new item (a worker of its own once published) and its node, which no worker waits
-  // for: they wait for the publish interval.
-  void new_node_waiting(const std::string& n) {
-    observe_node(n);
-    observe_item(n, std::nullopt);
-    sched.run();
-    BOOST_TEST_REQUIRE(!worker_of(n), "published before the interval's end");
-  }
-};
-
-} // namespace
-
-// A change to a node whose item is in flight goes out after the urgent interval, and
-// with it whatever else waited; other changes wait for the publish interval.
-BOOST_FIXTURE_TEST_CASE(a_change_to_a_node_in_flight_is_published_without_waiting,
-                        urgent_root_fixture) {
-  new_node_waiting("gpu-3");
-  observe_pod("gpu-2", "train-a"); // gpu-2's item is Pending
-  sched.run();
-  BOOST_TEST(!worker_of("gpu-3"), "a change to a node not in flight was published early");
-
-  observe_item("gpu-1", gp::node_phase::draining);
-  sched.run();
-  BOOST_TEST(!worker_of("gpu-3"), "an item's phase alone was published early");
-  observe_pod("gpu-1", "train-b");
-  sched.run();
-  BOOST_TEST(static_cast<bool>(worker_of("gpu-3")), "gpu-1's pod, in flight, waited");
-
-  // Out of flight again (Succeeded on record), the node's changes wait like any other.
-  observe_item("gpu-1", gp::node_phase::succeeded);
-  new_node_waiting("gpu-4");
-  observe_node("gpu-1");
-  sched.run();
-  BOOST_TEST(!worker_of("gpu-4"), "a change to a node no longer in flight was published early");
-  sched.trigger_timeouts();
-  sched.run();
-  BOOST_TEST(static_cast<bool>(worker_of("gpu-4")), "the interval's end published nothing");
 }
 
 // The shutdown from main still ends the root and, through the links, every supervisor
