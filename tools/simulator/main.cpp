@@ -46,7 +46,7 @@ struct options {
   int tick_ms = 50;
   /// Parallel connections for writes, each with its own thread (a node's writes stay in
   /// order).
-  int writers = 16;
+  int writers = 32;
 };
 
 void log_line(const std::string& what) {
@@ -336,7 +336,7 @@ int run(const options& opt) {
   watches.push_back(start_watch(config.value(), cm_opts, dcm));
 
   // One lane per connection, each with a thread of its own that writes its queue in
-  // order: a node's writes (and its pods') always take the same lane, so they stay in
+  // order: a node's writes always take the same lane, as do a pod's, so they stay in
   // order, while a thousand nodes' writes do not queue behind each other. The tick only
   // queues its writes and goes on, as each node's DCM, plugin and kubelet would: a slow
   // write holds up its lane, not every node's next step. (The models never ask twice for
@@ -453,10 +453,14 @@ int run(const options& opt) {
   for (auto& l : lanes)
     l->worker = std::thread(
         [l = l.get(), every = std::chrono::milliseconds(opt.tick_ms)] { l->run(every); });
-  // What one tick gives each lane, queued at the tick's end in one go.
+  // What one tick gives each lane, queued at the tick's end in one go. A node's writes
+  // take the lane of its name; a pod's, the lane of its own key: each pod has a worker
+  // of its own in kubelet, so a node's three pods past their grace are deleted side by
+  // side, not one after another behind the same lane (that queue cost a drained node
+  // 0.68 s at 1,000 nodes, maxParallel 50).
   std::vector<std::vector<std::function<void(lane&)>>> batches(lanes.size());
-  auto lane_of = [&](const std::string& node) -> std::vector<std::function<void(lane&)>>& {
-    return batches[std::hash<std::string>{}(node) % lanes.size()];
+  auto lane_of = [&](const std::string& key) -> std::vector<std::function<void(lane&)>>& {
+    return batches[std::hash<std::string>{}(key) % lanes.size()];
   };
   std::map<std::string, node_memory> memory;
   std::map<pod_key, pod_memory> pod_memory_map;
@@ -530,7 +534,7 @@ int run(const options& opt) {
         l.write_node(name, std::move(a));
       });
     for (const auto& p : pod_work.start)
-      lane_of(p.node).push_back([p, ip = next_ip++](lane& l) {
+      lane_of(p.ns + "/" + p.name).push_back([p, ip = next_ip++](lane& l) {
         kube::patch_options status;
         status.subresource = "status";
         auto r = l.api.patch(kube::resources::pods(), p.ns, p.name, kube::patch_type::merge,
@@ -539,7 +543,7 @@ int run(const options& opt) {
           log_line("pod " + p.ns + "/" + p.name + ": start failed: " + r.error().describe());
       });
     for (const auto& p : pod_work.remove)
-      lane_of(p.node).push_back([p](lane& l) {
+      lane_of(p.ns + "/" + p.name).push_back([p](lane& l) {
         kube::delete_options now;
         now.grace_period_seconds = 0;
         now.precondition_uid = p.uid;
@@ -575,8 +579,8 @@ Flags:
   --dcm-config NS/NAME      DCM's ConfigMap (default kube-amd-gpu/config-manager-config)
   --time-scale F            multiply every simulated delay by F (default 1)
   --writers N               parallel connections for writes, each with a thread of its
-                            own (default 16; a node's writes keep their order, and a tick
-                            does not wait for the writes it asked for)
+                            own (default 32; a node's writes keep their order, as do a
+                            pod's, and a tick does not wait for the writes it asked for)
   --help
 )";
 
