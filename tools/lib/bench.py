@@ -472,7 +472,9 @@ class Bench:
             stdout=open(podmap_file, "w"), stderr=subprocess.DEVNULL, start_new_session=True)
         CHILDREN.append(podwatch)
         # When each change reached a watcher of the bench's own: splits a reaction into
-        # the API server's delivery and the operator's part.
+        # the API server's delivery and the operator's part. A second watch of the pods,
+        # beside the one above: this one decodes only deletions, so that placing every
+        # pod (the other's work, in kubectl) never delays the stamp of a deletion.
         stamps_file = os.path.join(self.state, f"stamps-{plan}.txt")
         stamps = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "watchstamp.py"),
                                    stamps_file], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -764,7 +766,7 @@ class Bench:
                 per.setdefault(node, []).append(a)
         parts = {}
         reaction_split = {}
-        delivery = {}
+        watch_split = {}
         found = 0
         for node, events in per.items():
             try:
@@ -816,7 +818,7 @@ class Bench:
                 # own watch: the API server's delivery before it, the operator's part after.
                 seen = watch_arrival(stamps, cause, write, node)
                 if seen is not None:
-                    delivery.setdefault(kind, []).append((seen - trigger, write["t"] - seen))
+                    watch_split.setdefault(kind, []).append((seen - trigger, write["t"] - seen))
                 ahead = [a for a in statuses.get(node, []) if trigger <= a["t"] and a["done"] <= write["t"]]
                 split = reaction_split.setdefault(kind, [])
                 if ahead:
@@ -858,7 +860,7 @@ class Bench:
                                "mean": [sum(r[i] for r in rows) / len(rows) for i in range(4)],
                                "write_ahead": sum(1 for r in rows if r[2] > 0 or r[3] > 0) / len(rows)}
         watched = {}
-        for kind, rows in list(delivery.items()) + [("all", [r for rows in delivery.values() for r in rows])]:
+        for kind, rows in list(watch_split.items()) + [("all", [r for rows in watch_split.values() for r in rows])]:
             d, o = sorted(r[0] for r in rows), sorted(r[1] for r in rows)
             watched[kind] = {"count": len(rows), "delivery_p50": quantile(d, 0.5), "delivery_p99": quantile(d, 0.99),
                              "operator_p50": quantile(o, 0.5), "operator_p99": quantile(o, 0.99),
