@@ -7,6 +7,7 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include <cctype>
 #include <set>
 #include <string_view>
 
@@ -183,6 +184,7 @@ std::optional<std::string> payload_problem(const std::string& profile_json) {
   if (profiles == doc.MemberEnd() || !profiles->value.IsArray() || profiles->value.Empty())
     return std::string("profile.json has no \"profiles\" list");
   std::string memory_mode;
+  int omitted_counts = 0;
   for (rapidjson::SizeType i = 0; i < profiles->value.Size(); ++i) {
     const auto& g = profiles->value[i];
     const std::string at = "profile.json: profiles[" + std::to_string(i) + "]";
@@ -191,8 +193,12 @@ std::optional<std::string> payload_problem(const std::string& profile_json) {
     auto compute = g.FindMember("computePartition");
     auto memory = g.FindMember("memoryPartition");
     auto count = g.FindMember("numGPUsAssigned");
-    if (compute == g.MemberEnd() || memory == g.MemberEnd() || count == g.MemberEnd())
-      return at + " needs computePartition, memoryPartition and numGPUsAssigned";
+    if (compute == g.MemberEnd() || memory == g.MemberEnd())
+      return at + " needs computePartition and memoryPartition";
+    // DCM from 1.5 gives one group without numGPUsAssigned the GPUs the others leave
+    // (AMD's own default-dcm-config relies on it); two such groups are ambiguous.
+    if (count == g.MemberEnd() && ++omitted_counts > 1)
+      return at + " omits numGPUsAssigned too: only one group may take the remaining GPUs";
     const std::string c = compute->value.IsString() ? compute->value.GetString() : "";
     const std::string m = memory->value.IsString() ? memory->value.GetString() : "";
     if (compute_partitions(c) == 0)
@@ -204,13 +210,35 @@ std::optional<std::string> payload_problem(const std::string& profile_json) {
     if (memory_partitions(m) > compute_partitions(c))
       return at + ": " + m + " is not possible with " + c +
              " (a GPU has no more memory partitions than compute partitions)";
-    if (!count->value.IsInt() || count->value.GetInt() < 0)
+    if (count != g.MemberEnd() && (!count->value.IsInt() || count->value.GetInt() < 0))
       return at + ".numGPUsAssigned is not a whole number of GPUs";
     if (!memory_mode.empty() && memory_mode != m)
       return at + ": a profile uses one memory partition mode, not " + memory_mode + " and " + m;
     memory_mode = m;
   }
   return std::nullopt;
+}
+
+std::optional<std::string> payload_style(const std::string& profile_json) {
+  if (payload_problem(profile_json))
+    return std::nullopt;
+  rapidjson::Document doc;
+  parse(profile_json, doc);
+  if (auto skipped = doc.FindMember("skippedGPUs"); skipped != doc.MemberEnd())
+    if (auto ids = skipped->value.FindMember("ids");
+        ids != skipped->value.MemberEnd() && !ids->value.Empty())
+      return std::nullopt; // skipped GPUs keep whatever mode they are in
+  std::string style;
+  for (const auto& g : doc["profiles"].GetArray()) {
+    std::string one =
+        std::string(g["computePartition"].GetString()) + "_" + g["memoryPartition"].GetString();
+    for (auto& c : one)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!style.empty() && style != one)
+      return std::nullopt;
+    style = one;
+  }
+  return style;
 }
 
 } // namespace gpu_partitioner::controller

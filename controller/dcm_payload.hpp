@@ -32,4 +32,9 @@ std::optional<std::string> dcm_config_with(const std::string& config_json, const
 /// holding either could be seen to equal it); the problem in words otherwise.
 std::optional<std::string> payload_problem(const std::string& profile_json);
 
+/// The style AMD's node labeller shows for a node in this profile ("cpx_nps4"): when every
+/// GPU ends in one compute and memory mode (no skipped GPUs, one style). Nothing otherwise,
+/// or for a payload that payload_problem refuses.
+std::optional<std::string> payload_style(const std::string& profile_json);
+
 } // namespace gpu_partitioner::controller

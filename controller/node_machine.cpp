@@ -848,6 +848,28 @@ std::vector<std::string> preflight(const node_inputs& in) {
     findings.push_back(where + "spec.verification.readyLabel: " + codec::quote(ready) +
                        " is not a node label key or key=value (a name of at most 63 "
                        "characters)");
+  // No AMD component sets a readiness label: one that is named must be a site's own, and
+  // a site's labeller has it on the node already. A key the node lacks before the run
+  // would never appear after it, and the node would fail verification cordoned. Checked
+  // only before a run: during one, the taint takes the labels of a node's GPU stack off.
+  const auto phase = in.item.status.phase.value_or(protocol::node_phase::pending);
+  const bool before_run = phase == protocol::node_phase::pending ||
+                          phase == protocol::node_phase::failed ||
+                          phase == protocol::node_phase::succeeded;
+  if (in.node && before_run) {
+    const std::pair<const char*, std::string> named[] = {
+        {"the plan's spec.verification.gpuReadyLabel", in.item.spec.verification.gpu_ready_label},
+        {"the profile's spec.verification.readyLabel", ready}};
+    for (const auto& [field, spec] : named) {
+      const std::string key = spec.substr(0, spec.find('='));
+      if (!key.empty() && !in.node->labels.count(key))
+        findings.push_back("ReadyLabelMissing: " + std::string(field) + " names " +
+                           codec::quote(spec) + ", but node " + in.node->name + " has no label " +
+                           codec::quote(key) +
+                           " (AMD's GPU operator sets no readiness label; name one only where "
+                           "the site's own labeller sets it)");
+    }
+  }
   for (std::size_t i = 0; i < profile.spec.expected_resources.size(); ++i) {
     const auto& name = profile.spec.expected_resources[i].name;
     if (!codec::is_label_key(name))
@@ -897,6 +919,15 @@ std::string verification_gap(const node_inputs& in) {
       if (!have || *have != want.count)
         gaps.push_back("expected " + want.name + "=" + std::to_string(want.count) + ", found " +
                        (it == node.allocatable.end() ? std::string("none") : it->second));
+    }
+  // The labeller's partition label, where the node has it, names the GPUs' style; it
+  // keeps its old value while the labeller restarts after the taint goes.
+  if (in.profile.found && in.profile.payload)
+    if (auto style = payload_style(*in.profile.payload)) {
+      auto it = node.labels.find(partition_label);
+      if (it != node.labels.end() && it->second != *style)
+        gaps.push_back(std::string(partition_label) + " is " + codec::quote(it->second) +
+                       ", expected " + codec::quote(*style));
     }
   for (const auto& name : in.item.spec.verification.require_plugin_resources) {
     auto it = node.allocatable.find(name);

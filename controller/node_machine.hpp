@@ -33,6 +33,8 @@ inline constexpr const char* applied_hash_annotation = "infrastructure.silogen.a
 inline constexpr const char* retry_annotation = "infrastructure.silogen.ai/retry";
 inline constexpr const char* dcm_profile_label = "dcm.amd.com/gpu-config-profile";
 inline constexpr const char* dcm_state_label = "dcm.amd.com/gpu-config-profile-state";
+/// Set by AMD's node labeller on a node whose GPUs all share one style ("cpx_nps4").
+inline constexpr const char* partition_label = "amd.com/gpu.compute-memory-partition";
 
 /// The profile a node is to get, as far as it could be resolved.
 struct resolved_profile {

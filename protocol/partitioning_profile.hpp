@@ -31,7 +31,7 @@ constexpr auto describe(codec::tag<expected_resource>) {
 
 /// The profile's own readiness check.
 struct profile_verification {
-  std::string ready_label = "amd.com/gpu.ready";
+  std::string ready_label; // empty: none (AMD sets no such label)
   std::int64_t timeout_seconds = 600;
 };
 

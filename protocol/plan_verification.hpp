@@ -13,8 +13,8 @@ namespace gpu_partitioner::protocol {
 /// spec.verification of a plan, copied into each NodePartitioning: when a repartitioned
 /// node counts as healthy again.
 struct plan_verification {
-  /// A label key that must be present, or key=value.
-  std::string gpu_ready_label = "amd.com/gpu.ready";
+  /// A label key that must be present, or key=value; empty: none (AMD sets no such label).
+  std::string gpu_ready_label;
   /// Extended resources that must appear in the node's allocatable.
   std::vector<std::string> require_plugin_resources;
   std::int64_t timeout_seconds = 900;

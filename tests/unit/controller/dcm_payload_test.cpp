@@ -49,6 +49,38 @@ BOOST_AUTO_TEST_CASE(payload_problems_are_said_in_words) {
              "profile.json is not valid JSON: Missing a name for object member. at offset 1");
 }
 
+// DCM from 1.5 gives one group without a count the remaining GPUs (AMD's default config).
+BOOST_AUTO_TEST_CASE(one_group_may_omit_its_gpu_count_two_may_not) {
+  BOOST_TEST(
+      !gc::payload_problem(R"({"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4"}]})")
+           .has_value());
+  BOOST_TEST(
+      gc::payload_problem(R"({"profiles":[{"computePartition":"CPX","memoryPartition":"NPS1"},)"
+                          R"({"computePartition":"SPX","memoryPartition":"NPS1"}]})")
+          .value() == "profile.json: profiles[1] omits numGPUsAssigned too: only one group "
+                      "may take the remaining GPUs");
+}
+
+BOOST_AUTO_TEST_CASE(the_style_is_the_labellers_value_for_a_node_of_one_style) {
+  BOOST_TEST(gc::payload_style(cpx).value() == "cpx_nps4");
+  // Two groups of one style are still one style.
+  BOOST_TEST(gc::payload_style(
+                 R"({"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4",)"
+                 R"("numGPUsAssigned":4},{"computePartition":"CPX","memoryPartition":"NPS4"}]})")
+                 .value() == "cpx_nps4");
+  // Mixed styles, or skipped GPUs in whatever mode they are: the labeller sets no label.
+  BOOST_TEST(!gc::payload_style(
+                  R"({"profiles":[{"computePartition":"CPX","memoryPartition":"NPS1",)"
+                  R"("numGPUsAssigned":4},{"computePartition":"SPX","memoryPartition":"NPS1",)"
+                  R"("numGPUsAssigned":4}]})")
+                  .has_value());
+  BOOST_TEST(
+      !gc::payload_style(R"({"skippedGPUs":{"ids":[7]},"profiles":[{"computePartition":"CPX",)"
+                         R"("memoryPartition":"NPS4","numGPUsAssigned":7}]})")
+           .has_value());
+  BOOST_TEST(!gc::payload_style("{").has_value());
+}
+
 BOOST_AUTO_TEST_CASE(nesting_up_to_the_limit_is_fine) {
   // The object is one level, each bracket pair one more.
   const std::string at_limit =

@@ -188,7 +188,7 @@ struct world {
   world& tainted() {
     node().taints.push_back(dcm_taint);
     node().labels.erase(ready_label); // the labeller is gone while tainted
-    node().allocatable.erase(gpu);
+    node().allocatable[gpu] = "0";    // kubelet marks the plugin's devices unhealthy
     return *this;
   }
   world& dcm_config_has_profile() {
@@ -1519,6 +1519,77 @@ BOOST_AUTO_TEST_CASE(a_ready_label_named_by_plan_and_profile_is_reported_once) {
   w.in.profile.spec.verification.ready_label = "example.com/ready";
   BOOST_TEST(gc::verification_gap(w.in) ==
              "ready label amd.com/gpu.ready missing; ready label example.com/ready missing");
+}
+
+// AMD's components set no readiness label: one the plan or profile names is the site's
+// own, and must be on the node before its run, or the node would fail verification.
+BOOST_AUTO_TEST_CASE(a_named_ready_label_the_node_lacks_is_a_preflight_finding) {
+  world w;
+  w.in.token = true;
+  w.in.item.spec.verification.gpu_ready_label = "example.com/gpu-ok=yes";
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "PreflightFailed");
+  BOOST_TEST(status_after(w, s).last_error.rfind("ReadyLabelMissing: the plan's "
+                                                 "spec.verification.gpuReadyLabel names "
+                                                 "\"example.com/gpu-ok=yes\"",
+                                                 0) == 0,
+             status_after(w, s).last_error);
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.wants_token);
+}
+
+BOOST_AUTO_TEST_CASE(a_named_ready_label_whose_key_is_there_with_another_value_passes_preflight) {
+  world w;
+  w.in.item.spec.verification.gpu_ready_label = "example.com/gpu-ok=yes";
+  w.node().labels["example.com/gpu-ok"] = "no"; // the site's labeller: not ready yet
+  BOOST_TEST(gc::preflight(w.in).empty());
+}
+
+BOOST_AUTO_TEST_CASE(no_ready_label_by_default_verifies_on_resources_alone) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.in.profile.spec.verification.ready_label.clear();
+  w.node().labels.erase(ready_label);
+  BOOST_TEST(gc::verification_gap(w.in).empty());
+  BOOST_TEST(gc::preflight(w.in).empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_ready_label_is_not_checked_again_mid_run) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted(); // the taint took it off
+  BOOST_TEST(!w.node().labels.count(ready_label));
+  BOOST_TEST(gc::preflight(w.in).empty());
+}
+
+// The labeller's partition label, where present, must show the profile's style; it keeps
+// the old style until the labeller has restarted, so the node waits, then fails on timeout.
+BOOST_AUTO_TEST_CASE(a_partition_label_showing_another_style_does_not_verify) {
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().partitioned();
+  w.node().labels[gc::partition_label] = "spx_nps1";
+  BOOST_TEST(gc::verification_gap(w.in) ==
+             "amd.com/gpu.compute-memory-partition is \"spx_nps1\", expected \"cpx_nps4\"");
+  BOOST_TEST(phase_after(w, w.step()) == "Verifying");
+  w.node().labels[gc::partition_label] = "cpx_nps4";
+  BOOST_TEST(gc::verification_gap(w.in).empty());
+  w.node().labels.erase(gc::partition_label); // a heterogeneous node has none
+  BOOST_TEST(gc::verification_gap(w.in).empty());
+}
+
+// While the device plugin is down kubelet reports allocatable 0: neither a node in the
+// target state nor a verified one.
+BOOST_AUTO_TEST_CASE(allocatable_zero_while_the_plugin_is_down_is_neither_done_nor_verified) {
+  world w;
+  w.partitioned();
+  w.node().annotations.clear();
+  w.node().allocatable[gpu] = "0";
+  BOOST_TEST(!gc::in_target_state(w.in));
+  BOOST_TEST(gc::verification_gap(w.in) == "expected amd.com/gpu=64, found 0");
+  world v;
+  v.at(node_phase::verifying).cordoned_by_us().partitioned();
+  v.node().allocatable[gpu] = "0";
+  BOOST_TEST(phase_after(v, v.step()) == "Verifying");
 }
 
 BOOST_AUTO_TEST_CASE(a_resource_not_reported_is_found_none) {

@@ -107,12 +107,12 @@ BOOST_AUTO_TEST_CASE(key_order_of_the_input_does_not_change_the_hash) {
 }
 
 BOOST_AUTO_TEST_CASE(omitted_defaults_hash_like_explicit_defaults) {
-  // verification and profileName omitted: their defaults are amd.com/gpu.ready, 600
-  // and the profile's own name.
+  // verification and profileName omitted: their defaults are no ready label, 600 and
+  // the profile's own name.
   const auto omitted = profile_from(R"({"metadata":{"name":"cpx-nps4"},"spec":{
       "operatorPayload":{"kind":"ConfigMap","name":"cm","namespace":"ns"}}})");
   const auto explicit_ = profile_from(R"({"metadata":{"name":"cpx-nps4"},"spec":{
-      "verification":{"readyLabel":"amd.com/gpu.ready","timeoutSeconds":600},
+      "verification":{"timeoutSeconds":600},
       "operatorPayload":{"kind":"ConfigMap","name":"cm","namespace":"ns",
                          "profileName":"cpx-nps4"}}})");
   // The plan's drainPolicy and verification, omitted versus spelled out.
@@ -121,8 +121,7 @@ BOOST_AUTO_TEST_CASE(omitted_defaults_hash_like_explicit_defaults) {
   auto plan_explicit = gp::from_json<gp::partitioning_plan>(R"({"spec":{
       "rollout":{"drainPolicy":{"enabled":true,"timeoutSeconds":600,"evictionKind":"Eviction",
                                 "respectPDB":true}},
-      "verification":{"gpuReadyLabel":"amd.com/gpu.ready","requirePluginResources":[],
-                      "timeoutSeconds":900},
+      "verification":{"requirePluginResources":[],"timeoutSeconds":900},
       "partitionings":[{"name":"a","selector":{},"profileRef":{"name":"cpx-nps4"}}]}})");
   BOOST_TEST_REQUIRE(plan_omitted.ok(), gpt::error_of(plan_omitted));
   BOOST_TEST_REQUIRE(plan_explicit.ok(), gpt::error_of(plan_explicit));
