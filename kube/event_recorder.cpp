@@ -61,6 +61,8 @@ result<std::string> event_recorder::create(const event_spec& e, const std::strin
   w.Key("source");
   w.StartObject();
   kv("component", component_);
+  if (!e.host.empty())
+    kv("host", e.host);
   w.EndObject();
   kv("reportingComponent", component_);
   kv("reportingInstance", instance_);
@@ -81,7 +83,7 @@ result<std::string> event_recorder::record(const event_spec& e) {
   const std::string ns = e.regarding.ns.empty() ? "default" : e.regarding.ns;
   key k;
   for (const std::string* field : {&e.regarding.kind, &e.regarding.ns, &e.regarding.name,
-                                   &e.regarding.uid, &e.type, &e.reason, &e.message})
+                                   &e.regarding.uid, &e.type, &e.reason, &e.message, &e.host})
     k += std::to_string(field->size()) + ":" + *field;
   auto it = cache_.find(k);
   if (it != cache_.end() && now - it->second.last < window_) {

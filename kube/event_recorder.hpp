@@ -26,6 +26,8 @@ struct event_spec {
   /// CamelCase, machine-readable: "DrainBlocked".
   std::string reason;
   std::string message;
+  /// source.host: the node the reporting component runs on ("" for none).
+  std::string host;
 };
 
 /// Writes core/v1 Events, aggregating repeats: the same event about the same object

@@ -52,6 +52,9 @@ const std::string dcm_config_name = "config-manager-config";
 // At --time-scale 0.02: a memory change 2.8 s, a compute change 0.2 s, the plugin's
 // restart 0.1 s (1 s when slow), DCM's retry period 1.2 s.
 const char* time_scale = "0.02";
+// kubelet's delivery of DCM's file, in seconds before the time scale: none for the cases
+// that are not about it.
+const char* config_lag = "0";
 const auto memory_run = 2800ms;
 
 const kube::resource deployments{"apps", "v1", "deployments", true};
@@ -195,7 +198,10 @@ struct sim_cluster {
   std::unique_ptr<simulator_process> sim;
 
   /// One node per entry, with that value of the fault label ("" for none).
-  sim_cluster(std::initializer_list<std::string> node_faults) {
+  std::string lag;
+
+  sim_cluster(std::initializer_list<std::string> node_faults, std::string lag_seconds = config_lag)
+      : lag(std::move(lag_seconds)) {
     try {
       set_up(node_faults);
     } catch (...) {
@@ -214,6 +220,19 @@ struct sim_cluster {
     auto cm =
         api.create(kube::resources::config_maps(), ns, config_map_body(ns, dcm_config_json()));
     BOOST_REQUIRE_MESSAGE(cm.ok(), (cm.ok() ? "" : cm.error().describe()));
+    // DCM's DaemonSet, as the GPU operator deploys it: gpu-sim plays DCM where its pod runs.
+    const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
+    auto ds = api.create(
+        daemon_sets, ns,
+        R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"default-device-config-manager"},)"
+        R"("spec":{"selector":{"matchLabels":{"app.kubernetes.io/name":"device-config-manager"}},)"
+        R"("template":{"metadata":{"labels":{"app.kubernetes.io/name":"device-config-manager"}},)"
+        R"("spec":{"nodeSelector":{"simtest":)" +
+            quoted(selector_value) +
+            R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
+            R"("terminationGracePeriodSeconds":1,"containers":[{"name":"dcm",)"
+            R"("image":"rocm/device-config-manager:sim"}]}}}})");
+    BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
     for (std::size_t i = 0; i < faults.size(); ++i) {
       const std::string name = id + "-" + std::to_string(i + 1);
       std::map<std::string, std::optional<std::string>> labels{
@@ -239,7 +258,8 @@ struct sim_cluster {
         std::vector<std::string>{runfile("tools/simulator/gpu-sim"), "--node-selector",
                                  "simtest=" + selector_value, "--dcm-config",
                                  ns + "/" + dcm_config_name, "--time-scale", time_scale,
-                                 "--kubeconfig", kubeconfig},
+                                 "--kubeconfig", kubeconfig, "--ready-label",
+                                 std::string(ready_label) + "=true", "--dcm-config-lag", lag},
         log);
     // kubelet registers each node, then the plugin reports SPX: 8 GPUs, ready.
     for (const auto& n : nodes)
@@ -359,16 +379,17 @@ struct sim_cluster {
     return s;
   }
 
-  /// DCM's Events about the node: reason -> occurrences (aggregated counts summed).
+  /// DCM's Events from the node: reason -> occurrences (aggregated counts summed). As DCM
+  /// writes them: about its own pod (in DCM's namespace), from the node as source host.
   std::map<std::string, long long> dcm_events(const std::string& name) {
     kube::list_options o;
-    o.field_selector = "involvedObject.kind=Node,involvedObject.name=" + name;
-    auto events = api.list(kube::resources::events(), "default", o);
+    o.field_selector = "involvedObject.kind=Pod,source=" + std::string(dcm_component);
+    auto events = api.list(kube::resources::events(), ns, o);
     BOOST_REQUIRE_MESSAGE(events.ok(), (events.ok() ? "" : events.error().describe()));
     std::map<std::string, long long> out;
     for (const auto& e : events.value()["items"].GetArray()) {
       const auto* source = kube::find_path(e, {"source"});
-      if (source == nullptr || kube::string_at(*source, "component") != dcm_component)
+      if (source == nullptr || kube::string_at(*source, "host") != name)
         continue;
       const auto* count = kube::find_path(e, {"count"});
       out[kube::string_at(e, "reason")] += count != nullptr && count->IsInt() ? count->GetInt() : 1;
@@ -457,14 +478,14 @@ BOOST_AUTO_TEST_CASE(a_profile_run_under_the_taint_succeeds_and_untainting_bring
   const auto& n = c.nodes[0];
   BOOST_TEST(c.label(n, partition_label).value_or("") == "spx_nps1");
   c.taint_and_wait_for_plugin_down(n);
-  BOOST_TEST(c.gpus(n) == 8); // the plugin is down; the resources stay as they were
+  BOOST_TEST(c.gpus(n) == 0); // kubelet marks a stopped plugin's devices unhealthy at once
 
   c.request(n, "cpx-nps4");
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
   E2E_CHECK(c.has_event(n, "SuccessfullyPartitioned"), describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "CPX/NPS4");
   BOOST_TEST(!c.label(n, ready_label)); // still tainted: still down
-  BOOST_TEST(c.gpus(n) == 8);
+  BOOST_TEST(c.gpus(n) == 0);
 
   c.set_dcm_taint(n, false);
   E2E_CHECK(eventually([&] {
@@ -608,6 +629,37 @@ BOOST_AUTO_TEST_CASE(slow_plugin_comes_back_after_a_normal_plugin_untainted_late
   BOOST_TEST(eventually([&] { return c.gpus(normal) == 64 && c.label(normal, ready_label); }));
 }
 
+// DCM reads a mounted file that kubelet refreshes a minute after a change: a profile
+// added to the ConfigMap is unknown to DCM until then, and its arrival runs the label
+// again, unasked.
+BOOST_AUTO_TEST_CASE(a_profile_added_to_the_config_map_reaches_dcm_only_after_the_lag,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c({""}, "100"); // 100 s at time scale 0.02: 2 s
+  const auto& n = c.nodes[0];
+  c.replace_config(
+      R"({"gpu-config-profiles":{"late-cpx":{"skippedGPUs":{"ids":[]},"profiles":[)"
+      R"({"computePartition":"CPX","memoryPartition":"NPS1","numGPUsAssigned":8}]}}})");
+  c.request(n, "late-cpx");
+  BOOST_TEST(c.await_state(n) == "failure");
+  E2E_CHECK(c.has_event(n, "NonExistentProfile"), describe(c.dcm_events(n)));
+  E2E_CHECK(eventually([&] { return c.state(n) == "success"; }, 20s),
+            "state " << c.state(n) << ", events " << describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "CPX/NPS1");
+}
+
+BOOST_AUTO_TEST_CASE(a_node_whose_dcm_pod_never_starts_gets_no_answer,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{"dcm-missing", ""};
+  const auto& missing = c.nodes[0];
+  const auto& healthy = c.nodes[1];
+  c.request(missing, "cpx-nps1");
+  c.request(healthy, "cpx-nps1");
+  BOOST_TEST(c.await_state(healthy) == "success");
+  std::this_thread::sleep_for(2s);
+  BOOST_TEST(c.state(missing).empty());
+  BOOST_TEST(c.dcm_events(missing).empty());
+}
+
 // -- GPU pods --
 
 BOOST_AUTO_TEST_CASE(gpu_pods_on_the_node_fail_the_run_until_they_are_gone,
@@ -631,7 +683,8 @@ BOOST_AUTO_TEST_CASE(gpu_pods_on_the_node_fail_the_run_until_they_are_gone,
 
   c.request(n, "qpx-nps1");
   BOOST_TEST(c.await_state(n) == "failure");
-  E2E_CHECK(c.has_event(n, "PartitionFailure"), describe(c.dcm_events(n)));
+  // Busy GPUs are retried: failure now, PartitionRetrying, then success once free.
+  E2E_CHECK(c.has_event(n, "PartitionRetrying"), describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
 
   // DCM retries; once the pod has terminated, a retry succeeds.

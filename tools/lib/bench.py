@@ -325,7 +325,10 @@ class Bench:
         if pid:
             stop(pid)
         shutil.copy2(os.path.join(self.state, "gpu-sim"), self.sim_exe)
-        p = start([self.sim_exe, "--kubeconfig", os.environ["KUBECONFIG"], "--time-scale", repr(scale)],
+        # As tools/sim starts it (its README says why each flag).
+        p = start([self.sim_exe, "--kubeconfig", os.environ["KUBECONFIG"], "--time-scale", repr(scale),
+                   "--dcm-config", "kube-amd-gpu/config-manager-config",
+                   "--ready-label", "amd.com/gpu.ready=true", "--dcm-config-lag", "0"],
                   os.path.join(self.args.sim_state, "gpu-sim.log"), own=False)
         with open(self.sim_pidfile + ".tmp", "w") as f:
             f.write(str(p.pid))

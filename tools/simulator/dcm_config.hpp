@@ -1,5 +1,9 @@
 #pragma once
 
+// DCM's config file (config.json of its ConfigMap), read as DCM reads it: Go's
+// encoding/json into the structs of ROCm/device-config-manager (gen/partition, protobuf
+// generated), then DCM's validation (pkg/partition/utils). See tools/simulator/README.md.
+
 #include <map>
 #include <optional>
 #include <string>
@@ -7,11 +11,17 @@
 
 namespace gpu_partitioner::sim {
 
+/// Which DCM the simulator plays: 1.3 (the default) or 1.5, which gives one group without
+/// numGPUsAssigned the remaining GPUs and writes `in-progress` while it retries.
+enum class dcm_version { v1_3, v1_5 };
+
 /// One entry of a DCM profile's `profiles` list: this many GPUs in this mode.
 struct gpu_group {
   std::string compute; // SPX, DPX, QPX, CPX
   std::string memory;  // NPS1, NPS2, NPS4
   int gpus = 0;
+  /// numGPUsAssigned was in the file (Go reads a missing one as 0).
+  bool count_given = true;
 };
 
 /// A DCM profile: `{"skippedGPUs":{"ids":[...]},"profiles":[...]}`.
@@ -27,34 +37,45 @@ struct dcm_failure {
   std::string message;
 };
 
-/// DCM's config (`config.json` of its ConfigMap), parsed. Profiles that are not even
-/// objects make the whole config invalid, as DCM's unmarshalling does.
+/// DCM's config, parsed.
 struct dcm_config {
   std::map<std::string, dcm_profile> profiles;
+  /// gpuClientSystemdServices.names: host services DCM stops before a run and restarts
+  /// after (each costs time, present on the host or not).
+  std::vector<std::string> host_services;
 };
 
-/// Parses `config.json`; the error is DCM's InvalidJSONInConfigMap.
+/// Parses `config.json` as Go's encoding/json would into DCM's structs: member names
+/// match case-insensitively, unknown members are ignored, a missing or null member is
+/// zero. A value of the wrong JSON type anywhere (a string count, a negative or fractional
+/// one, a profile that is not an object) fails the whole file: the error is DCM's
+/// InvalidJSONInConfigMap, which every node then gets.
 std::optional<dcm_config> parse_dcm_config(const std::string& text, dcm_failure& error);
 
-/// Parses one profile object (also used for the payload ConfigMaps' `profile.json`).
+/// Parses one profile object the same way (the payload ConfigMaps' `profile.json`).
 std::optional<dcm_profile> parse_dcm_profile(const std::string& text, dcm_failure& error);
 
-/// DCM's validation of a profile for a node with `gpu_count` GPUs: the GPUs assigned
-/// plus the skipped ones must be all of them; modes must be known; one memory mode per
-/// profile; a memory mode may not split a GPU more than its compute mode (NPS4 needs CPX).
-std::optional<dcm_failure> validate_profile(const dcm_profile& profile, int gpu_count);
+/// DCM's validation of a profile for a node with `gpu_count` GPUs (names and counts only;
+/// whether the kernel takes a mode is found when it is applied, see mode_supported): the
+/// GPUs assigned plus the skipped ones must be all of them, one memory mode per profile.
+/// 1.5 gives one group without a count the GPUs the others leave.
+std::optional<dcm_failure> validate_profile(const dcm_profile& profile, int gpu_count,
+                                            dcm_version version = dcm_version::v1_3);
+
+/// The mode each GPU ends in ("CPX/NPS4"), by index, after a run of a valid profile; a
+/// skipped GPU keeps its mode from `current`.
+std::vector<std::string> apply_profile(const dcm_profile& profile,
+                                       const std::vector<std::string>& current,
+                                       dcm_version version = dcm_version::v1_3);
+
+/// Whether MI300X's kernel driver takes this compute and memory mode together: SPX with
+/// NPS1; DPX with NPS1 or NPS2; QPX with NPS1 or NPS4; CPX with NPS1, NPS2 or NPS4.
+bool mode_supported(const std::string& compute, const std::string& memory);
 
 /// Compute partitions per GPU: SPX 1, DPX 2, QPX 4, CPX 8; 0 for an unknown mode.
 int partitions_per_gpu(const std::string& compute);
 
 /// Memory partitions per GPU: NPS1 1, NPS2 2, NPS4 4; 0 for an unknown mode.
 int memory_partitions(const std::string& memory);
-
-/// The device plugin's `amd.com/gpu` count for a node in this profile.
-int gpu_resources(const dcm_profile& profile);
-
-/// The mode the node's GPUs end up in ("CPX" / "NPS4"), taken from the first group.
-std::string compute_mode(const dcm_profile& profile);
-std::string memory_mode(const dcm_profile& profile);
 
 } // namespace gpu_partitioner::sim

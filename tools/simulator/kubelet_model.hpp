@@ -20,6 +20,9 @@ struct observed_pod {
   bool ready = false;
   bool deleting = false;
   long long grace_seconds = 30;
+  /// One of DCM's DaemonSet pods (in DCM's namespace, app.kubernetes.io/name=
+  /// device-config-manager).
+  bool dcm = false;
   /// Tolerates amd-dcm=up:NoExecute (the taint DCM's procedure puts on the node).
   bool tolerates_dcm_taint = false;
   /// Its node carries amd-dcm=up:NoExecute: a pod that does not tolerate it is refused by

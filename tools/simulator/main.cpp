@@ -41,8 +41,13 @@ struct options {
   std::string kubeconfig;
   std::string node_selector = "gpu.vendor=amd";
   std::string dcm_namespace = "kube-amd-gpu";
-  std::string dcm_name = "config-manager-config";
+  /// The ConfigMap DCM's DaemonSet mounts: the one the GPU operator's DeviceConfig names,
+  /// default-dcm-config when it names none.
+  std::string dcm_name = "default-dcm-config";
   double time_scale = 1.0;
+  /// kubelet's refresh of a ConfigMap volume, in seconds before --time-scale.
+  double config_lag = 60;
+  stack_options stack;
   int tick_ms = 50;
   /// Parallel connections for writes, each with its own thread (a node's writes stay in
   /// order).
@@ -75,6 +80,18 @@ struct world_view {
   /// at once; the pods' watch may lag behind the nodes', as after an API server restart).
   std::set<std::string> stopped;
   observed_world world;
+  /// DCM's ConfigMap as the watch saw it, oldest first: DCM's file holds the newest entry
+  /// at least the config lag old (kubelet's refresh of the volume).
+  struct config_version {
+    sim_time seen{};
+    std::string text; // "" with `missing`
+    bool missing = true;
+  };
+  std::deque<config_version> config_history;
+  /// What DCM's file holds now (nullopt before the first delivery).
+  std::optional<config_version> delivered;
+  /// DCM's pod per node, while it runs.
+  std::map<pod_key, std::string> dcm_pods; // pod -> node
   bool nodes_synced = false;
   bool pods_synced = false;
   bool config_synced = false;
@@ -110,8 +127,11 @@ struct node_watch : kube::watch_handler {
       for (const auto& t : taints->GetArray())
         n.dcm_taint = n.dcm_taint || (kube::string_at(t, "key") == "amd-dcm" &&
                                       kube::string_at(t, "effect") == "NoExecute");
-    if (const auto* cap = kube::find_path(*d.object, {"status", "capacity", gpu_resource}))
-      n.gpu_capacity = kube::whole_number(cap);
+    if (const auto* cap = kube::find_path(*d.object, {"status", "capacity"});
+        cap != nullptr && cap->IsObject())
+      for (const auto& r : cap->GetObject())
+        if (std::string(r.name.GetString()).rfind("amd.com/", 0) == 0)
+          n.gpu_capacity[r.name.GetString()] = kube::whole_number(&r.value);
     bool registered = false;
     if (const auto* conds = kube::find_path(*d.object, {"status", "conditions"});
         conds && conds->IsArray())
@@ -134,20 +154,27 @@ int gpus_requested(const rapidjson::Value& pod) {
   const auto* containers = kube::find_path(pod, {"spec", "containers"});
   if (containers == nullptr || !containers->IsArray())
     return 0;
+  // Any amd.com/ resource: amd.com/gpu, or a style's under the mixed strategy.
   for (const auto& c : containers->GetArray()) {
-    long long req = kube::whole_number(kube::find_path(c, {"resources", "requests", gpu_resource}));
-    long long lim = kube::whole_number(kube::find_path(c, {"resources", "limits", gpu_resource}));
-    n += static_cast<int>(std::max(req, lim));
+    long long most = 0;
+    for (const char* kind : {"requests", "limits"})
+      if (const auto* list = kube::find_path(c, {"resources", kind}); list && list->IsObject())
+        for (const auto& r : list->GetObject())
+          if (std::string(r.name.GetString()).rfind("amd.com/", 0) == 0)
+            most = std::max(most, kube::whole_number(&r.value));
+    n += static_cast<int>(most);
   }
   return n;
 }
 
 struct pod_watch : kube::watch_handler {
   world_view& view;
-  explicit pod_watch(world_view& v) : view(v) {}
+  std::string dcm_namespace;
+  pod_watch(world_view& v, std::string ns) : view(v), dcm_namespace(std::move(ns)) {}
   void on_change(const kube::watch_delivery& d) override {
     std::lock_guard<std::mutex> lock(view.mutex);
     pod_key key{d.key.namespace_, d.key.name};
+    view.dcm_pods.erase(key);
     if (d.type == kube::event_type::deleted) {
       if (auto gone = view.pods.find(key); gone != view.pods.end()) {
         view.stopped.erase(gone->second.uid);
@@ -172,6 +199,11 @@ struct pod_watch : kube::watch_handler {
             p.ready = kube::string_at(c, "status") == "True";
     }
     p.deleting = kube::find_path(o, {"metadata", "deletionTimestamp"}) != nullptr;
+    if (const auto* labels = kube::find_path(o, {"metadata", "labels"}))
+      p.dcm =
+          key.ns == dcm_namespace && kube::string_at(*labels, dcm_pod_label) == dcm_pod_label_value;
+    if (p.dcm && p.phase == "Running" && !p.deleting)
+      view.dcm_pods[key] = p.node;
     if (const auto* g = kube::find_path(o, {"metadata", "deletionGracePeriodSeconds"});
         g && g->IsInt64())
       p.grace_seconds = g->GetInt64();
@@ -209,21 +241,18 @@ struct config_watch : kube::watch_handler {
   explicit config_watch(world_view& v) : view(v) {}
   void on_change(const kube::watch_delivery& d) override {
     std::lock_guard<std::mutex> lock(view.mutex);
-    if (d.type == kube::event_type::deleted) {
-      view.world.config.reset();
-      view.world.config_problem = {"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
-      return;
-    }
-    const auto* text = kube::find_path(*d.object, {"data", "config.json"});
-    if (text == nullptr || !text->IsString()) {
-      view.world.config.reset();
-      view.world.config_problem = {"ConfigMapNotPresent", "DCM's ConfigMap has no config.json"};
-      return;
-    }
-    dcm_failure problem;
-    view.world.config = parse_dcm_config(text->GetString(), problem);
-    if (!view.world.config)
-      view.world.config_problem = problem;
+    world_view::config_version v;
+    v.seen = sim_clock::now();
+    if (d.type != kube::event_type::deleted)
+      if (const auto* text = kube::find_path(*d.object, {"data", "config.json"});
+          text != nullptr && text->IsString()) {
+        v.text = text->GetString();
+        v.missing = false;
+      }
+    // Before DCM's pod started, the file it mounts is whatever the ConfigMap holds then.
+    if (!view.config_synced)
+      v.seen = sim_time{};
+    view.config_history.push_back(std::move(v));
   }
   void on_synced() override {
     std::lock_guard<std::mutex> lock(view.mutex);
@@ -287,7 +316,7 @@ std::string running_status(const observed_pod& p, int ip) {
 }
 
 // What a kubelet reports when it registers its node: an MI300X server, Ready.
-std::string registration_status(const std::string& name) {
+std::string registration_status(const std::string& name, bool ready) {
   const std::string t = now_rfc3339();
   auto cond = [&](const char* type, const char* status, const char* reason) {
     return std::string(R"({"type":")") + type + R"(","status":")" + status +
@@ -300,11 +329,44 @@ std::string registration_status(const std::string& name) {
          cond("MemoryPressure", "False", "KubeletHasSufficientMemory") + "," +
          cond("DiskPressure", "False", "KubeletHasNoDiskPressure") + "," +
          cond("PIDPressure", "False", "KubeletHasSufficientPID") + "," +
-         cond("Ready", "True", "KubeletReady") + R"(],"addresses":[{"type":"Hostname","address":)" +
-         json_string(name) +
+         (ready ? cond("Ready", "True", "KubeletReady")
+                : cond("Ready", "Unknown", "NodeStatusUnknown")) +
+         R"(],"addresses":[{"type":"Hostname","address":)" + json_string(name) +
          R"(}],"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"6.8.0",)"
          R"("osImage":"gpu-sim","containerRuntimeVersion":"sim://1","kubeletVersion":"v1.35.4",)"
          R"("kubeProxyVersion":"","operatingSystem":"linux","architecture":"amd64"}}})";
+}
+
+std::string label_or(const observed_node& node, const char* key) {
+  auto it = node.labels.find(key);
+  return it == node.labels.end() ? std::string{} : it->second;
+}
+
+// DCM reads its ConfigMap as a mounted file, which kubelet refreshes on its periodic sync:
+// the file holds the newest version that is at least `lag` old. A change of the file is a
+// new generation, which runs every labelled node again.
+void deliver_config(world_view& view, sim_time now, sim_clock::duration lag) {
+  std::optional<world_view::config_version> due;
+  while (!view.config_history.empty() && view.config_history.front().seen + lag <= now) {
+    due = std::move(view.config_history.front());
+    view.config_history.pop_front();
+  }
+  if (!due || (view.delivered && view.delivered->text == due->text &&
+               view.delivered->missing == due->missing))
+    return;
+  const bool first = !view.delivered;
+  view.delivered = due;
+  if (!first)
+    ++view.world.config_generation;
+  if (due->missing) {
+    view.world.config.reset();
+    view.world.config_problem = {"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
+    return;
+  }
+  dcm_failure problem;
+  view.world.config = parse_dcm_config(due->text, problem);
+  if (!view.world.config)
+    view.world.config_problem = problem;
 }
 
 int run(const options& opt) {
@@ -318,7 +380,7 @@ int run(const options& opt) {
 
   world_view view;
   node_watch nodes(view);
-  pod_watch pods(view);
+  pod_watch pods(view, opt.dcm_namespace);
   config_watch dcm(view);
   kube::list_watch_options node_opts;
   node_opts.what = kube::resources::nodes();
@@ -354,10 +416,11 @@ int run(const options& opt) {
     /// that a newer value of the same key, written meanwhile, is never overwritten by an
     /// older one. DCM, the device plugin and kubelet keep reporting until they can.
     std::map<std::string, node_actions> failed;
+    std::string dcm_namespace;
     std::thread worker;
-    explicit lane(const kube::connection_config& c)
+    lane(const kube::connection_config& c, std::string ns)
         : http(c, std::make_shared<kube::credentials>(c)), api(http),
-          events(api, dcm_component, "gpu-sim") {}
+          events(api, dcm_component, "gpu-sim"), dcm_namespace(std::move(ns)) {}
     void queue(std::vector<std::function<void(lane&)>>& batch) {
       if (batch.empty())
         return;
@@ -390,19 +453,21 @@ int run(const options& opt) {
         auto again = std::move(failed);
         failed.clear();
         for (auto& [name, a] : again)
-          write_node(name, std::move(a));
+          write_node(name, std::move(a), std::string{});
       }
     }
     /// Writes a node's labels and annotations, its GPU resources and its Events, with what
     /// failed before for it underneath (this write's values win).
-    void write_node(const std::string& name, node_actions a) {
+    void write_node(const std::string& name, node_actions a, const std::string& dcm_pod) {
       if (auto old = failed.find(name); old != failed.end()) {
         for (auto& [k, v] : old->second.labels)
           a.labels.emplace(k, v);
         for (auto& [k, v] : old->second.annotations)
           a.annotations.emplace(k, v);
-        if (!a.gpu_resources)
-          a.gpu_resources = old->second.gpu_resources;
+        if (!a.allocatable)
+          a.allocatable = old->second.allocatable;
+        if (!a.capacity)
+          a.capacity = old->second.capacity;
         failed.erase(old);
       }
       auto lost = [](const kube::failure& e) { return e.kind != kube::error_kind::not_found; };
@@ -420,26 +485,44 @@ int run(const options& opt) {
           }
         }
       }
-      if (a.gpu_resources) {
-        const std::string n = json_string(std::to_string(*a.gpu_resources));
+      if (a.allocatable || a.capacity) {
+        auto block = [](const std::map<std::string, long long>& m) {
+          std::string out = "{";
+          for (const auto& [k, v] : m)
+            out +=
+                (out.size() > 1 ? "," : "") + json_string(k) + ":" + json_string(std::to_string(v));
+          return out + "}";
+        };
+        std::string body = "{\"status\":{";
+        std::string shown;
+        if (a.capacity)
+          body += "\"capacity\":" + block(*a.capacity);
+        if (a.allocatable) {
+          body += std::string(a.capacity ? "," : "") + "\"allocatable\":" + block(*a.allocatable);
+          for (const auto& [k, v] : *a.allocatable)
+            shown += " " + k + "=" + std::to_string(v);
+        }
+        body += "}}";
         kube::patch_options status;
         status.subresource = "status";
-        auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
-                           R"({"status":{"capacity":{"amd.com/gpu":)" + n +
-                               R"(},"allocatable":{"amd.com/gpu":)" + n + "}}}",
-                           status);
+        auto r =
+            api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge, body, status);
         if (r) {
-          log_line("node " + name + ": amd.com/gpu=" + std::to_string(*a.gpu_resources));
+          log_line("node " + name + ": allocatable" + (shown.empty() ? " unchanged" : shown));
         } else {
           log_line("node " + name + ": status patch failed (retrying): " + r.error().describe());
-          if (lost(r.error()))
-            failed[name].gpu_resources = a.gpu_resources;
+          if (lost(r.error())) {
+            failed[name].allocatable = a.allocatable;
+            failed[name].capacity = a.capacity;
+          }
         }
       }
       for (const auto& e : a.events) {
         log_line("node " + name + ": " + e.reason + " " + e.message);
+        // DCM's Events are about its own pod, from the node it runs on.
         kube::event_spec spec;
-        spec.regarding = {"v1", "Node", "", name, ""};
+        spec.regarding = {"v1", "Pod", dcm_namespace, dcm_pod, ""};
+        spec.host = name;
         spec.type = e.type;
         spec.reason = e.reason;
         spec.message = e.message;
@@ -449,7 +532,7 @@ int run(const options& opt) {
   };
   std::vector<std::unique_ptr<lane>> lanes;
   for (int i = 0; i < std::max(1, opt.writers); ++i)
-    lanes.push_back(std::make_unique<lane>(config.value()));
+    lanes.push_back(std::make_unique<lane>(config.value(), opt.dcm_namespace));
   for (auto& l : lanes)
     l->worker = std::thread(
         [l = l.get(), every = std::chrono::milliseconds(opt.tick_ms)] { l->run(every); });
@@ -465,9 +548,14 @@ int run(const options& opt) {
   std::map<std::string, node_memory> memory;
   std::map<pod_key, pod_memory> pod_memory_map;
   std::map<std::string, sim_time> registering;
+  std::set<std::string> stopped_kubelets;
+  std::map<std::string, std::string> dcm_pod_names; // node -> its DCM pod, once seen
   int next_ip = 1;
   log_line("started: nodes " + opt.node_selector + ", DCM config " + opt.dcm_namespace + "/" +
-           opt.dcm_name + ", time scale " + std::to_string(opt.time_scale));
+           opt.dcm_name + " (lag " + std::to_string(opt.config_lag) + " s), DCM " +
+           (opt.stack.version == dcm_version::v1_5 ? "1.5" : "1.3") + ", " +
+           (opt.stack.strategy == resource_strategy::mixed ? "mixed" : "single") +
+           " strategy, time scale " + std::to_string(opt.time_scale));
 
   while (!stopping) {
     std::this_thread::sleep_for(std::chrono::milliseconds(opt.tick_ms));
@@ -479,6 +567,12 @@ int run(const options& opt) {
       if (!view.nodes_synced || !view.pods_synced || !view.config_synced)
         continue;
       const auto now = sim_clock::now();
+      deliver_config(
+          view, now,
+          timing.scaled(std::chrono::milliseconds(static_cast<long long>(opt.config_lag * 1000))));
+      std::map<std::string, std::string> dcm_pod_of;
+      for (const auto& [key, node] : view.dcm_pods)
+        dcm_pod_of[node] = key.name;
       view.world.gpu_pods.clear();
       for (const auto& [key, held] : view.gpu_pods)
         view.world.gpu_pods[held.first] += 1;
@@ -497,9 +591,23 @@ int run(const options& opt) {
           continue;
         }
         registering.erase(name);
-        auto a = step_node(memory[name], node, view.world, now, timing);
+        observed_node seen = node;
+        if (auto pod = dcm_pod_of.find(name); pod != dcm_pod_of.end())
+          seen.dcm_pod = pod->second;
+        auto a = step_node(memory[name], seen, view.world, now, timing, opt.stack);
+        const auto faults = parse_faults(label_or(node, fault_label));
+        if (faults.kubelet_stopped != stopped_kubelets.count(name)) {
+          // The kubelet stops posting status: the node goes NotReady (Unknown).
+          if (faults.kubelet_stopped)
+            stopped_kubelets.insert(name);
+          else
+            stopped_kubelets.erase(name);
+          to_register.push_back(name);
+        }
         if (!a.empty())
           node_work.emplace_back(name, std::move(a));
+        if (!seen.dcm_pod.empty())
+          dcm_pod_names[name] = seen.dcm_pod;
       }
       // Only pods the kubelet may act on: being deleted, or not yet running. (A copy of
       // every pod on every tick cost gpu-sim more CPU than the rest of its work.)
@@ -510,6 +618,11 @@ int run(const options& opt) {
         if (settled)
           continue;
         if (auto node = view.nodes.find(pod.node); node != view.nodes.end()) {
+          // A stopped kubelet acts on nothing; a node with the dcm-missing fault never
+          // starts DCM's pod.
+          const auto faults = parse_faults(label_or(node->second, fault_label));
+          if (faults.kubelet_stopped || (faults.dcm_missing && pod.dcm))
+            continue;
           auto& p = ours.emplace(key, pod).first->second;
           p.node_dcm_tainted = node->second.dcm_taint;
         }
@@ -521,18 +634,20 @@ int run(const options& opt) {
       }
     }
     for (const auto& name : to_register)
-      lane_of(name).push_back([name](lane& l) {
+      lane_of(name).push_back([name, ready = !stopped_kubelets.count(name)](lane& l) {
         kube::patch_options status;
         status.subresource = "status";
         auto r = l.api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
-                             registration_status(name), status);
+                             registration_status(name, ready), status);
         log_line("node " + name +
-                 (r ? ": registered, Ready" : ": registration failed: " + r.error().describe()));
+                 (r ? (ready ? ": registered, Ready" : ": kubelet stopped, NotReady")
+                    : ": registration failed: " + r.error().describe()));
       });
     for (auto& [node_name, work] : node_work)
-      lane_of(node_name).push_back([name = node_name, a = std::move(work)](lane& l) mutable {
-        l.write_node(name, std::move(a));
-      });
+      lane_of(node_name).push_back(
+          [name = node_name, a = std::move(work), pod = dcm_pod_names[node_name]](lane& l) mutable {
+            l.write_node(name, std::move(a), pod);
+          });
     for (const auto& p : pod_work.start)
       lane_of(p.ns + "/" + p.name).push_back([p, ip = next_ip++](lane& l) {
         kube::patch_options status;
@@ -567,16 +682,28 @@ int run(const options& opt) {
 
 constexpr const char* usage = R"(Usage: gpu-sim [flags]
 
-Simulates AMD's GPU stack on a real API server for nodes without GPUs: DCM (partition
-runs driven by the dcm.amd.com/gpu-config-profile label), the device plugin and node
-labeller (amd.com/gpu resources, amd.com/gpu.ready; down while amd-dcm=up:NoExecute),
-and kubelet for pods on those nodes. Faults per node: label
-sim.gpu-partitioner.io/fault=dcm-failure,dcm-stuck,wrong-count,slow-plugin.
+Simulates AMD's GPU stack on a real API server for nodes without GPUs, as AMD's
+software behaves (tools/simulator/README.md): DCM (partition runs driven by the
+dcm.amd.com/gpu-config-profile label, while DCM's pod runs on the node), the device
+plugin and node labeller (amd.com/ resources, AMD's labels; down while
+amd-dcm=up:NoExecute), and kubelet for pods on those nodes. Faults per node: label
+sim.gpu-partitioner.io/fault=dcm-failure,dcm-stuck,wrong-count,slow-plugin,dcm-missing,
+kubelet-stopped,state-lost,gpu-held,plugin-crashloop.
 
 Flags:
   --kubeconfig PATH         else $KUBECONFIG, in-cluster, ~/.kube/config
   --node-selector SEL       nodes to simulate (default gpu.vendor=amd)
-  --dcm-config NS/NAME      DCM's ConfigMap (default kube-amd-gpu/config-manager-config)
+  --dcm-config NS/NAME      the ConfigMap DCM's pods mount; DCM's pods are those in NS
+                            labelled app.kubernetes.io/name=device-config-manager
+                            (default kube-amd-gpu/default-dcm-config)
+  --dcm-config-lag SECONDS  kubelet's refresh of DCM's mounted config (default 60)
+  --dcm-version 1.3|1.5     1.5 gives one group without numGPUsAssigned the remaining
+                            GPUs and writes in-progress while it retries (default 1.3)
+  --resource-strategy single|mixed
+                            the device plugin's naming: amd.com/gpu, or
+                            amd.com/<compute>_<memory> per style (default single)
+  --ready-label KEY=VALUE   a site's own readiness label, set while the plugin is up
+                            (default none: AMD's components set none)
   --time-scale F            multiply every simulated delay by F (default 1)
   --writers N               parallel connections for writes, each with a thread of its
                             own (default 32; a node's writes keep their order, as do a
@@ -613,6 +740,39 @@ int main(int argc, char** argv) {
       }
       opt.dcm_namespace = v.substr(0, slash);
       opt.dcm_name = v.substr(slash + 1);
+    } else if (a == "--dcm-config-lag") {
+      std::string v = value();
+      char* end = nullptr;
+      opt.config_lag = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(opt.config_lag >= 0)) {
+        std::fprintf(stderr, "gpu-sim: --dcm-config-lag: \"%s\" is not a number of seconds\n",
+                     v.c_str());
+        return 2;
+      }
+    } else if (a == "--dcm-version") {
+      std::string v = value();
+      if (v != "1.3" && v != "1.5") {
+        std::fprintf(stderr, "gpu-sim: --dcm-version: \"%s\" is not 1.3 or 1.5\n", v.c_str());
+        return 2;
+      }
+      opt.stack.version = v == "1.5" ? dcm_version::v1_5 : dcm_version::v1_3;
+    } else if (a == "--resource-strategy") {
+      std::string v = value();
+      if (v != "single" && v != "mixed") {
+        std::fprintf(stderr, "gpu-sim: --resource-strategy: \"%s\" is not single or mixed\n",
+                     v.c_str());
+        return 2;
+      }
+      opt.stack.strategy = v == "mixed" ? resource_strategy::mixed : resource_strategy::single;
+    } else if (a == "--ready-label") {
+      std::string v = value();
+      const auto eq = v.find('=');
+      if (eq == 0 || eq == std::string::npos) {
+        std::fprintf(stderr, "gpu-sim: --ready-label: \"%s\" is not KEY=VALUE\n", v.c_str());
+        return 2;
+      }
+      opt.stack.ready_key = v.substr(0, eq);
+      opt.stack.ready_value = v.substr(eq + 1);
     } else if (a == "--writers") {
       std::string v = value();
       char* end = nullptr;

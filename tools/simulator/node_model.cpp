@@ -15,22 +15,70 @@ node_faults parse_faults(const std::string& text, std::vector<std::string>* unkn
   node_faults f;
   std::stringstream in(text);
   std::string word;
+  const std::pair<const char*, bool node_faults::*> names[] = {
+      {"dcm-failure", &node_faults::dcm_failure},
+      {"dcm-stuck", &node_faults::dcm_stuck},
+      {"wrong-count", &node_faults::wrong_count},
+      {"slow-plugin", &node_faults::slow_plugin},
+      {"dcm-missing", &node_faults::dcm_missing},
+      {"kubelet-stopped", &node_faults::kubelet_stopped},
+      {"state-lost", &node_faults::state_lost},
+      {"gpu-held", &node_faults::gpu_held},
+      {"plugin-crashloop", &node_faults::plugin_crashloop},
+  };
   while (std::getline(in, word, ',')) {
     word.erase(
         std::remove_if(word.begin(), word.end(), [](unsigned char c) { return std::isspace(c); }),
         word.end());
-    if (word == "dcm-failure")
-      f.dcm_failure = true;
-    else if (word == "dcm-stuck")
-      f.dcm_stuck = true;
-    else if (word == "wrong-count")
-      f.wrong_count = true;
-    else if (word == "slow-plugin")
-      f.slow_plugin = true;
-    else if (!word.empty() && unknown != nullptr)
+    bool known = false;
+    for (const auto& [name, member] : names)
+      if (word == name)
+        known = f.*member = true;
+    if (!known && !word.empty() && unknown != nullptr)
       unknown->push_back(word);
   }
   return f;
+}
+
+std::optional<std::string> partition_style(const std::vector<std::string>& gpu_modes) {
+  if (gpu_modes.empty())
+    return std::nullopt;
+  for (const auto& m : gpu_modes)
+    if (m != gpu_modes.front())
+      return std::nullopt;
+  std::string style = gpu_modes.front();
+  for (auto& c : style)
+    c = c == '/' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return style;
+}
+
+std::optional<std::map<std::string, long long>>
+plugin_resources(const std::vector<std::string>& gpu_modes, resource_strategy strategy,
+                 bool wrong_count) {
+  std::map<std::string, long long> out;
+  long long total = 0;
+  for (const auto& mode : gpu_modes) {
+    const auto n = partitions_per_gpu(mode.substr(0, mode.find('/')));
+    total += n;
+    if (strategy == resource_strategy::mixed) {
+      std::string name = mode;
+      for (auto& c : name)
+        c = c == '/' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out["amd.com/" + name] += n;
+    }
+  }
+  if (strategy == resource_strategy::single) {
+    // k8s-device-plugin: "Partitions of different styles across GPUs in a node is not
+    // supported with single strategy", and the plugin exits.
+    if (!partition_style(gpu_modes))
+      return std::nullopt;
+    out[gpu_resource] = total;
+  }
+  // Older kernels have 64 DRM render minors and another DRM device (the BMC's) takes one:
+  // past 63 partitions, the last style's count is short.
+  if (wrong_count && total > 63 && !out.empty())
+    out.rbegin()->second -= total - 63;
+  return out;
 }
 
 namespace {
@@ -53,214 +101,375 @@ int gpu_count(const observed_node& node) {
   return 8;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string json_escape(const std::string& text) {
+std::string encode_modes(const std::vector<std::string>& modes) {
+  if (partition_style(modes))
+    return modes.front();
   std::string out;
-  for (char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20)
-        out += ' ';
-      else
-        out += c;
-    }
-  }
+  for (const auto& m : modes)
+    out += (out.empty() ? "" : ",") + m;
   return out;
 }
 
-// The per-GPU status DCM puts in its Event message, as JSON.
-std::string per_gpu_message(const std::string& profile, const std::string& status, int gpus,
-                            const std::string& compute, const std::string& memory,
-                            const std::string& detail) {
-  std::string out = "{\"profile\":\"" + json_escape(profile) + "\",\"status\":\"" + status + "\"";
-  if (!detail.empty())
-    out += ",\"reason\":\"" + json_escape(detail) + "\"";
-  out += ",\"gpus\":{";
-  for (int i = 0; i < gpus; ++i)
-    out += (i ? "," : "") + std::string("\"") + std::to_string(i) + "\":\"" + compute + "/" +
-           memory + "\"";
-  return out + "}}";
+std::vector<std::string> decode_modes(const std::string& text, int gpus) {
+  std::vector<std::string> modes;
+  std::stringstream in(text);
+  std::string one;
+  while (std::getline(in, one, ','))
+    if (one.find('/') != std::string::npos)
+      modes.push_back(one);
+  if (modes.size() == 1)
+    modes.assign(static_cast<std::size_t>(gpus), modes.front());
+  if (modes.size() != static_cast<std::size_t>(gpus))
+    modes.assign(static_cast<std::size_t>(gpus), "SPX/NPS1");
+  return modes;
 }
 
-// Decides the outcome of a run of `profile` now: a refusal, or the target mode.
-void plan_run(node_memory& m, const observed_node& node, const observed_world& world,
-              const node_faults& faults, sim_time now, const sim_timing& timing) {
-  m.running = true;
-  m.stuck = faults.dcm_stuck;
-  m.outcome_failure.reset();
-  m.retryable = false;
-  m.no_change = false;
-  if (m.stuck)
-    return;
-  const int gpus = gpu_count(node);
-  auto refuse = [&](dcm_failure f, bool retryable) {
-    m.outcome_failure = std::move(f);
-    m.retryable = retryable;
-    m.due = now + timing.scaled(timing.refusal);
-  };
-  if (!world.config)
-    return refuse(world.config_problem, false);
-  auto found = world.config->profiles.find(m.run_profile);
-  if (found == world.config->profiles.end())
-    return refuse({"NonExistentProfile",
-                   "profile \"" + m.run_profile + "\" is not in DCM's gpu-config-profiles"},
-                  false);
-  if (auto invalid = validate_profile(found->second, gpus))
-    return refuse(*invalid, false);
-  if (auto busy = world.gpu_pods.find(node.name); busy != world.gpu_pods.end() && busy->second > 0)
-    return refuse({"PartitionFailure", "GPU busy: " + std::to_string(busy->second) +
-                                           " pod(s) still use amd.com/gpu on this node"},
-                  true);
-  if (faults.dcm_failure)
-    return refuse({"AMDSMIAPIFailure", "amd-smi failed to set the partition mode (injected fault)"},
-                  true);
-  m.target_compute = compute_mode(found->second);
-  m.target_memory = memory_mode(found->second);
-  m.target_resources =
-      gpu_resources(found->second) +
-      static_cast<long long>(found->second.skipped_gpus.size()) * partitions_per_gpu(m.compute);
-  m.no_change = m.target_compute == m.compute && m.target_memory == m.memory;
-  const auto delay = m.no_change                   ? timing.no_change
-                     : m.target_memory != m.memory ? timing.memory_change
-                                                   : timing.compute_change;
-  m.due = now + timing.scaled(delay);
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += std::string("\\") + c;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += ' ';
+    else
+      out += c;
+  }
+  return out + "\"";
 }
 
-// The device plugin's amd.com/gpu count for what the GPUs are in now.
-long long plugin_count(const node_memory& m, int gpus, const node_faults& faults) {
-  long long count =
-      m.resources >= 0 ? m.resources : static_cast<long long>(gpus) * partitions_per_gpu(m.compute);
-  // The real CPX bug: the BMC's video driver takes one of the 64 DRM render minors, so
-  // a node with 64 partitions shows only 63. Fewer partitions are not affected.
-  if (faults.wrong_count && count > 63)
-    count = 63;
-  return count;
+// DCM's PartitionStatus, as json.Marshal writes it (the struct has no json tags, so the
+// keys are Go's field names): the per-GPU list is null when no GPU was worked on.
+std::string partition_status(const std::string& profile, const std::string& final_status,
+                             const std::string& reason, const std::vector<std::string>* modes,
+                             const std::string& gpu_status, const std::string& gpu_message) {
+  std::string out = "{\"SelectedProfile\":" + json_string(profile) +
+                    ",\"FinalStatus\":" + json_string(final_status) +
+                    ",\"Reason\":" + json_string(reason) + ",\"GPUStatus\":";
+  if (modes == nullptr)
+    return out + "null}";
+  out += "[";
+  for (std::size_t i = 0; i < modes->size(); ++i) {
+    std::string type = (*modes)[i];
+    std::replace(type.begin(), type.end(), '/', '-');
+    out += std::string(i ? "," : "") + "{\"GpuID\":" + std::to_string(i) +
+           ",\"PartitionType\":" + json_string(type) + ",\"Status\":" + json_string(gpu_status) +
+           ",\"Message\":" + json_string(gpu_message) + "}";
+  }
+  return out + "]}";
 }
+
+struct context {
+  node_memory& m;
+  const observed_node& node;
+  const observed_world& world;
+  const node_faults& faults;
+  sim_time now;
+  const sim_timing& timing;
+  const stack_options& stack;
+  node_actions& out;
+
+  void state(const char* value) {
+    if (!faults.state_lost && label_or(node, state_label) != value)
+      out.labels[state_label] = value;
+  }
+
+  // One attempt of the run: its outcome is decided as it starts, and lands at m.due.
+  void begin_attempt() {
+    m.between_attempts = false;
+    auto refuse = [&](dcm_failure f, sim_clock::duration after) {
+      m.outcome = attempt_outcome::refused;
+      m.failure = std::move(f);
+      m.due = now + after;
+    };
+    if (!world.config)
+      return refuse(world.config_problem, timing.scaled(timing.refusal));
+    auto found = world.config->profiles.find(m.run_profile);
+    if (found == world.config->profiles.end())
+      return refuse(
+          {"NonExistentProfile", "profile " + m.run_profile + " does not exist in the config map"},
+          timing.scaled(timing.refusal));
+    if (auto invalid =
+            validate_profile(found->second, static_cast<int>(m.gpu_modes.size()), stack.version))
+      return refuse(*invalid, timing.scaled(timing.refusal));
+    // The host services are stopped (so that they let go of the GPUs) before the GPUs are
+    // touched, and started again after, whatever comes of it.
+    const auto services =
+        timing.scaled(timing.host_service) * static_cast<int>(world.config->host_services.size());
+    auto busy = world.gpu_pods.find(node.name);
+    if ((busy != world.gpu_pods.end() && busy->second > 0) || faults.gpu_held) {
+      m.outcome = attempt_outcome::busy;
+      m.failure = {"PartitionRetrying",
+                   faults.gpu_held && (busy == world.gpu_pods.end() || busy->second == 0)
+                       ? "device busy: a host process holds the GPUs"
+                       : "device busy: " + std::to_string(busy->second) +
+                             " pod(s) hold GPUs on this node"};
+      m.due = now + services + timing.scaled(timing.refusal);
+      return;
+    }
+    if (faults.dcm_failure)
+      return refuse({"AMDSMIAPIFailure", "amd-smi failed to set the partition (injected fault)"},
+                    services + timing.scaled(timing.refusal));
+    m.target_modes = apply_profile(found->second, m.gpu_modes, stack.version);
+    for (const auto& mode : m.target_modes) {
+      const auto slash = mode.find('/');
+      if (!mode_supported(mode.substr(0, slash), mode.substr(slash + 1)))
+        return refuse({"AMDSMIAPIFailure", "amd-smi: the driver refused " + mode},
+                      services + timing.scaled(timing.refusal));
+    }
+    bool memory_changes = false;
+    for (std::size_t i = 0; i < m.gpu_modes.size(); ++i)
+      memory_changes = memory_changes || m.gpu_modes[i].substr(m.gpu_modes[i].find('/')) !=
+                                             m.target_modes[i].substr(m.target_modes[i].find('/'));
+    m.outcome = attempt_outcome::success;
+    m.due = now + services +
+            timing.scaled(m.target_modes == m.gpu_modes ? timing.no_change
+                          : memory_changes              ? timing.memory_change
+                                                        : timing.compute_change);
+  }
+
+  void start_run(const std::string& profile) {
+    m.running = true;
+    m.pending = false;
+    m.said_retrying = false;
+    m.run_profile = profile;
+    m.retry_until = now + timing.scaled(timing.retry_window);
+    begin_attempt();
+  }
+
+  void finish_attempt() {
+    switch (m.outcome) {
+    case attempt_outcome::success: {
+      const bool no_change = m.target_modes == m.gpu_modes;
+      m.gpu_modes = m.target_modes;
+      out.annotations[partition_annotation] = encode_modes(m.gpu_modes);
+      state("success");
+      // DCM passes an error with the no-op outcome, so it is a Warning.
+      out.events.push_back(
+          {no_change ? "Warning" : "Normal",
+           no_change ? "RequestedPartitionConfigAlreadyExists" : "SuccessfullyPartitioned",
+           partition_status(m.run_profile, "Success", "", &m.gpu_modes, "Success",
+                            no_change ? "Partition not required" : "Successfully partitioned")});
+      m.running = false;
+      break;
+    }
+    case attempt_outcome::refused: {
+      state("failure");
+      const bool touched = m.failure.reason == "AMDSMIAPIFailure";
+      out.events.push_back(
+          {"Warning", m.failure.reason,
+           partition_status(m.run_profile, "Failure", m.failure.message,
+                            touched ? &m.gpu_modes : nullptr, "Failure",
+                            "Partition failed with reason: " + m.failure.message)});
+      m.running = false;
+      break;
+    }
+    case attempt_outcome::busy:
+      if (now + timing.scaled(timing.retry_period) < m.retry_until) {
+        // 1.3 writes failure on each busy attempt; 1.5 says in-progress until the end.
+        state(stack.version == dcm_version::v1_5 ? "in-progress" : "failure");
+        if (!m.said_retrying)
+          out.events.push_back(
+              {"Warning", "PartitionRetrying",
+               partition_status(m.run_profile, "Partition failed, retrying.", m.failure.message,
+                                &m.gpu_modes, "Failure",
+                                "Partition failed with reason: " + m.failure.message)});
+        m.said_retrying = true;
+        m.between_attempts = true;
+        m.due = now + timing.scaled(timing.retry_period);
+      } else {
+        state("failure");
+        out.events.push_back(
+            {"Warning", "PartitionFailure",
+             partition_status(m.run_profile, "Failure", m.failure.message, &m.gpu_modes, "Failure",
+                              "Partition failed with reason: " + m.failure.message)});
+        m.running = false;
+      }
+      break;
+    }
+  }
+
+  void dcm() {
+    const std::string profile = label_or(node, profile_label);
+    if (node.dcm_pod.empty()) {
+      // No DCM pod on the node: nothing answers, and a run in flight dies with it.
+      m.dcm_pod.clear();
+      m.running = m.pending = m.between_attempts = false;
+      return;
+    }
+    bool trigger = false;
+    if (m.dcm_pod != node.dcm_pod) {
+      // DCM's start runs the label it finds, whatever the state label says.
+      m.dcm_pod = node.dcm_pod;
+      m.last_profile = profile;
+      m.profile_changes_seen = node.profile_changes;
+      m.config_generation_seen = world.config_generation;
+      trigger = !profile.empty();
+    } else {
+      // A label removed and set again since the last step is a new request, even with
+      // the same value; a removal alone is only logged.
+      const bool relabelled = node.profile_changes > m.profile_changes_seen + 1;
+      m.profile_changes_seen = node.profile_changes;
+      if (!profile.empty() && (profile != m.last_profile || relabelled)) {
+        m.last_profile = profile;
+        trigger = true;
+      } else if (profile.empty()) {
+        m.last_profile.clear();
+      }
+      // Any change of the file runs the label again, on every node that has one.
+      if (world.config_generation != m.config_generation_seen) {
+        m.config_generation_seen = world.config_generation;
+        trigger = trigger || !profile.empty();
+      }
+    }
+    if (trigger) {
+      // An attempt in flight completes (and writes its state) first; a wait between
+      // attempts is cancelled.
+      if (m.running && !m.between_attempts)
+        m.pending = true;
+      else
+        start_run(profile);
+    }
+    if (!m.running || now < m.due || faults.dcm_stuck)
+      return;
+    if (m.between_attempts) {
+      begin_attempt();
+      return;
+    }
+    finish_attempt();
+    if (!m.running && m.pending) {
+      m.pending = false;
+      if (!profile.empty())
+        start_run(profile);
+    }
+  }
+
+  std::map<std::string, long long> zeros() const {
+    std::map<std::string, long long> z;
+    for (const auto& name : m.advertised)
+      z[name] = 0;
+    return z;
+  }
+
+  void plugin_down() {
+    m.plugin_up = m.plugin_restarting = false;
+    m.plugin_down_since = now;
+    m.capacity_dropped = false;
+    // kubelet marks a stopped plugin's devices unhealthy at once: allocatable 0.
+    if (!m.advertised.empty())
+      out.allocatable = zeros();
+    // A site's readiness label goes with its GPU stack; AMD's labeller's labels stay.
+    if (!stack.ready_key.empty() && node.labels.count(stack.ready_key))
+      out.labels[stack.ready_key] = std::nullopt;
+  }
+
+  void plugin() {
+    if (node.dcm_taint) {
+      if (m.plugin_up || m.plugin_restarting)
+        plugin_down();
+    } else if (!m.plugin_up && !m.plugin_restarting && !faults.plugin_crashloop) {
+      m.plugin_restarting = true;
+      auto delay = timing.scaled(timing.plugin_restart);
+      if (faults.slow_plugin)
+        delay *= timing.slow_plugin_factor;
+      m.plugin_ready_at = now + delay;
+    }
+    if (m.plugin_restarting && now >= m.plugin_ready_at) {
+      m.plugin_restarting = false;
+      auto resources = plugin_resources(m.gpu_modes, stack.strategy, faults.wrong_count);
+      if (!resources) {
+        // It exits, and kubelet starts it again: a crash loop, the resource gone.
+        if (m.plugin_down_since == sim_time{})
+          plugin_down();
+        return;
+      }
+      m.plugin_up = true;
+      auto all = zeros();
+      for (const auto& [name, n] : *resources) {
+        all[name] = n;
+        m.advertised.insert(name);
+      }
+      out.allocatable = out.capacity = all;
+      labeller();
+    }
+    if (!m.plugin_up && !m.capacity_dropped && m.plugin_down_since != sim_time{} &&
+        now - m.plugin_down_since >= timing.scaled(timing.capacity_follows)) {
+      m.capacity_dropped = true;
+      if (!m.advertised.empty())
+        out.capacity = zeros();
+    }
+  }
+
+  void labeller() {
+    if (!m.labelled_once) {
+      m.labelled_once = true;
+      // What AMD's node labeller (and NFD) put on an MI300X node.
+      const std::pair<const char*, const char*> fixed[] = {
+          {"amd.com/gpu.device-id", "74a1"},
+          {"amd.com/gpu.family", "AI"},
+          {"amd.com/gpu.product-name", "AMD_Instinct_MI300X_OAM"},
+          {"amd.com/gpu.vram", "192G"},
+          {"amd.com/gpu.cu-count", "304"},
+          {"amd.com/gpu.simd-count", "1216"},
+          {"amd.com/gpu.driver-version", "6.10.5"},
+          {"amd.com/gpu.compute-partitioning-supported", "true"},
+          {"amd.com/gpu.memory-partitioning-supported", "true"},
+          {"feature.node.kubernetes.io/amd-gpu", "true"},
+      };
+      for (const auto& [k, v] : fixed)
+        if (label_or(node, k) != v)
+          out.labels[k] = v;
+    }
+    if (auto style = partition_style(m.gpu_modes)) {
+      if (label_or(node, partition_label) != *style)
+        out.labels[partition_label] = *style;
+    } else if (node.labels.count(partition_label)) {
+      out.labels[partition_label] = std::nullopt;
+    }
+    if (!stack.ready_key.empty() && label_or(node, stack.ready_key.c_str()) != stack.ready_value)
+      out.labels[stack.ready_key] = stack.ready_value;
+  }
+};
 
 } // namespace
 
 node_actions step_node(node_memory& m, const observed_node& node, const observed_world& world,
-                       sim_time now, const sim_timing& timing) {
+                       sim_time now, const sim_timing& timing, const stack_options& stack) {
   node_actions out;
   const node_faults faults = parse_faults(label_or(node, fault_label));
-  const std::string profile = label_or(node, profile_label);
-  const int gpus = gpu_count(node);
-
+  context cx{m, node, world, faults, now, timing, stack, out};
   if (!m.seen) {
     m.seen = true;
-    if (auto it = node.annotations.find(partition_annotation); it != node.annotations.end()) {
-      auto slash = it->second.find('/');
-      if (slash != std::string::npos) {
-        m.compute = it->second.substr(0, slash);
-        m.memory = it->second.substr(slash + 1);
-      }
-    }
-    // A profile label without a state is a request not yet answered (DCM restarted
-    // mid-run, or never saw it): answer it. Otherwise it was handled before.
-    m.last_profile = label_or(node, state_label).empty() ? std::string{} : profile;
+    const int gpus = gpu_count(node);
+    auto it = node.annotations.find(partition_annotation);
+    m.gpu_modes = decode_modes(it == node.annotations.end() ? "" : it->second, gpus);
+    if (it == node.annotations.end())
+      out.annotations[partition_annotation] = encode_modes(m.gpu_modes);
+    for (const auto& [name, n] : node.gpu_capacity)
+      m.advertised.insert(name);
+    // The simulator's start is not DCM's: DCM's pod was running already. A label it never
+    // answered (the simulator stopped mid-run) is answered now.
+    m.dcm_pod = node.dcm_pod;
+    m.last_profile = label_or(node, profile_label);
     m.profile_changes_seen = node.profile_changes;
-    m.plugin_up = !node.dcm_taint;
-    if (!m.plugin_up && node.labels.count(ready_label))
-      out.labels[ready_label] = std::nullopt;
-    if (m.plugin_up && !node.gpu_capacity) {
-      // A new node: the plugin starts and reports what the GPUs are in.
-      out.gpu_resources = plugin_count(m, gpus, faults);
-      out.labels[ready_label] = "true";
-      out.labels[partition_label] = lower(m.compute + "_" + m.memory);
-    }
-    if (node.annotations.find(partition_annotation) == node.annotations.end())
-      out.annotations[partition_annotation] = m.compute + "/" + m.memory;
-  }
-
-  // -- DCM --
-  // A label removed and set again since the last step is a new request, even if the
-  // value is the same as before.
-  const bool relabelled = node.profile_changes != m.profile_changes_seen &&
-                          m.profile_changes_seen + 1 < node.profile_changes;
-  m.profile_changes_seen = node.profile_changes;
-  if (!profile.empty() && (profile != m.last_profile || relabelled)) {
-    m.last_profile = profile;
-    m.run_profile = profile;
-    m.retry_until = now + timing.scaled(timing.retry_window);
-    plan_run(m, node, world, faults, now, timing);
-  } else if (profile.empty() && !m.last_profile.empty()) {
-    // DCM only logs a removal; a later set of the same value is a new request.
-    m.last_profile.clear();
-  }
-  if (m.running && !m.stuck && now >= m.due) {
-    if (m.outcome_failure) {
-      out.labels[state_label] = "failure";
-      out.events.push_back({"Warning", m.outcome_failure->reason,
-                            per_gpu_message(m.run_profile, "failure", gpus, m.compute, m.memory,
-                                            m.outcome_failure->message)});
-      if (m.retryable && now + timing.scaled(timing.retry_period) < m.retry_until) {
-        // DCM tries again every minute for half an hour; the next try re-checks.
-        m.outcome_failure.reset();
-        m.due = now + timing.scaled(timing.retry_period);
-        m.stuck = false;
-        m.running = true;
-        m.retryable = false;
-        m.target_compute.clear();
-      } else {
-        m.running = false;
-      }
-    } else if (m.target_compute.empty()) {
-      // A retry is due: decide afresh (the GPU may be free now).
-      plan_run(m, node, world, faults, now, timing);
-    } else {
-      m.compute = m.target_compute;
-      m.memory = m.target_memory;
-      m.resources = m.target_resources;
-      m.running = false;
-      out.labels[state_label] = "success";
-      out.annotations[partition_annotation] = m.compute + "/" + m.memory;
-      out.events.push_back(
-          {"Normal",
-           m.no_change ? "RequestedPartitionConfigAlreadyExists" : "SuccessfullyPartitioned",
-           per_gpu_message(m.run_profile, "success", gpus, m.compute, m.memory, "")});
+    m.config_generation_seen = world.config_generation;
+    if (!m.last_profile.empty() && label_or(node, state_label).empty() && !m.dcm_pod.empty())
+      cx.start_run(m.last_profile);
+    // The plugin starts with the node (or the simulator): it reports at once.
+    if (node.dcm_taint) {
+      cx.plugin_down();
+    } else if (!faults.plugin_crashloop) {
+      m.plugin_restarting = true;
+      m.plugin_ready_at = now;
     }
   }
-
-  // -- device plugin and node labeller: down while tainted, restart after --
-  if (node.dcm_taint && (m.plugin_up || m.plugin_restarting)) {
-    m.plugin_up = false;
-    m.plugin_restarting = false;
-    if (node.labels.count(ready_label))
-      out.labels[ready_label] = std::nullopt;
-  } else if (!node.dcm_taint && !m.plugin_up && !m.plugin_restarting) {
-    m.plugin_restarting = true;
-    auto delay = timing.scaled(timing.plugin_restart);
-    if (faults.slow_plugin)
-      delay *= timing.slow_plugin_factor;
-    m.plugin_ready_at = now + delay;
-  }
-  if (m.plugin_restarting && now >= m.plugin_ready_at) {
-    m.plugin_restarting = false;
-    m.plugin_up = true;
-    out.gpu_resources = plugin_count(m, gpus, faults);
-    out.labels[ready_label] = "true";
-    out.labels[partition_label] = lower(m.compute + "_" + m.memory);
-  }
+  cx.dcm();
+  cx.plugin();
   return out;
 }
 
 std::optional<sim_time> next_due(const node_memory& m) {
   std::optional<sim_time> due;
-  if (m.running && !m.stuck)
+  if (m.running)
     due = m.due;
   if (m.plugin_restarting && (!due || m.plugin_ready_at < *due))
     due = m.plugin_ready_at;

@@ -1,5 +1,10 @@
 #pragma once
 
+// One simulated node's AMD GPU stack: DCM (the partition runs), the device plugin and the
+// node labeller, as ROCm/device-config-manager, ROCm/k8s-device-plugin and
+// ROCm/gpu-operator behave (../shared/reference/amd-dcm.md, "Behaviours that bite"; the
+// README cites the source of each). A pure step: observed state and time in, writes out.
+
 #include "tools/simulator/dcm_config.hpp"
 
 #include <chrono>
@@ -18,17 +23,19 @@ using sim_time = sim_clock::time_point;
 // -- labels and names the real AMD stack uses --
 inline constexpr const char* profile_label = "dcm.amd.com/gpu-config-profile";
 inline constexpr const char* state_label = "dcm.amd.com/gpu-config-profile-state";
-inline constexpr const char* ready_label = "amd.com/gpu.ready";
 inline constexpr const char* partition_label = "amd.com/gpu.compute-memory-partition";
 inline constexpr const char* gpu_resource = "amd.com/gpu";
 inline constexpr const char* dcm_component = "amd-device-config-manager";
+/// The label of the GPU operator's DCM DaemonSet pods.
+inline constexpr const char* dcm_pod_label = "app.kubernetes.io/name";
+inline constexpr const char* dcm_pod_label_value = "device-config-manager";
 
 // -- the simulator's own --
-/// Comma-separated faults to inject on a node (a label, so `kubectl label` sets it):
-/// dcm-failure, dcm-stuck, wrong-count, slow-plugin.
+/// Comma-separated faults to inject on a node (a label, so `kubectl label` sets it); see
+/// node_faults.
 inline constexpr const char* fault_label = "sim.gpu-partitioner.io/fault";
-/// The GPUs' actual mode ("CPX/NPS4"), kept on the node so a restarted simulator
-/// remembers what the hardware is in.
+/// The GPUs' actual modes ("CPX/NPS4", or one per GPU, comma-separated, when they differ),
+/// kept on the node so a restarted simulator remembers what the hardware is in.
 inline constexpr const char* partition_annotation = "sim.gpu-partitioner.io/partition";
 /// GPUs per node (default 8, an MI300X platform).
 inline constexpr const char* gpu_count_annotation = "sim.gpu-partitioner.io/gpus";
@@ -39,25 +46,59 @@ struct sim_timing {
   /// A compute-only change takes seconds; a memory (NPS) change reloads the driver.
   std::chrono::milliseconds compute_change{10000};
   std::chrono::milliseconds memory_change{140000};
-  /// A request for the mode the GPUs are already in still answers `success`.
+  /// A request for the mode the GPUs are already in still answers.
   std::chrono::milliseconds no_change{2000};
-  /// Refusals (bad profile, GPU busy) come back quickly.
+  /// Refusals (missing config, unknown profile, bad counts) come back quickly.
   std::chrono::milliseconds refusal{2000};
+  /// Each host service DCM stops before an attempt (and restarts after), present or not.
+  std::chrono::milliseconds host_service{10000};
   /// From the taint going to the device plugin reporting again.
   std::chrono::milliseconds plugin_restart{5000};
   int slow_plugin_factor = 10;
-  /// DCM retries a failed run this often, for this long.
+  /// kubelet drops a stopped plugin's resources from capacity this long after it went.
+  std::chrono::milliseconds capacity_follows{300000};
+  /// DCM retries a busy run this often, for this long.
   std::chrono::milliseconds retry_period{60000};
   std::chrono::milliseconds retry_window{30 * 60000};
+  /// kubelet's refresh of a ConfigMap volume: DCM reads the file this long after a change.
+  std::chrono::milliseconds config_lag{60000};
 
   sim_clock::duration scaled(std::chrono::milliseconds d) const;
 };
 
+enum class resource_strategy { single, mixed };
+
+/// The site's GPU operator set-up, the same for every node.
+struct stack_options {
+  dcm_version version = dcm_version::v1_3;
+  resource_strategy strategy = resource_strategy::single;
+  /// A site's own readiness label, set by its labeller when the plugin is up; empty key:
+  /// none (AMD's components set none).
+  std::string ready_key;
+  std::string ready_value;
+};
+
+/// Faults of the real stack, injected per node by the fault label.
 struct node_faults {
+  /// Every attempt fails in amd-smi (AMDSMIAPIFailure, not retried).
   bool dcm_failure = false;
+  /// DCM never answers: no state label, no Event.
   bool dcm_stuck = false;
+  /// The plugin reports at most 63 partitions (CPX shows 63 instead of 64: the BMC's
+  /// video driver takes one of the 64 DRM render minors).
   bool wrong_count = false;
+  /// The plugin takes 10x longer to come back after the taint goes.
   bool slow_plugin = false;
+  /// The node's kubelet never starts DCM's pod: nothing answers a label.
+  bool dcm_missing = false;
+  /// The kubelet stops: the node goes NotReady, its pods stay Terminating.
+  bool kubelet_stopped = false;
+  /// DCM's state write is lost to a conflict (its Event still goes out).
+  bool state_lost = false;
+  /// A host process keeps the GPUs open: every attempt finds them busy.
+  bool gpu_held = false;
+  /// After the taint goes the plugin crash-loops: it never reports again.
+  bool plugin_crashloop = false;
 };
 
 /// Parses the fault label; unknown words are ignored (and reported by the caller).
@@ -70,76 +111,106 @@ struct observed_node {
   std::map<std::string, std::string> annotations;
   /// The node carries amd-dcm=up:NoExecute.
   bool dcm_taint = false;
-  /// status.capacity["amd.com/gpu"], or nothing.
-  std::optional<long long> gpu_capacity;
+  /// status.capacity of the amd.com/ resources, as last written.
+  std::map<std::string, long long> gpu_capacity;
   /// Counts changes of the profile label seen on the watch (a removal and a re-add
   /// between two steps are two changes, as DCM's informer delivers both).
   std::uint64_t profile_changes = 0;
+  /// DCM's pod running on this node ("" if none): DCM acts only while it runs, and its
+  /// Events are about it.
+  std::string dcm_pod;
 };
 
-/// What the simulator sees of the rest: DCM's ConfigMap and the GPU pods per node.
+/// What the simulator sees of the rest: DCM's config file and the GPU pods per node.
 struct observed_world {
-  /// The parsed config, or why there is none (ConfigMapNotPresent, InvalidJSONInConfigMap).
+  /// The config as DCM's file holds it now (kubelet delivers a change late), or why there
+  /// is none (ConfigMapNotPresent, InvalidJSONInConfigMap).
   std::optional<dcm_config> config;
   dcm_failure config_problem{"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
-  /// Pods using amd.com/gpu that still hold their GPUs, by node name.
+  /// Goes up each time the file changes: every node whose label is set runs again.
+  std::uint64_t config_generation = 0;
+  /// Pods using an amd.com/ resource that still hold their GPUs, by node name.
   std::map<std::string, int> gpu_pods;
 };
 
-/// The simulator's memory of one node: the hardware's mode, DCM's run in progress,
-/// the device plugin's state.
+/// The outcome of one attempt of a run, decided when it starts.
+enum class attempt_outcome { success, refused, busy };
+
+/// The simulator's memory of one node: the hardware's modes, DCM's runs, the plugin.
 struct node_memory {
   bool seen = false;
+  /// Each GPU's mode, "CPX/NPS4".
+  std::vector<std::string> gpu_modes;
+
+  // -- DCM --
+  /// DCM's pod on the node ("" if none): a pod that starts runs the label it finds.
+  std::string dcm_pod;
   /// The profile label value DCM last acted on (a re-write of it does nothing).
   std::string last_profile;
   std::uint64_t profile_changes_seen = 0;
-  std::string compute = "SPX";
-  std::string memory = "NPS1";
-
+  std::uint64_t config_generation_seen = 0;
+  /// A run is under way: an attempt in flight, or a wait between attempts.
   bool running = false;
+  bool between_attempts = false;
+  /// One trigger queued behind the attempt in flight (a third is dropped).
+  bool pending = false;
   std::string run_profile;
   sim_time due{};
-  bool stuck = false;
-  std::optional<dcm_failure> outcome_failure;
-  bool retryable = false;
   sim_time retry_until{};
-  std::string target_compute;
-  std::string target_memory;
-  /// What the plugin will count after this run: skipped GPUs keep their mode.
-  long long target_resources = -1;
-  /// What the plugin counts now; -1 means every GPU in `compute`.
-  long long resources = -1;
-  bool no_change = false;
+  /// This run has said PartitionRetrying (DCM says it on the first retry only).
+  bool said_retrying = false;
+  attempt_outcome outcome = attempt_outcome::success;
+  dcm_failure failure;
+  std::vector<std::string> target_modes;
 
-  bool plugin_up = true;
+  // -- device plugin and node labeller --
+  bool plugin_up = false;
   bool plugin_restarting = false;
   sim_time plugin_ready_at{};
+  sim_time plugin_down_since{};
+  bool capacity_dropped = false;
+  /// Every amd.com/ resource the plugin has advertised (a name no longer advertised is
+  /// written as 0, as kubelet keeps it).
+  std::set<std::string> advertised;
+  bool labelled_once = false;
 };
 
 struct sim_event {
   std::string type; // Normal or Warning
   std::string reason;
+  /// DCM's PartitionStatus as JSON.
   std::string message;
 };
 
-/// What to write for a node: label and annotation changes (nullopt removes), the GPU
-/// resource count for capacity and allocatable, Events.
+/// What to write for a node: label and annotation changes (nullopt removes), the amd.com/
+/// resources for capacity and allocatable, Events about its DCM pod.
 struct node_actions {
   std::map<std::string, std::optional<std::string>> labels;
   std::map<std::string, std::optional<std::string>> annotations;
-  std::optional<long long> gpu_resources;
+  std::optional<std::map<std::string, long long>> allocatable;
+  std::optional<std::map<std::string, long long>> capacity;
   std::vector<sim_event> events;
   bool empty() const {
-    return labels.empty() && annotations.empty() && !gpu_resources && events.empty();
+    return labels.empty() && annotations.empty() && !allocatable && !capacity && events.empty();
   }
 };
 
 /// The simulated DCM, device plugin and node labeller for one node: observed state and
 /// time in, writes out.
 node_actions step_node(node_memory& memory, const observed_node& node, const observed_world& world,
-                       sim_time now, const sim_timing& timing);
+                       sim_time now, const sim_timing& timing, const stack_options& stack = {});
 
 /// When step_node next needs to run for this node, if nothing changes before.
 std::optional<sim_time> next_due(const node_memory& memory);
+
+/// The amd.com/ resources the device plugin advertises for GPUs in these modes; nothing
+/// when it cannot start (single strategy on GPUs of different styles: it exits).
+std::optional<std::map<std::string, long long>>
+plugin_resources(const std::vector<std::string>& gpu_modes, resource_strategy strategy,
+                 bool wrong_count);
+
+/// The labeller's amd.com/gpu.compute-memory-partition value ("cpx_nps4"): only when
+/// every GPU has one style.
+std::optional<std::string> partition_style(const std::vector<std::string>& gpu_modes);
 
 } // namespace gpu_partitioner::sim

@@ -450,6 +450,21 @@ void e2e_cluster::set_up() {
                            quoted(dcm_config_name) + R"(},"data":{"config.json":)" +
                            quoted(config) + "}}");
   BOOST_REQUIRE_MESSAGE(cm.ok(), (cm.ok() ? "" : cm.error().describe()));
+  // DCM as the GPU operator deploys it: a DaemonSet on the test's nodes, tolerating every
+  // taint (the real one tolerates amd-dcm=up:NoExecute; these nodes also carry e2e=<key>).
+  // gpu-sim plays DCM on a node only while its pod runs there.
+  const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
+  auto ds = api.create(
+      daemon_sets, ns,
+      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"default-device-config-manager"},)"
+      R"("spec":{"selector":{"matchLabels":{"app.kubernetes.io/name":"device-config-manager"}},)"
+      R"("template":{"metadata":{"labels":{"app.kubernetes.io/name":"device-config-manager"}},)"
+      R"("spec":{"nodeSelector":{"e2e":)" +
+          quoted(key) +
+          R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
+          R"("terminationGracePeriodSeconds":1,"containers":[{"name":"device-config-manager-container",)"
+          R"("image":"rocm/device-config-manager:sim"}]}}}})");
+  BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
   // The sample payloads, moved into this namespace.
   for (const auto& text :
        yaml_documents_as_json(runfile("manifests/samples/dcm-payload-configmaps.yaml"))) {
@@ -594,7 +609,12 @@ void e2e_cluster::start_simulator(const std::string& time_scale) {
   sim_ = std::make_unique<child_process>(
       std::vector<std::string>{runfile("tools/simulator/gpu-sim"), "--node-selector", "e2e=" + key,
                                "--dcm-config", ns + "/" + dcm_config_name, "--time-scale",
-                               time_scale, "--kubeconfig", kubeconfig_},
+                               time_scale, "--kubeconfig", kubeconfig_,
+                               // The samples' ready label, as a site's labeller would set it.
+                               "--ready-label", std::string(ready_label) + "=true",
+                               // Until the operator waits for kubelet's delivery of DCM's
+                               // file (issue 21, part 2), DCM reads the ConfigMap at once.
+                               "--dcm-config-lag", "0"},
       log);
   for (const auto& n : nodes)
     BOOST_REQUIRE_MESSAGE(eventually(
