@@ -1,5 +1,6 @@
 #include "actors/decode.hpp"
 
+#include "controller/node_machine.hpp"
 #include "kube/client.hpp"
 
 #include <cstdlib>
@@ -63,11 +64,19 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
           tol.bounded = true;
         p.tolerations.push_back(tol);
       }
+    // Any amd.com/ resource: amd.com/gpu, or a style's (amd.com/cpx_nps4) under the device
+    // plugin's mixed strategy.
     if (const auto* cs = find_path(*spec, {"containers"}); cs && cs->IsArray())
-      for (const auto& c : cs->GetArray())
-        p.gpus +=
-            std::max(kube::whole_number(find_path(c, {"resources", "requests", "amd.com/gpu"})),
-                     kube::whole_number(find_path(c, {"resources", "limits", "amd.com/gpu"})));
+      for (const auto& c : cs->GetArray()) {
+        long long most = 0;
+        for (const char* kind : {"requests", "limits"})
+          if (const auto* list = find_path(c, {"resources", kind}); list && list->IsObject())
+            for (const auto& r : list->GetObject())
+              if (std::string(r.name.GetString(), r.name.GetStringLength()).rfind("amd.com/", 0) ==
+                  0)
+                most = std::max(most, kube::whole_number(&r.value));
+        p.gpus += most;
+      }
   }
   p.phase = find_path(o, {"status"}) ? string_at(o["status"], "phase") : std::string{};
   return p;
@@ -106,7 +115,16 @@ controller::pdb_info decode_pdb(const rapidjson::Value& o) {
 }
 
 std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value& o) {
-  return kube::string_map(find_path(o, {"data"}));
+  auto data = kube::string_map(find_path(o, {"data"}));
+  // When config.json last changed (DCM's ConfigMap): under keys a ConfigMap's data cannot
+  // have.
+  if (const auto* at =
+          find_path(o, {"metadata", "annotations", controller::dcm_config_written_annotation});
+      at && at->IsString())
+    data[config_written_key] = at->GetString();
+  if (const auto* at = find_path(o, {"metadata", "creationTimestamp"}); at && at->IsString())
+    data[config_created_key] = at->GetString();
+  return data;
 }
 
 } // namespace gpu_partitioner::actors

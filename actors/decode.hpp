@@ -15,6 +15,10 @@ namespace gpu_partitioner::actors {
 controller::node_info decode_node(const rapidjson::Value& node);
 controller::pod_info decode_pod(const rapidjson::Value& pod);
 controller::pdb_info decode_pdb(const rapidjson::Value& pdb);
+/// A ConfigMap's data, plus (under these keys, which no data key can be) our annotation of
+/// when DCM's config.json last changed and the ConfigMap's creation time.
+inline constexpr const char* config_written_key = "@written-at";
+inline constexpr const char* config_created_key = "@created";
 std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value& config_map);
 
 } // namespace gpu_partitioner::actors

@@ -84,10 +84,18 @@ struct executor {
         if (const auto* data = kube::find_path(current.value(), {"data", "config.json"});
             data && data->IsString())
           config_json = data->GetString();
-        if (controller::dcm_config_has(config_json, w.profile_name, w.profile_json))
-          return {};
       }
-      auto updated = controller::dcm_config_with(config_json, w.profile_name, w.profile_json);
+      // Every profile of the write, into one new config.json (no write if none changes).
+      std::optional<std::string> updated = config_json;
+      bool changed = false;
+      for (const auto& [name, payload] : w.profiles) {
+        if (!updated || controller::dcm_config_has(*updated, name, payload))
+          continue;
+        updated = controller::dcm_config_with(*updated, name, payload);
+        changed = true;
+      }
+      if (updated && !changed && current)
+        return {};
       if (!updated)
         return "DCM's ConfigMap " + w.ns + "/" + w.name +
                " does not hold a JSON object in config.json (nested at most " +
@@ -105,6 +113,16 @@ struct executor {
           doc["data"]["config.json"] = text;
         else
           doc["data"].AddMember("config.json", text, alloc);
+        // When config.json changed, for the label's wait for kubelet's delivery to DCM.
+        auto& meta = doc["metadata"];
+        if (!meta.HasMember("annotations") || !meta["annotations"].IsObject())
+          meta.AddMember("annotations", rapidjson::Value(rapidjson::kObjectType), alloc);
+        const std::string now = protocol::format_time(protocol::wall_clock::now());
+        meta["annotations"].RemoveMember(controller::dcm_config_written_annotation);
+        meta["annotations"].AddMember(
+            rapidjson::Value(controller::dcm_config_written_annotation, alloc),
+            rapidjson::Value(now.c_str(), static_cast<rapidjson::SizeType>(now.size()), alloc),
+            alloc);
         body = kube::to_json(doc);
         auto put = api.update(kube::resources::config_maps(), w.ns, w.name, body);
         if (put)
@@ -113,8 +131,10 @@ struct executor {
           return "updating DCM's ConfigMap: " + put.error().describe();
       } else {
         body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":" +
-               quote(w.name) + ",\"namespace\":" + quote(w.ns) +
-               "},\"data\":{\"config.json\":" + quote(*updated) + "}}";
+               quote(w.name) + ",\"namespace\":" + quote(w.ns) + ",\"annotations\":{" +
+               quote(controller::dcm_config_written_annotation) + ":" +
+               quote(protocol::format_time(protocol::wall_clock::now())) +
+               "}},\"data\":{\"config.json\":" + quote(*updated) + "}}";
         auto made = api.create(kube::resources::config_maps(), w.ns, body);
         if (made)
           return {};

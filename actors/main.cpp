@@ -33,7 +33,13 @@ rollout limits.
 
 Flags:
   --kubeconfig PATH          kubeconfig to use (else $KUBECONFIG, in-cluster, ~/.kube/config)
-  --dcm-config NS/NAME       DCM's config ConfigMap (default kube-amd-gpu/config-manager-config)
+  --dcm-namespace NS         where AMD's GPU operator runs DCM (default kube-amd-gpu)
+  --dcm-config NS/NAME       DCM's config ConfigMap (default: the one the DeviceConfig in
+                             --dcm-namespace names in spec.configManager.config.name, else
+                             default-dcm-config, as the GPU operator mounts it)
+  --dcm-config-sync SECONDS  how long after a change of DCM's config kubelet has surely
+                             delivered it to DCM's mounted file; a node is labelled only
+                             then (default 90)
   --leader-elect             run leader election; only the leader acts
   --lease-namespace NS       namespace of the leader election Lease (default: the
                              kubeconfig's namespace, in-cluster the pod's)
@@ -55,7 +61,9 @@ void on_signal(int) {
 struct flags {
   std::string kubeconfig;
   std::string dcm_namespace = "kube-amd-gpu";
-  std::string dcm_name = "config-manager-config";
+  /// Empty: found from the DeviceConfig at start.
+  std::string dcm_name;
+  double dcm_config_sync = 90;
   bool leader_elect = false;
   std::string lease_namespace;
   std::string lease_name = "gpu-partitioner";
@@ -113,6 +121,29 @@ int parse(int argc, char** argv, flags& f) {
       f.dcm_name = value.substr(slash + 1);
       continue;
     }
+    if (a == "--dcm-namespace") {
+      if (!next())
+        return 2;
+      if (value.empty() || value.find('/') != std::string::npos) {
+        std::cerr << "gpu-partitioner: --dcm-namespace: \"" << value << "\" is not a namespace\n";
+        return 2;
+      }
+      f.dcm_namespace = value;
+      continue;
+    }
+    if (a == "--dcm-config-sync") {
+      if (!next())
+        return 2;
+      char* end = nullptr;
+      f.dcm_config_sync = std::strtod(value.c_str(), &end);
+      if (end == value.c_str() || *end != '\0' || !(f.dcm_config_sync >= 0) ||
+          f.dcm_config_sync > 86400) {
+        std::cerr << "gpu-partitioner: --dcm-config-sync: \"" << value
+                  << "\" is not a number of seconds from 0 to 86400\n";
+        return 2;
+      }
+      continue;
+    }
     if (target == nullptr) {
       std::cerr << "gpu-partitioner: unknown flag '" << argv[i] << "' (see --help)\n";
       return 2;
@@ -157,6 +188,32 @@ int main(int argc, char** argv) {
 
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+
+  if (f.dcm_name.empty()) {
+    // The ConfigMap the GPU operator mounts into DCM's pods: the one its DeviceConfig
+    // names, default-dcm-config when it names none (or there is no DeviceConfig API).
+    kube::http_client http(connection.value(),
+                           std::make_shared<kube::credentials>(connection.value()));
+    kube::client api(http);
+    const kube::resource device_configs{"amd.com", "v1alpha1", "deviceconfigs", true};
+    f.dcm_name = "default-dcm-config";
+    std::string why = "no DeviceConfig in " + f.dcm_namespace + " names one";
+    if (auto list = api.list(device_configs, f.dcm_namespace); list.ok()) {
+      for (const auto& dc : list.value()["items"].GetArray()) {
+        const auto* name = kube::find_path(dc, {"spec", "configManager", "config", "name"});
+        if (name != nullptr && name->IsString() && name->GetStringLength() > 0) {
+          f.dcm_name = name->GetString();
+          why = "DeviceConfig " + f.dcm_namespace + "/" + kube::string_at(dc["metadata"], "name") +
+                " names it";
+          break;
+        }
+      }
+    } else {
+      why = "DeviceConfigs could not be listed (" + list.error().describe() + ")";
+    }
+    actors::log_info("DCM's ConfigMap is " + f.dcm_namespace + "/" + f.dcm_name + ": " + why +
+                     " (--dcm-config overrides)");
+  }
 
   // Leadership: unknown until the elector's first decision (always leading without it).
   std::atomic<int> leadership{f.leader_elect ? 0 : 1}; // 0 unknown, 1 leading, 2 standby
@@ -233,6 +290,8 @@ int main(int argc, char** argv) {
     actors::operator_settings settings;
     settings.dcm_namespace = f.dcm_namespace;
     settings.dcm_name = f.dcm_name;
+    settings.dcm_config_sync =
+        std::chrono::milliseconds(static_cast<long long>(f.dcm_config_sync * 1000));
     settings.identity = identity;
     root = system.spawn(actors::operator_root, settings, io_pool, writer);
     watcher = system.spawn(actors::watcher, actors::watcher_config{connection.value(), root});

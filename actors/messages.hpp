@@ -82,9 +82,17 @@ struct cluster_snapshot {
   std::map<std::string, std::string> invalid_profiles;
   controller::shared_map<protocol::node_partitioning> items;
   by_key<config_map_data> config_maps;
-  /// DCM's Warning Events (source amd-device-config-manager): the kind, namespace and name
-  /// of the object they are about, type, reason, message, time.
-  by_key<config_map_data> dcm_events;
+  /// DCM's Events (source amd-device-config-manager) by the node they came from: the kind,
+  /// namespace and name of the object they are about, type, reason, message, time, host,
+  /// and the profile they answer. Shared and replaced per node, as pods_by_node.
+  controller::shared_map<by_key<config_map_data>> dcm_events_by_node;
+  by_key<config_map_data>& dcm_events_to_edit(const std::string& node) {
+    auto& slot = dcm_events_by_node[node];
+    auto copy = slot ? std::make_shared<by_key<config_map_data>>(*slot)
+                     : std::make_shared<by_key<config_map_data>>();
+    slot = copy;
+    return *copy;
+  }
   /// Every watch has listed once.
   bool synced = false;
   // -- what changed since the previous snapshot (a worker looks again only if its part did) --
@@ -152,8 +160,6 @@ struct node_io_result {
   std::shared_ptr<const controller::node_info> node;
   /// Per pod (namespace/name): how its eviction went.
   std::map<std::string, controller::eviction_memory> evictions;
-  /// DCM's failure Event for the node, when one was looked up.
-  std::string dcm_event;
 };
 
 /// The supervisor's writes of NodePartitioning objects.

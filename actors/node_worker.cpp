@@ -1,5 +1,6 @@
 #include "actors/node_worker.hpp"
 
+#include "actors/decode.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
@@ -108,6 +109,18 @@ controller::resolved_profile resolve_profile(const cluster_snapshot& view,
         r.dcm_name_rivals.push_back(other_name);
     }
   return r;
+}
+
+// The nodes other than `except` whose profile label holds `dcm_name`.
+std::vector<std::string> nodes_labelled(const cluster_snapshot& view, const std::string& dcm_name,
+                                        const std::string& except) {
+  std::vector<std::string> out;
+  for (const auto& [name, node] : view.nodes) {
+    auto it = node->labels.find(controller::dcm_profile_label);
+    if (name != except && it != node->labels.end() && it->second == dcm_name)
+      out.push_back(name);
+  }
+  return out;
 }
 
 // Whether the item's plan lets us act on it: it must name a live plan, by name and uid.
@@ -238,34 +251,61 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     in.plan = standing_of(view, in.item);
     in.dcm.ns = config.dcm_namespace;
     in.dcm.name = config.dcm_name;
+    in.dcm.sync = config.dcm_config_sync;
     if (auto cm = view.config_maps.find(config.dcm_namespace + "/" + config.dcm_name);
         cm != view.config_maps.end()) {
       in.dcm.found = true;
       if (auto data = cm->second->find("config.json"); data != cm->second->end())
         in.dcm.config_json = data->second;
+      for (const char* key : {config_created_key, config_written_key})
+        if (auto at = cm->second->find(key); at != cm->second->end())
+          if (auto t = protocol::parse_time(at->second);
+              t && (!in.dcm.written_at || *t > *in.dcm.written_at))
+            in.dcm.written_at = t;
     }
     in.token = s->token;
     in.evictions = s->evictions;
     in.write_error = s->write_error;
     in.resolved_write_error = s->resolved_write_error;
-    // DCM's latest Warning about this node: on the Node, or on a pod running there.
-    for (const auto& [key, e] : view.dcm_events) {
-      auto field = [&](const char* k) {
-        auto it = e->find(k);
-        return it == e->end() ? std::string{} : it->second;
-      };
-      if (field("type") != "Warning")
-        continue;
-      bool about = field("kind") == "Node" && field("name") == in.item.spec.node_name;
-      if (!about && field("kind") == "Pod")
-        if (auto pods = view.pods_by_node.find(in.item.spec.node_name);
-            pods != view.pods_by_node.end())
-          about = pods->second->count(field("namespace") + "/" + field("name")) > 0;
-      if (about && field("time") >= in.dcm_event_time) {
-        in.dcm_event_time = field("time");
-        in.dcm_event = field("reason") + ": " + field("message");
+    // DCM's Events from this node.
+    if (auto events = view.dcm_events_by_node.find(in.item.spec.node_name);
+        events != view.dcm_events_by_node.end())
+      for (const auto& [key, e] : *events->second) {
+        auto field = [&](const char* k) {
+          auto it = e->find(k);
+          return it == e->end() ? std::string{} : it->second;
+        };
+        controller::dcm_event_info info;
+        info.type = field("type");
+        info.reason = field("reason");
+        info.message = field("message");
+        info.profile = field("profile");
+        if (auto t = protocol::parse_time(field("time")))
+          info.time = *t;
+        in.dcm_events.push_back(std::move(info));
       }
-    }
+    // What DCM's config may be given: every profile of the plan that DCM would not take
+    // as a changed meaning of a name nodes carry.
+    if (in.dcm.found && in.profile.found && in.profile.payload &&
+        controller::dcm_config_names(in.dcm.config_json, in.profile.dcm_name) &&
+        !controller::dcm_config_has(in.dcm.config_json, in.profile.dcm_name, *in.profile.payload))
+      in.dcm_name_holders = nodes_labelled(view, in.profile.dcm_name, in.item.spec.node_name);
+    const auto phase = in.item.status.phase.value_or(protocol::node_phase::pending);
+    const bool writes_dcm =
+        phase == protocol::node_phase::draining || phase == protocol::node_phase::applying;
+    if (auto plan = view.plans.find(in.item.spec.plan_ref.name);
+        writes_dcm && plan != view.plans.end())
+      for (const auto& entry : plan->second->spec.partitionings) {
+        const auto p = resolve_profile(view, entry.profile_ref.name);
+        if (!p.found || !p.payload || controller::payload_problem(*p.payload) ||
+            !p.dcm_name_rivals.empty() || in.plan_profiles.count(p.dcm_name))
+          continue;
+        if (controller::dcm_config_names(in.dcm.config_json, p.dcm_name) &&
+            !controller::dcm_config_has(in.dcm.config_json, p.dcm_name, *p.payload) &&
+            !nodes_labelled(view, p.dcm_name, in.item.spec.node_name).empty())
+          continue;
+        in.plan_profiles.emplace(p.dcm_name, *p.payload);
+      }
 
     auto out = controller::step_node(in);
 

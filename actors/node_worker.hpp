@@ -14,6 +14,9 @@ struct node_worker_config {
   std::string item;
   std::string plan;
   std::string dcm_namespace;
+  /// How long after a change of DCM's config kubelet has surely delivered it to DCM's
+  /// mounted file (--dcm-config-sync).
+  std::chrono::milliseconds dcm_config_sync{90000};
   std::string dcm_name;
   /// Weak handles: a worker's pending timers keep the worker alive for a while after
   /// shutdown, and it must not keep the io threads waiting with it.

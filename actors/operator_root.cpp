@@ -15,6 +15,8 @@ struct root_state {
   cluster_snapshot view;
   /// Where each pod is filed (pods move between nodes only by being recreated).
   std::map<std::string, std::string> pod_nodes;
+  /// DCM Event (namespace/name) -> the node it came from.
+  std::map<std::string, std::string> event_nodes;
   std::set<std::string> synced;
   bool dirty = false;
   bool tick_pending = false;
@@ -78,28 +80,34 @@ void apply(root_state& s, const observation& o) {
     else
       v.config_maps[o.key] = o.data;
     break;
-  case k::dcm_event:
-    if (o.deleted) {
-      v.dcm_events.erase(o.key);
-    } else {
-      auto field = [&](const char* f) {
-        auto it = o.data->find(f);
-        return it == o.data->end() ? std::string{} : it->second;
-      };
-      // Workers quote DCM's Warnings only; a thousand nodes' Normal Events, kept, would
-      // be walked by every worker's every step.
-      if (field("type") == "Warning")
-        v.dcm_events[o.key] = o.data;
-      else
-        v.dcm_events.erase(o.key);
-      // News for the worker of the node it is about (on the Node, or a pod there).
-      if (field("kind") == "Node")
-        v.node_changes.emplace(field("name"), o.received);
-      else if (auto pod = s.pod_nodes.find(field("namespace") + "/" + field("name"));
-               field("kind") == "Pod" && pod != s.pod_nodes.end())
-        v.node_changes.emplace(pod->second, o.received);
+  case k::dcm_event: {
+    // Kept per node, for the node's worker: DCM answers a request with an Event about its
+    // pod there (source host the node); older senders wrote them about the Node.
+    if (auto was = s.event_nodes.find(o.key); was != s.event_nodes.end()) {
+      v.dcm_events_to_edit(was->second).erase(o.key);
+      v.node_changes.emplace(was->second, o.received);
+      s.event_nodes.erase(was);
     }
+    if (o.deleted)
+      break;
+    auto field = [&](const char* f) {
+      auto it = o.data->find(f);
+      return it == o.data->end() ? std::string{} : it->second;
+    };
+    std::string node = field("host");
+    if (node.empty() && field("kind") == "Node")
+      node = field("name");
+    if (node.empty() && field("kind") == "Pod")
+      if (auto pod = s.pod_nodes.find(field("namespace") + "/" + field("name"));
+          pod != s.pod_nodes.end())
+        node = pod->second;
+    if (node.empty())
+      break;
+    s.event_nodes[o.key] = node;
+    v.dcm_events_to_edit(node)[o.key] = o.data;
+    v.node_changes.emplace(node, o.received);
     break;
+  }
   case k::plan: {
     // The plan's own status (written by us, many times a rollout) changes nothing here.
     auto old = v.plans.find(o.key);
@@ -224,6 +232,7 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
             c.plan = name;
             c.dcm_namespace = settings.dcm_namespace;
             c.dcm_name = settings.dcm_name;
+            c.dcm_config_sync = settings.dcm_config_sync;
             c.io = io;
             c.writer = writer;
             s->supervisors[name] = self->spawn<caf::linked>(plan_supervisor, c);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+
 #include <caf/all.hpp>
 
 #include <string>
@@ -9,7 +11,10 @@ namespace gpu_partitioner::actors {
 struct operator_settings {
   /// DCM's config ConfigMap.
   std::string dcm_namespace = "kube-amd-gpu";
-  std::string dcm_name = "config-manager-config";
+  /// How long after a change of DCM's config kubelet has surely delivered it to DCM's
+  /// mounted file (--dcm-config-sync).
+  std::chrono::milliseconds dcm_config_sync{90000};
+  std::string dcm_name = "default-dcm-config";
   /// Who writes (the lease holder's identity, recorded in field managers and events).
   std::string identity = "gpu-partitioner";
   /// At most one snapshot of a changed view per interval, to the plans: the first change

@@ -298,6 +298,7 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
             c.plan = config.plan;
             c.dcm_namespace = config.dcm_namespace;
             c.dcm_name = config.dcm_name;
+            c.dcm_config_sync = config.dcm_config_sync;
             c.io = config.io.address();
             c.writer = config.writer.address();
             c.governor = s->governor;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+
 #include <caf/all.hpp>
 
 #include <string>
@@ -9,6 +11,9 @@ namespace gpu_partitioner::actors {
 struct plan_supervisor_config {
   std::string plan;
   std::string dcm_namespace;
+  /// How long after a change of DCM's config kubelet has surely delivered it to DCM's
+  /// mounted file (--dcm-config-sync).
+  std::chrono::milliseconds dcm_config_sync{90000};
   std::string dcm_name;
   caf::actor io;
   caf::actor writer;

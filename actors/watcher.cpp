@@ -92,6 +92,15 @@ private:
       e["reason"] = kube::string_at(v, "reason");
       e["message"] = kube::string_at(v, "message");
       e["time"] = kube::string_at(v, "lastTimestamp");
+      // DCM writes its Events about its own pod, from the node it runs on.
+      if (const auto* source = kube::find_path(v, {"source"}))
+        e["host"] = kube::string_at(*source, "host");
+      // The request it answers: SelectedProfile of DCM's PartitionStatus message.
+      rapidjson::Document status;
+      const std::string& message = e["message"];
+      status.Parse(message.c_str(), message.size());
+      if (!status.HasParseError() && status.IsObject())
+        e["profile"] = kube::string_at(status, "SelectedProfile");
       o.data = std::make_shared<const config_map_data>(std::move(e));
       break;
     }

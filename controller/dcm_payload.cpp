@@ -94,6 +94,15 @@ bool dcm_config_has(const std::string& config_json, const std::string& name,
   return it != profiles->value.MemberEnd() && it->value == profile;
 }
 
+bool dcm_config_names(const std::string& config_json, const std::string& name) {
+  rapidjson::Document config;
+  if (!parse_object(config_json, config))
+    return false;
+  auto profiles = config.FindMember("gpu-config-profiles");
+  return profiles != config.MemberEnd() && profiles->value.IsObject() &&
+         profiles->value.HasMember(name.c_str());
+}
+
 std::optional<std::string> dcm_config_with(const std::string& config_json, const std::string& name,
                                            const std::string& profile_json) {
   rapidjson::Document config, profile;
@@ -217,6 +226,18 @@ std::optional<std::string> payload_problem(const std::string& profile_json) {
     memory_mode = m;
   }
   return std::nullopt;
+}
+
+bool payload_mixes_styles(const std::string& profile_json) {
+  if (payload_problem(profile_json))
+    return false;
+  rapidjson::Document doc;
+  parse(profile_json, doc);
+  std::set<std::string> styles;
+  for (const auto& g : doc["profiles"].GetArray())
+    styles.insert(std::string(g["computePartition"].GetString()) + "_" +
+                  g["memoryPartition"].GetString());
+  return styles.size() > 1;
 }
 
 std::optional<std::string> payload_style(const std::string& profile_json) {

@@ -32,6 +32,13 @@ std::optional<std::string> dcm_config_with(const std::string& config_json, const
 /// holding either could be seen to equal it); the problem in words otherwise.
 std::optional<std::string> payload_problem(const std::string& profile_json);
 
+/// Whether `config_json` has any entry `gpu-config-profiles.<name>`.
+bool dcm_config_names(const std::string& config_json, const std::string& name);
+
+/// Whether the payload's groups put GPUs in more than one style (compute and memory
+/// mode): AMD's device plugin under its default single strategy exits on such a node.
+bool payload_mixes_styles(const std::string& profile_json);
+
 /// The style AMD's node labeller shows for a node in this profile ("cpx_nps4"): when every
 /// GPU ends in one compute and memory mode (no skipped GPUs, one style). Nothing otherwise,
 /// or for a payload that payload_problem refuses.

@@ -97,6 +97,44 @@ std::string rival_finding(const resolved_profile& profile, const std::string& ri
          "per name, so neither is applied until one of them is renamed";
 }
 
+std::string holders_finding(const node_inputs& in) {
+  std::string who;
+  const auto& h = in.dcm_name_holders;
+  for (std::size_t i = 0; i < h.size() && i < 5; ++i)
+    who += (i ? ", " : "") + h[i];
+  if (h.size() > 5)
+    who += " and " + std::to_string(h.size() - 5) + " more";
+  return "DCMProfileInUse: DCM's config holds another payload under " +
+         codec::quote(in.profile.dcm_name) + ", which node(s) " + who +
+         " carry: DCM runs every labelled node again when its config changes, so writing this "
+         "payload would repartition them without a drain; give the profile a new "
+         "spec.operatorPayload.profileName";
+}
+
+// Whether a DCM pod (the GPU operator's DaemonSet, in DCM's namespace) runs on the node.
+bool dcm_runs_on(const node_inputs& in) {
+  return std::any_of(in.pods.begin(), in.pods.end(), [&](const pod_info& p) {
+    auto it = p.labels.find(dcm_pod_label);
+    return p.ns == in.dcm.ns && it != p.labels.end() && it->second == dcm_pod_label_value &&
+           p.phase == "Running" && !p.deleting;
+  });
+}
+
+// The profiles DCM's config lacks (or holds otherwise), as one write of all the plan's:
+// every write of the file runs DCM again on every labelled node, so as few as possible.
+std::optional<dcm_config_write> missing_profiles(const node_inputs& in) {
+  std::map<std::string, std::string> all = in.plan_profiles;
+  if (in.profile.found && in.profile.payload && in.profile.dcm_name_rivals.empty() &&
+      in.dcm_name_holders.empty())
+    all.emplace(in.profile.dcm_name, *in.profile.payload);
+  const bool missing = std::any_of(all.begin(), all.end(), [&](const auto& p) {
+    return !dcm_config_has(in.dcm.config_json, p.first, p.second);
+  });
+  if (!missing)
+    return std::nullopt;
+  return dcm_config_write{in.dcm.ns, in.dcm.name, all};
+}
+
 bool has_finalizer(const protocol::node_partitioning& item) {
   const auto& f = item.metadata.finalizers;
   return std::find(f.begin(), f.end(), item_finalizer) != f.end();
@@ -293,7 +331,14 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
             "already partitioned as " + in.profile.dcm_name + "; nothing to do");
     return;
   }
-  (void)node;
+  // A NotReady node (its kubelet stopped, or cut off) would not drain: its pods stay
+  // Terminating. It waits here, counted unavailable, and starts once Ready.
+  if (!node.ready) {
+    s.condition("Started", false, "NodeNotReady",
+                "the node is not Ready; it starts once its kubelet reports Ready again");
+    out.requeue = 10s;
+    return;
+  }
   out.wants_token = true;
   if (!in.token) {
     s.condition("Started", false, "WaitingForToken",
@@ -358,6 +403,9 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
                        findings.empty() ? "the profile's payload is gone" : findings.front());
     return;
   }
+  // The plan's profiles go to DCM's config now, while the node drains: DCM sees them only
+  // once kubelet has refreshed its mounted file, and the label waits for that.
+  out.dcm = missing_profiles(in);
   // Cordon, remembering whether an admin had cordoned it already. A record that is not
   // "true" or "false" (garbage, edited by hand) is written afresh.
   if (!well_formed_record(annotation(node, was_unschedulable_annotation))) {
@@ -477,6 +525,12 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
     }
     s.status.drain.pods_blocked = static_cast<std::int32_t>(blocking.size());
     s.status.drain.blocking_pdbs = blocking_pdbs;
+    // A DaemonSet's pod that holds GPUs is not evicted (its controller puts it back at
+    // once); DCM will find the GPUs busy and retry until it is gone. Shown, not waited on.
+    for (const auto& pod : in.pods)
+      if (pod.daemon_set && pod.gpus > 0 && !pod.finished())
+        blocking.push_back({pod.ns, pod.name,
+                            "a DaemonSet's pod holds GPUs: DCM finds them busy until it is gone"});
     s.status.drain.blocking_pods = blocking;
     if (!evictable.empty()) {
       if (!blocking.empty())
@@ -610,11 +664,33 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
             true);
     return;
   }
+  if (!in.dcm_name_holders.empty()) {
+    const std::string why = holders_finding(in);
+    restore_node(node, s, out, gpus_unsettled(s.status));
+    s.error(why);
+    s.enter(node_phase::failed, "ProfileUnavailable", why + "; the node was returned to service",
+            true);
+    return;
+  }
   if (!dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
-    out.dcm = dcm_config_write{in.dcm.ns, in.dcm.name, profile, *in.profile.payload};
+    out.dcm = missing_profiles(in);
     s.condition("ProfileApplied", false, "WritingDCMConfig",
                 "adding profile " + profile + " to " + in.dcm.ns + "/" + in.dcm.name);
     out.requeue = poll_interval;
+    return;
+  }
+  // DCM reads its config as a mounted file that kubelet refreshes on its own period: a
+  // label set before the file holds the profile gets NonExistentProfile.
+  if (in.dcm.written_at && in.now < *in.dcm.written_at + in.dcm.sync) {
+    const auto at = *in.dcm.written_at + in.dcm.sync;
+    s.condition("ProfileApplied", false, "WaitingForDCMConfig",
+                "DCM's config holds profile " + profile + " since " +
+                    protocol::format_time(*in.dcm.written_at) +
+                    "; kubelet delivers it to DCM's file within " +
+                    std::to_string(in.dcm.sync.count() / 1000) + " s: labelling at " +
+                    protocol::format_time(at));
+    out.requeue =
+        std::max(poll_interval, std::chrono::duration_cast<std::chrono::milliseconds>(at - in.now));
     return;
   }
   node_patch p;
@@ -649,37 +725,90 @@ void fail_keeping_cordon(const node_inputs& in, status_editor& s, node_step& out
     out.taint = false;
 }
 
+// When the current run entered Applying (the label is written after): DCM's answers to
+// this request are no older. Events carry whole seconds.
+protocol::wall_clock::time_point applying_since(const status_editor& s) {
+  for (auto it = s.status.history.rbegin(); it != s.status.history.rend(); ++it)
+    if (it->phase == node_phase::applying)
+      if (auto t = protocol::parse_time(it->time))
+        return std::chrono::time_point_cast<std::chrono::seconds>(*t);
+  return std::chrono::time_point_cast<std::chrono::seconds>(s.entered());
+}
+
+bool dcm_success_reason(const std::string& reason) {
+  return reason == "SuccessfullyPartitioned" || reason == "RequestedPartitionConfigAlreadyExists";
+}
+
+// The pods on the node that hold GPUs (they request an amd.com/ resource), for messages.
+std::string gpu_holders(const node_inputs& in) {
+  std::string who;
+  for (const auto& p : in.pods)
+    if (p.gpus > 0 && !p.finished())
+      who += (who.empty() ? "" : ", ") + p.ns + "/" + p.name;
+  return who;
+}
+
 void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out) {
   out.in_flight = true;
   if (run_mark_lost(in, s, out))
     return;
+  const std::string& profile = in.profile.dcm_name;
+  // The state label is not tied to a request: a run for the previous label may finish
+  // and write it after ours was set. DCM's Event names the profile it served: the newest
+  // one for ours since this run's label is DCM's answer.
+  const auto since = applying_since(s);
+  const dcm_event_info* answer = nullptr;
+  for (const auto& e : in.dcm_events)
+    if (e.profile == profile && e.time >= since && (!answer || e.time >= answer->time))
+      answer = &e;
   const std::string state = label(*in.node, dcm_state_label);
-  if (state == "success") {
-    s.condition("OperatorSucceeded", true, "DCMSucceeded", "DCM reported success");
+  // Without DCM's Events (lost, or not permitted) the state label alone decides, once
+  // longer than any run of DCM's has passed (half the plan's verification timeout).
+  const auto fallback = std::chrono::seconds(
+      std::max<long long>(30, timeout_of(in.item.spec.verification.timeout_seconds) / 2));
+  const bool unconfirmed_for_long = !answer && in.now - s.entered() >= fallback;
+  auto succeed = [&](const std::string& reason, const std::string& message) {
+    s.condition("OperatorSucceeded", true, reason, message);
     s.enter(node_phase::verifying, "OperatorSucceeded",
             "DCM partitioned the GPUs; removing the taint so the device plugin restarts");
     out.requeue = 1ms;
+  };
+  if (answer && dcm_success_reason(answer->reason)) {
+    succeed("DCMSucceeded",
+            "DCM reported success for profile " + profile + " (" + answer->reason + ")");
     return;
   }
-  if (state == "failure") {
-    // Quote DCM's own explanation (its Event), which may come a moment after the label:
-    // wait up to 5 s for one from this wait before failing without it.
-    const auto said = protocol::parse_time(in.dcm_event_time);
-    const bool quoted = !in.dcm_event.empty() && said && *said + 1s >= s.entered();
-    std::optional<protocol::wall_clock::time_point> since;
-    for (const auto& c : s.status.conditions)
-      if (c.type == "OperatorSucceeded" && c.reason == "DCMFailed")
-        since = protocol::parse_time(c.last_transition_time);
+  if (state == "success" && unconfirmed_for_long) {
+    succeed("DCMSucceededUnconfirmed",
+            "DCM's state label says success; no Event of DCM's confirmed it for profile " +
+                profile);
+    return;
+  }
+  if (answer && answer->reason == "PartitionRetrying") {
+    // DCM retries busy GPUs every minute for up to 30 minutes: keep waiting, bounded by
+    // the plan's verification timeout below.
+    const std::string who = gpu_holders(in);
+    s.condition("OperatorSucceeded", false, "DCMRetrying",
+                "DCM finds the GPUs busy and retries every minute for up to 30 minutes" +
+                    (who.empty() ? std::string(" (no pod here holds GPUs: a host process may)")
+                                 : "; pods holding GPUs: " + who));
+  } else if (answer && answer->reason == "NonExistentProfile") {
+    // The label went out once the config was old enough; kubelet may still be slower.
+    // DCM runs the label again when its file changes.
+    s.condition("OperatorSucceeded", false, "DCMConfigNotDelivered",
+                "DCM's file does not hold profile " + profile +
+                    " yet; DCM runs the label again when kubelet delivers it");
+  } else if (answer || (state == "failure" && unconfirmed_for_long)) {
+    std::string why = "DCM reported failure for profile " + profile;
+    if (answer)
+      why += ": " + answer->reason + ": " + answer->message;
     s.condition("OperatorSucceeded", false, "DCMFailed", "DCM reported failure");
-    if (!quoted && (!since || in.now - *since < 5s)) {
-      out.requeue = poll_interval;
-      return;
-    }
-    std::string why = "DCM reported failure for profile " + in.profile.dcm_name;
-    if (quoted)
-      why += ": " + in.dcm_event;
     fail_keeping_cordon(in, s, out, "OperatorFailed", why);
     return;
+  } else {
+    s.condition("OperatorSucceeded", false, "Waiting",
+                "waiting for DCM's answer for profile " + profile +
+                    (state.empty() ? std::string() : " (the state label says " + state + ")"));
   }
   const auto timeout = in.item.spec.verification.timeout_seconds;
   if (past(s, timeout)) {
@@ -689,7 +818,6 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
                             std::to_string(timeout_of(timeout)) + " s");
     return;
   }
-  s.condition("OperatorSucceeded", false, "Waiting", std::string("waiting for ") + dcm_state_label);
   out.requeue = poll_interval;
 }
 
@@ -809,8 +937,9 @@ void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
 
 std::vector<pod_info> evictable_pods(const std::vector<pod_info>& pods) {
   std::vector<pod_info> out;
+  // A pod that holds GPUs makes DCM find them busy whatever it tolerates.
   for (const auto& p : pods)
-    if (!p.daemon_set && !p.mirror && !p.finished() && !p.tolerates_dcm_taint())
+    if (!p.daemon_set && !p.mirror && !p.finished() && (!p.tolerates_dcm_taint() || p.gpus > 0))
       out.push_back(p);
   return out;
 }
@@ -848,28 +977,6 @@ std::vector<std::string> preflight(const node_inputs& in) {
     findings.push_back(where + "spec.verification.readyLabel: " + codec::quote(ready) +
                        " is not a node label key or key=value (a name of at most 63 "
                        "characters)");
-  // No AMD component sets a readiness label: one that is named must be a site's own, and
-  // a site's labeller has it on the node already. A key the node lacks before the run
-  // would never appear after it, and the node would fail verification cordoned. Checked
-  // only before a run: during one, the taint takes the labels of a node's GPU stack off.
-  const auto phase = in.item.status.phase.value_or(protocol::node_phase::pending);
-  const bool before_run = phase == protocol::node_phase::pending ||
-                          phase == protocol::node_phase::failed ||
-                          phase == protocol::node_phase::succeeded;
-  if (in.node && before_run) {
-    const std::pair<const char*, std::string> named[] = {
-        {"the plan's spec.verification.gpuReadyLabel", in.item.spec.verification.gpu_ready_label},
-        {"the profile's spec.verification.readyLabel", ready}};
-    for (const auto& [field, spec] : named) {
-      const std::string key = spec.substr(0, spec.find('='));
-      if (!key.empty() && !in.node->labels.count(key))
-        findings.push_back("ReadyLabelMissing: " + std::string(field) + " names " +
-                           codec::quote(spec) + ", but node " + in.node->name + " has no label " +
-                           codec::quote(key) +
-                           " (AMD's GPU operator sets no readiness label; name one only where "
-                           "the site's own labeller sets it)");
-    }
-  }
   for (std::size_t i = 0; i < profile.spec.expected_resources.size(); ++i) {
     const auto& name = profile.spec.expected_resources[i].name;
     if (!codec::is_label_key(name))
@@ -878,6 +985,16 @@ std::vector<std::string> preflight(const node_inputs& in) {
   }
   for (const auto& rival : profile.dcm_name_rivals)
     findings.push_back(rival_finding(profile, rival));
+  if (!in.dcm_name_holders.empty())
+    findings.push_back(holders_finding(in));
+  if (profile.payload && payload_mixes_styles(*profile.payload) &&
+      std::any_of(profile.spec.expected_resources.begin(), profile.spec.expected_resources.end(),
+                  [](const auto& r) { return r.name == "amd.com/gpu"; }))
+    findings.push_back(
+        "PayloadMixedStyles: " + where.substr(std::string("ProfileInvalid: ").size()) +
+        "puts GPUs in more than one compute/memory style but expects amd.com/gpu: "
+        "AMD's device plugin under its default single strategy exits on such a "
+        "node; use the mixed strategy's amd.com/<compute>_<memory> resources");
   // DCM reads its profiles from this ConfigMap; without it (or with garbage in it) DCM
   // cannot apply anything, so find out before the node is disturbed.
   if (!in.dcm.found)
@@ -899,6 +1016,33 @@ std::vector<std::string> preflight(const node_inputs& in) {
       findings.push_back("NotAGPUNode: node " + in.node->name +
                          " reports no amd.com/ resource in status.allocatable: it has no AMD "
                          "GPUs, or their device plugin is not running");
+  }
+  // No AMD component sets a readiness label: one that is named must be a site's own, and
+  // a site's labeller has it on the node already. A key the node lacks before the run
+  // would never appear after it, and the node would fail verification cordoned. Checked
+  // only before a run: during one, the taint takes the labels of a node's GPU stack off.
+  const auto phase = in.item.status.phase.value_or(protocol::node_phase::pending);
+  const bool before_run = phase == protocol::node_phase::pending ||
+                          phase == protocol::node_phase::failed ||
+                          phase == protocol::node_phase::succeeded;
+  if (in.node && before_run && !dcm_runs_on(in))
+    findings.push_back("DCMNotRunning: no DCM pod runs on node " + in.node->name + " (a pod in " +
+                       in.dcm.ns + " labelled " + dcm_pod_label + "=" + dcm_pod_label_value +
+                       "): nothing would answer the profile label; check the DeviceConfig's "
+                       "spec.configManager and its selector");
+  if (in.node && before_run) {
+    const std::pair<const char*, std::string> named[] = {
+        {"the plan's spec.verification.gpuReadyLabel", in.item.spec.verification.gpu_ready_label},
+        {"the profile's spec.verification.readyLabel", ready}};
+    for (const auto& [field, spec] : named) {
+      const std::string key = spec.substr(0, spec.find('='));
+      if (!key.empty() && !in.node->labels.count(key))
+        findings.push_back("ReadyLabelMissing: " + std::string(field) + " names " +
+                           codec::quote(spec) + ", but node " + in.node->name + " has no label " +
+                           codec::quote(key) +
+                           " (AMD's GPU operator sets no readiness label; name one only where "
+                           "the site's own labeller sets it)");
+    }
   }
   return findings;
 }

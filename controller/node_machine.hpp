@@ -66,12 +66,36 @@ struct plan_standing {
   std::string problem;
 };
 
+/// On DCM's ConfigMap: when the operator last changed its config.json. DCM reads the
+/// ConfigMap as a mounted file that kubelet refreshes a minute or more after a change.
+inline constexpr const char* dcm_config_written_annotation =
+    "infrastructure.silogen.ai/config-written-at";
+/// The label of the GPU operator's DCM DaemonSet pods (app.kubernetes.io/name=...).
+inline constexpr const char* dcm_pod_label = "app.kubernetes.io/name";
+inline constexpr const char* dcm_pod_label_value = "device-config-manager";
+
 /// DCM's config ConfigMap as observed.
 struct dcm_config_state {
   std::string ns;
   std::string name;
   bool found = false;
   std::string config_json;
+  /// When config.json last changed, as far as known: our annotation, else the ConfigMap's
+  /// creation. Nothing: long enough ago.
+  std::optional<protocol::wall_clock::time_point> written_at;
+  /// How long after a change kubelet has surely delivered it to DCM's file
+  /// (--dcm-config-sync).
+  std::chrono::milliseconds sync{90000};
+};
+
+/// One of DCM's Events from the node (about its pod there), as the decisions read it.
+struct dcm_event_info {
+  std::string type; // Normal or Warning
+  std::string reason;
+  std::string message;
+  /// SelectedProfile of DCM's PartitionStatus message: which request it answers.
+  std::string profile;
+  protocol::wall_clock::time_point time{};
 };
 
 /// The outcome of the last eviction attempt for a pod, kept by the worker between steps.
@@ -99,10 +123,14 @@ struct node_inputs {
   /// The write error that a later successful write resolved: lastError is cleared if it
   /// still says this.
   std::string resolved_write_error;
-  /// DCM's latest Warning Event about this node (or its pod on it), and when it came:
-  /// quoted when DCM reports failure.
-  std::string dcm_event;
-  std::string dcm_event_time;
+  /// DCM's Events from this node (about its pod here), any order.
+  std::vector<dcm_event_info> dcm_events;
+  /// DCM profile name -> payload, of every profile the item's plan uses that may be
+  /// written to DCM's config: they go in one write, early, while the first nodes drain.
+  std::map<std::string, std::string> plan_profiles;
+  /// Other nodes whose profile label holds this profile's DCM name, when DCM's config
+  /// holds another payload under it: writing ours would repartition them undrained.
+  std::vector<std::string> dcm_name_holders;
   protocol::wall_clock::time_point now{};
 };
 
@@ -126,12 +154,13 @@ struct pod_removal {
   bool again = false;
 };
 
-/// Ensure `gpu-config-profiles.<profile_name>` of DCM's config holds `profile_json`.
+/// Ensure `gpu-config-profiles.<name>` of DCM's config holds each payload, in one write
+/// that also stamps dcm_config_written_annotation when anything changed.
 struct dcm_config_write {
   std::string ns;
   std::string name;
-  std::string profile_name;
-  std::string profile_json;
+  /// DCM profile name -> payload.
+  std::map<std::string, std::string> profiles;
 };
 
 struct event_record {

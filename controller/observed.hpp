@@ -70,7 +70,7 @@ struct pod_info {
   /// A static pod's mirror (kubernetes.io/config.mirror): the API cannot remove it.
   bool mirror = false;
   std::vector<toleration> tolerations;
-  /// amd.com/gpu requested by its containers.
+  /// GPUs (any amd.com/ resource) requested by its containers.
   long long gpus = 0;
 
   bool tolerates_dcm_taint() const;

@@ -951,7 +951,10 @@ BOOST_AUTO_TEST_CASE(an_operator_killed_in_every_phase_and_restarted_completes_t
   const std::string gate = "e2e.silogen.ai/verified";
   node_spec open = training();
   open.labels = {{gate, "yes"}};
-  c.add_nodes({{"a", training()}, {"b", open}});
+  // The site's labeller has the gate on every node; on a, not yet "yes".
+  node_spec shut = training();
+  shut.labels = {{gate, "no"}};
+  c.add_nodes({{"a", shut}, {"b", open}});
   c.start_simulator();
   c.await_default_service_account();
   const auto& a = c.nodes[0];
@@ -1075,7 +1078,7 @@ BOOST_AUTO_TEST_CASE(an_operator_killed_in_every_phase_and_restarted_completes_t
   restart("WaitingOperator");
   c.simulator().signal(SIGCONT);
 
-  // Verifying: the gate label is missing.
+  // Verifying: the gate label says "no".
   await_phase(a, "Verifying");
   restart("Verifying");
   BOOST_TEST(!c.node(a).dcm_taint);

@@ -187,7 +187,8 @@ BOOST_AUTO_TEST_CASE(the_deployment_runs_two_hardened_replicas_with_leader_elect
   BOOST_TEST(has(args, "--leader-elect"));
   BOOST_TEST(arg_after(args, "--lease-namespace") == "gp-ns");
   BOOST_TEST(arg_after(args, "--metrics-addr") == "0.0.0.0:8080");
-  BOOST_TEST(arg_after(args, "--dcm-config") == "dcm-ns/config-manager-config");
+  BOOST_TEST(arg_after(args, "--dcm-config") == "dcm-ns/default-dcm-config");
+  BOOST_TEST(arg_after(args, "--dcm-config-sync") == "90");
   BOOST_TEST(c["ports"][0]["name"].as<std::string>() == "metrics");
   BOOST_TEST(c["ports"][0]["containerPort"].as<int>() == 8080);
   BOOST_TEST(c["livenessProbe"]["httpGet"]["path"].as<std::string>() == "/healthz");
@@ -281,7 +282,7 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
   BOOST_TEST(dcm["metadata"]["namespace"].as<std::string>() == "dcm-ns");
   const std::map<std::string, std::set<std::string>> dcm_grants = {
       {"/configmaps", {"create"}},
-      {"/configmaps[config-manager-config]", {"get", "update"}},
+      {"/configmaps[default-dcm-config]", {"get", "update"}},
   };
   E2E_CHECK((grants(dcm) == dcm_grants), describe(grants(dcm)));
   BOOST_TEST(find_all(docs, "Role").size() == 3u);

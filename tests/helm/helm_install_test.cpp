@@ -277,7 +277,8 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     c.start_simulator();
 
     // -- helm install: the objects exist --
-    auto installed = rel.install({"--set", "dcm.namespace=" + c.ns,
+    auto installed = rel.install({"--set", "dcm.namespace=" + c.ns, "--set",
+                                  "dcm.configSyncSeconds=" + c.dcm_config_sync(),
                                   // no node runs the chart's pods here: keep them Pending
                                   // (a string even when the key is all digits)
                                   "--set-string", "nodeSelector.helm-test=" + c.key});

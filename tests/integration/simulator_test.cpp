@@ -47,7 +47,7 @@ const std::string partition_label = "amd.com/gpu.compute-memory-partition";
 const std::string fault_label = "sim.gpu-partitioner.io/fault";
 const std::string partition_annotation = "sim.gpu-partitioner.io/partition";
 const std::string dcm_component = "amd-device-config-manager";
-const std::string dcm_config_name = "config-manager-config";
+const std::string dcm_config_name = "default-dcm-config";
 
 // At --time-scale 0.02: a memory change 2.8 s, a compute change 0.2 s, the plugin's
 // restart 0.1 s (1 s when slow), DCM's retry period 1.2 s.

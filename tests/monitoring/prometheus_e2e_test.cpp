@@ -254,10 +254,11 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_a_rollout_and_every_dashboard_and_rule_e
 
   const int metrics_port = free_port();
   const std::vector<std::string> operator_args{
-      "--kubeconfig",   std::getenv("KUBECONFIG"),
-      "--dcm-config",   c.ns + "/" + dcm_config_name,
-      "--log-level",    "debug",
-      "--metrics-addr", "127.0.0.1:" + std::to_string(metrics_port)};
+      "--kubeconfig",      std::getenv("KUBECONFIG"),
+      "--dcm-config",      c.ns + "/" + dcm_config_name,
+      "--dcm-config-sync", c.dcm_config_sync(),
+      "--log-level",       "debug",
+      "--metrics-addr",    "127.0.0.1:" + std::to_string(metrics_port)};
   c.start_operator(operator_args);
   E2E_REQUIRE(eventually([&] { return http_get(metrics_port, "/healthz").code == 200; }, 10s, 50ms),
               c.operator_log());

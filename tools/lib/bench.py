@@ -31,6 +31,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # (sim_timing) and kubelet_model.hpp. A memory-mode change (NPS1 <-> NPS4) reloads the driver.
 DCM_MEMORY_CHANGE = 140.0
 PLUGIN_RESTART = 5.0
+# DCM stops each host service of its config (tools/simulator/dcm-config.json has two)
+# for 10 s before it partitions.
+HOST_SERVICES = 2 * 10.0
+# kubelet's delivery of DCM's config to its file (gpu-sim's --dcm-config-lag), and the
+# operator's wait for it before the first label (--dcm-config-sync).
+DCM_CONFIG_LAG = 60.0
+DCM_CONFIG_SYNC = 90.0
 WORKLOAD_GRACE = 10  # terminationGracePeriodSeconds of the bench's workload pods
 PHASES = ["Pending", "Draining", "Applying", "WaitingOperator", "Verifying", "Succeeded", "Failed"]
 PROFILES = [  # name, DCM profile, payload ConfigMap, amd.com/gpu on 8 MI300X
@@ -327,8 +334,7 @@ class Bench:
         shutil.copy2(os.path.join(self.state, "gpu-sim"), self.sim_exe)
         # As tools/sim starts it (its README says why each flag).
         p = start([self.sim_exe, "--kubeconfig", os.environ["KUBECONFIG"], "--time-scale", repr(scale),
-                   "--dcm-config", "kube-amd-gpu/config-manager-config",
-                   "--ready-label", "amd.com/gpu.ready=true", "--dcm-config-lag", "0"],
+                   "--ready-label", "amd.com/gpu.ready=true"],
                   os.path.join(self.args.sim_state, "gpu-sim.log"), own=False)
         with open(self.sim_pidfile + ".tmp", "w") as f:
             f.write(str(p.pid))
@@ -421,9 +427,15 @@ class Bench:
     # - one rollout -
     def node_seconds(self):
         """The simulated time one node needs at time scale 1: the workload pods' grace
-        period, then (after the taint) the device plugin pod's, DCM's memory-mode change,
-        and the device plugin's restart."""
-        return WORKLOAD_GRACE + self.ds_grace + DCM_MEMORY_CHANGE + PLUGIN_RESTART
+        period, then (after the taint) the device plugin pod's, DCM's host services and
+        memory-mode change, and the device plugin's restart."""
+        return WORKLOAD_GRACE + self.ds_grace + HOST_SERVICES + DCM_MEMORY_CHANGE + PLUGIN_RESTART
+
+    def first_wave_wait(self):
+        """What the first wave waits at time scale 1 beyond its drain: the profiles are
+        written to DCM's config as the first node drains, and its label waits until the
+        change is --dcm-config-sync old."""
+        return max(0.0, DCM_CONFIG_SYNC - (WORKLOAD_GRACE + self.ds_grace))
 
     def rollout(self, index, max_parallel):
         waves = math.ceil(self.n / max_parallel)
@@ -440,16 +452,20 @@ class Bench:
         budget = self.pdb_max_unavailable
         run = {"plan": plan, "max_parallel": max_parallel, "nodes": self.n, "waves": waves,
                "time_scale": scale, "node_seconds": per_node * scale,
-               "ideal_seconds": waves * per_node * scale, "profile": profile[0],
+               "ideal_seconds": (waves * per_node + self.first_wave_wait()) * scale,
+               "profile": profile[0],
                "pdb_max_unavailable": budget, "pods_per_node": self.args.pods_per_node}
         log(f"rollout {index + 1}: {self.n} nodes to {profile[1]}, maxParallel {max_parallel}, "
             f"time scale {scale:g} ({run['node_seconds']:.2f} s per node, ideal "
             f"{run['ideal_seconds']:.0f} s)")
+        sync = DCM_CONFIG_SYNC * scale
 
         port = free_port()
         oplog = os.path.join(self.state, f"operator-{plan}.log")
         op = start([os.path.join(self.state, "gpu-partitioner"), "--kubeconfig", self.token_kubeconfig,
                     "--leader-elect", "--lease-namespace", "kube-amd-gpu",
+                    "--dcm-config", "kube-amd-gpu/default-dcm-config",
+                    "--dcm-config-sync", repr(sync),
                     "--metrics-addr", f"127.0.0.1:{port}"], oplog)
         metrics_url = f"http://127.0.0.1:{port}"
         deadline = time.time() + 120

@@ -602,7 +602,12 @@ void e2e_cluster::add_nodes(const std::vector<std::pair<std::string, node_spec>>
   }
 }
 
+std::string e2e_cluster::dcm_config_sync() const {
+  return std::to_string(90 * std::stod(time_scale_));
+}
+
 void e2e_cluster::start_simulator(const std::string& time_scale) {
+  time_scale_ = time_scale;
   const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
   const std::string log =
       std::string(outputs != nullptr ? outputs : "/tmp") + "/gpu-sim-" + id + ".log";
@@ -611,10 +616,7 @@ void e2e_cluster::start_simulator(const std::string& time_scale) {
                                "--dcm-config", ns + "/" + dcm_config_name, "--time-scale",
                                time_scale, "--kubeconfig", kubeconfig_,
                                // The samples' ready label, as a site's labeller would set it.
-                               "--ready-label", std::string(ready_label) + "=true",
-                               // Until the operator waits for kubelet's delivery of DCM's
-                               // file (issue 21, part 2), DCM reads the ConfigMap at once.
-                               "--dcm-config-lag", "0"},
+                               "--ready-label", std::string(ready_label) + "=true"},
       log);
   for (const auto& n : nodes)
     BOOST_REQUIRE_MESSAGE(eventually(
@@ -663,6 +665,8 @@ e2e_cluster::operator_command(const std::vector<std::string>& extra_args) const 
                                 kubeconfig_,
                                 "--dcm-config",
                                 ns + "/" + dcm_config_name,
+                                "--dcm-config-sync",
+                                dcm_config_sync(),
                                 "--log-level",
                                 "debug",
                                 "--metrics-addr",
@@ -834,9 +838,14 @@ std::string e2e_cluster::plan_phase(const std::string& plan) {
   return p ? str(*p, {"status", "phase"}) : std::string{};
 }
 
+// DCM's DaemonSet shares the test's namespace (as DCM's namespace): the workloads are the
+// other pods.
+const char* const not_dcm = "app.kubernetes.io/name!=device-config-manager";
+
 std::vector<pod_view> e2e_cluster::pods(const std::string& label_selector) {
   std::vector<pod_view> out;
-  for (const auto& p : list_items(api, kube::resources::pods(), ns, label_selector))
+  for (const auto& p : list_items(api, kube::resources::pods(), ns,
+                                  label_selector.empty() ? not_dcm : label_selector))
     out.push_back(to_pod_view(p));
   return out;
 }
@@ -1001,7 +1010,9 @@ void sampler::run() {
       ok = false;
     }
     if (with_pods_) {
-      if (auto list = c.api.list(kube::resources::pods(), ns_, all); list.ok()) {
+      kube::list_options workloads;
+      workloads.label_selector = not_dcm;
+      if (auto list = c.api.list(kube::resources::pods(), ns_, workloads); list.ok()) {
         for (const auto& p : list.value()["items"].GetArray())
           s.pods.push_back(to_pod_view(p));
       } else {

@@ -41,7 +41,7 @@ inline constexpr const char* partition_annotation = "sim.gpu-partitioner.io/part
 inline constexpr const char* was_unschedulable = "infrastructure.silogen.ai/was-unschedulable";
 inline constexpr const char* applied_hash = "infrastructure.silogen.ai/applied-hash";
 inline constexpr const char* item_finalizer = "infrastructure.silogen.ai/node-partitioning";
-inline constexpr const char* dcm_config_name = "config-manager-config";
+inline constexpr const char* dcm_config_name = "default-dcm-config";
 
 extern const kube::resource plans;
 extern const kube::resource profiles;
@@ -209,6 +209,9 @@ public:
   void add_nodes(const std::vector<std::pair<std::string, node_spec>>& specs);
   /// gpu-sim over this test's nodes; waits until each reports amd.com/gpu and is ready.
   void start_simulator(const std::string& time_scale = "0.02");
+  /// The operator's --dcm-config-sync for the simulator's time scale: the default 90 s
+  /// scaled as gpu-sim scales kubelet's delivery of DCM's file (60 s).
+  std::string dcm_config_sync() const;
   child_process& simulator() { return *sim_; }
   /// The operator; its output goes to $TEST_UNDECLARED_OUTPUTS_DIR/operator-<id>.log.
   void start_operator();
@@ -286,6 +289,7 @@ private:
   std::unique_ptr<child_process> sim_;
   std::unique_ptr<child_process> op_;
   std::string op_log_;
+  std::string time_scale_ = "0.02";
   std::vector<std::string> op_args_;
   std::vector<std::string> plans_;
   std::vector<std::string> profiles_;

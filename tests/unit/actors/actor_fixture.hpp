@@ -118,6 +118,7 @@ struct cluster_model {
   std::function<gp::wall_clock::time_point()> blocked_at = [] { return gp::wall_clock::now(); };
   /// DCM answers this state as soon as the profile label is set ("" for never).
   std::string dcm_answer = "success";
+  int events_written = 0;
 
   cluster_model() {
     view.synced = true;
@@ -130,8 +131,22 @@ struct cluster_model {
             ga::config_map_data{{"config.json", R"({"gpu-config-profiles":{}})"}});
   }
 
+  /// A node, with DCM's pod on it (the GPU operator's DaemonSet runs one on every GPU node).
   void put(const gc::node_info& n) {
     view.nodes[n.name] = std::make_shared<const gc::node_info>(n);
+    const std::string dcm_pod = std::string(dcm_ns) + "/dcm-" + n.name;
+    auto pods = view.pods_by_node.find(n.name);
+    if (pods == view.pods_by_node.end() || !pods->second->count(dcm_pod)) {
+      auto p = make_pod(n.name, "dcm-" + n.name);
+      p.ns = dcm_ns;
+      p.labels = {{gc::dcm_pod_label, gc::dcm_pod_label_value}};
+      p.daemon_set = true;
+      gc::toleration t;
+      t.key = gc::dcm_taint_key;
+      t.op = "Exists";
+      p.tolerations = {t};
+      view.pods_to_edit(n.name)[dcm_pod] = std::make_shared<const gc::pod_info>(p);
+    }
   }
   void put(const gc::pod_info& p) {
     view.pods_to_edit(p.node_name)[p.ns + "/" + p.name] = std::make_shared<const gc::pod_info>(p);
@@ -160,11 +175,26 @@ struct cluster_model {
     return copy;
   }
 
+  /// DCM's answer to the node's profile label: its state label, and its Event naming the
+  /// profile it served.
+  void dcm_says(gc::node_info& n, const std::string& state) {
+    n.labels[gc::dcm_state_label] = state;
+    const bool ok = state == "success";
+    view.dcm_events_to_edit(
+        n.name)[std::string(dcm_ns) + "/event-" + std::to_string(++events_written)] =
+        std::make_shared<const ga::config_map_data>(
+            ga::config_map_data{{"type", ok ? "Normal" : "Warning"},
+                                {"reason", ok ? "SuccessfullyPartitioned" : "AMDSMIAPIFailure"},
+                                {"message", "{}"},
+                                {"profile", n.labels[gc::dcm_profile_label]},
+                                {"time", gp::format_time(gp::wall_clock::now())}});
+  }
+
   // The device plugin and labeller report what the GPUs run, while not tainted.
   static void plugin(gc::node_info& n) {
     if (n.has_dcm_taint()) {
       n.labels.erase("amd.com/gpu.ready");
-      n.allocatable.erase("amd.com/gpu");
+      n.allocatable["amd.com/gpu"] = "0"; // kubelet: the plugin's devices are unhealthy
       return;
     }
     n.labels["amd.com/gpu.ready"] = "true";
@@ -214,7 +244,7 @@ struct cluster_model {
       }
       if (n.labels.count(gc::dcm_profile_label) &&
           n.labels[gc::dcm_profile_label] != label_before && !dcm_answer.empty())
-        n.labels[gc::dcm_state_label] = dcm_answer;
+        dcm_says(n, dcm_answer);
       plugin(n);
       n.resource_version = std::to_string(std::stoi(n.resource_version) + 1);
       put(n);
@@ -248,9 +278,9 @@ struct cluster_model {
       ga::config_map_data data;
       if (auto cm = view.config_maps.find(key); cm != view.config_maps.end())
         data = *cm->second;
-      data["config.json"] =
-          gc::dcm_config_with(data["config.json"], io.dcm->profile_name, io.dcm->profile_json)
-              .value_or(data["config.json"]);
+      for (const auto& [name, payload] : io.dcm->profiles)
+        data["config.json"] =
+            gc::dcm_config_with(data["config.json"], name, payload).value_or(data["config.json"]);
       view.config_maps[key] = std::make_shared<const ga::config_map_data>(data);
     }
     if (auto it = view.items.find(io.item); it != view.items.end()) {

@@ -282,11 +282,11 @@ BOOST_FIXTURE_TEST_CASE(a_worker_drives_its_node_to_succeeded_through_io_writer_
   BOOST_TEST(n.annotations.count(gc::was_unschedulable_annotation) == 0u);
   BOOST_TEST(!last_facts().in_flight);
   BOOST_TEST(!last_facts().wants_token);
-  // One write each: cordon, eviction, taint, DCM's config, label, untaint, uncordon.
-  BOOST_TEST(requests() == 7u);
-  BOOST_TEST(request(3).dcm.has_value());
+  // One write each: cordon with DCM's config, eviction, taint, label, untaint, uncordon.
+  BOOST_TEST(requests() == 6u);
+  BOOST_TEST(request(0).dcm.has_value());
   BOOST_TEST(
-      (request(4).patch && request(4).patch->labels.at(gc::dcm_profile_label) == dcm_profile));
+      (request(3).patch && request(3).patch->labels.at(gc::dcm_profile_label) == dcm_profile));
   const auto& cm = cluster().view.config_maps.at(std::string(dcm_ns) + "/" + dcm_cm);
   BOOST_TEST(gc::dcm_config_has(cm->at("config.json"), dcm_profile, payload_json));
   // Events for the node go through the writer, named after the Node.
@@ -392,7 +392,7 @@ BOOST_FIXTURE_TEST_CASE(a_watch_that_lags_behind_the_workers_write_is_bypassed_b
   watch_lag_limit = 200ms;
   run_to_the_label_write(); // DCM answers later, by hand
   // From here the watch shows nothing: not the worker's write, not DCM's answer.
-  const auto stale = cluster().snapshot();
+  auto stale = cluster().snapshot();
   io_state->publish = false;
   deliver();
   auto reads = [&] {
@@ -406,9 +406,13 @@ BOOST_FIXTURE_TEST_CASE(a_watch_that_lags_behind_the_workers_write_is_bypassed_b
   BOOST_TEST(reads() == 0u, "a read before the watch had time to show the write");
   BOOST_TEST(written->last_phase(item_name) == "WaitingOperator");
   auto done = cluster().node("gpu-1");
-  done.labels[gc::dcm_state_label] = "success";
+  cluster().dcm_says(done, "success");
   done.resource_version = std::to_string(std::stoi(done.resource_version) + 1);
   cluster().put(done);
+  // DCM's Event comes on a watch of its own, which is not the one lagging.
+  auto with_answer = std::make_shared<ga::cluster_snapshot>(*stale);
+  with_answer->dcm_events_by_node = cluster().view.dcm_events_by_node;
+  stale = with_answer;
   std::this_thread::sleep_for(watch_lag_limit + 50ms);
   show_stale();
   BOOST_TEST_REQUIRE(reads() == 1u, "no read once the watch lagged past the limit");
@@ -500,7 +504,7 @@ BOOST_FIXTURE_TEST_CASE(a_write_carries_the_arrival_of_the_change_it_answers, wo
 
   // DCM's answer arrives: Verifying (status only), then at once the untaint.
   const auto answered = gp::wall_clock::now() - 20ms;
-  n.labels[gc::dcm_state_label] = "success";
+  cluster().dcm_says(n, "success");
   cluster().put(n);
   cluster().view.node_changes["gpu-1"] = answered;
   show_view();
@@ -527,7 +531,7 @@ BOOST_FIXTURE_TEST_CASE(the_untaint_after_dcms_answer_does_not_wait_for_the_stat
   io_state->hold = true; // the worker stops at its first node write
   start();
   show_view();
-  n.labels[gc::dcm_state_label] = "success";
+  cluster().dcm_says(n, "success");
   cluster().put(n);
   show_view();
   sched.trigger_timeouts();
@@ -605,7 +609,7 @@ BOOST_FIXTURE_TEST_CASE(a_timer_step_reads_the_plans_latest_view, worker_fixture
   run_the_whole_way();
   BOOST_TEST_REQUIRE(written->last_phase(item_name) == "WaitingOperator");
   auto done = cluster().node("gpu-1");
-  done.labels[gc::dcm_state_label] = "success";
+  cluster().dcm_says(done, "success");
   done.resource_version = std::to_string(std::stoi(done.resource_version) + 1);
   cluster().put(done);
   latest->set(cluster().snapshot()); // no message: only the latest view has it

@@ -5,6 +5,8 @@
 // checks the safety rules at every step. Time is fixed (`t0` and offsets from it).
 #include "controller/node_machine.hpp"
 
+#include "controller/dcm_payload.hpp"
+
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -133,6 +135,17 @@ struct world {
     in.dcm.found = true;
     in.dcm.config_json = R"({"gpu-config-profiles":{"spx-nps1":)" + spx_payload + "}}";
     in.now = t0;
+    // DCM's pod, as the GPU operator's DaemonSet runs it on every GPU node.
+    gc::pod_info dcm;
+    dcm.ns = "kube-amd-gpu";
+    dcm.name = "default-device-config-manager-abcde";
+    dcm.uid = "uid-dcm";
+    dcm.node_name = node_name;
+    dcm.labels = {{gc::dcm_pod_label, gc::dcm_pod_label_value}};
+    dcm.phase = "Running";
+    dcm.daemon_set = true;
+    dcm.tolerations = {tolerate_dcm()};
+    in.pods.push_back(dcm);
   }
 
   gc::node_info& node() { return *in.node; }
@@ -207,8 +220,31 @@ struct world {
     node().annotations[gc::applied_hash_annotation] = mark();
     return *this;
   }
+  // DCM's state label and its Event for this run's profile (success, or an amd-smi
+  // failure), as DCM writes both.
   world& dcm_says(const std::string& state) {
     node().labels[gc::dcm_state_label] = state;
+    if (state == "success")
+      dcm_event("SuccessfullyPartitioned");
+    else if (state == "failure")
+      dcm_event("AMDSMIAPIFailure", dcm_name, "amd-smi failed");
+    return *this;
+  }
+  // The state label alone (its Event lost, or not yet seen).
+  world& dcm_state_only(const std::string& state) {
+    node().labels[gc::dcm_state_label] = state;
+    return *this;
+  }
+  // One of DCM's Events from the node, answering `profile`, at `now`.
+  world& dcm_event(const std::string& reason, const std::string& profile = dcm_name,
+                   const std::string& message = "{}") {
+    gc::dcm_event_info e;
+    e.type = reason == "SuccessfullyPartitioned" ? "Normal" : "Warning";
+    e.reason = reason;
+    e.message = message;
+    e.profile = profile;
+    e.time = in.now;
+    in.dcm_events.push_back(e);
     return *this;
   }
   // The device plugin and labeller report the new partitions.
@@ -683,7 +719,7 @@ BOOST_AUTO_TEST_CASE(evicted_pods_still_terminating_are_counted_once) {
   BOOST_TEST(w.in.item.status.drain.pods_total == 4);
   BOOST_TEST(w.in.item.status.drain.pods_evicted == 4);
   BOOST_TEST(condition_of(w, gc::node_step{}, "Drained") == "False/Terminating");
-  while (w.in.pods.size() > 1) {
+  while (w.in.pods.size() > 2) { // DCM's pod and one of the four left
     w.in.pods.pop_back();
     auto next = w.step();
     BOOST_TEST(!next.status); // nothing to write
@@ -863,7 +899,7 @@ BOOST_AUTO_TEST_CASE(drain_disabled_still_cordons_first) {
 
 BOOST_AUTO_TEST_CASE(waits_for_non_tolerating_pods_daemonset_ones_too_before_applying) {
   world w;
-  w.at(node_phase::draining).cordoned_by_us().tainted();
+  w.at(node_phase::draining).cordoned_by_us().tainted().dcm_config_has_profile();
   auto plugin = daemon_pod("device-plugin-x");
   plugin.deleting = true;
   auto tolerant_ds = daemon_pod("dcm-x");
@@ -998,8 +1034,7 @@ BOOST_AUTO_TEST_CASE(writes_dcm_config_naming_the_configmap_and_the_profile) {
   BOOST_TEST_REQUIRE(s.dcm.has_value());
   BOOST_TEST(s.dcm->ns == "kube-amd-gpu");
   BOOST_TEST(s.dcm->name == "config-manager-config");
-  BOOST_TEST(s.dcm->profile_name == dcm_name);
-  BOOST_TEST(s.dcm->profile_json == cpx_payload);
+  BOOST_TEST(s.dcm->profiles.at(dcm_name) == cpx_payload);
   BOOST_TEST(!s.patch); // the label waits for DCM's config
   BOOST_TEST(condition_of(w, s, "ProfileApplied") == "False/WritingDCMConfig");
 }
@@ -1217,28 +1252,111 @@ BOOST_AUTO_TEST_CASE(dcm_success_enters_verifying) {
   BOOST_TEST(s.requeue.count() > 0);
 }
 
-BOOST_AUTO_TEST_CASE(dcm_failure_without_its_event_waits_five_seconds_then_fails_anyway) {
+// Without DCM's Event (lost, or from an older request) the state label decides only once
+// half the plan's verification timeout has passed: a stale answer of the previous
+// request's run is overwritten long before.
+BOOST_AUTO_TEST_CASE(a_state_label_without_dcms_event_decides_only_after_half_the_timeout) {
+  for (const std::string state : {"failure", "success"}) {
+    world w;
+    w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+    w.dcm_state_only(state);
+    w.in.item.spec.verification.timeout_seconds = 900;
+    // An Event from before this run is not its answer.
+    w.in.now -= std::chrono::hours(1);
+    w.dcm_event("PartitionFailure", dcm_name, "an old one");
+    w.in.now += std::chrono::hours(1);
+    auto first = w.step();
+    BOOST_TEST(phase_after(w, first) == "WaitingOperator", state);
+    BOOST_TEST(condition_of(w, first, "OperatorSucceeded") == "False/Waiting", state);
+    w.later(449s);
+    BOOST_TEST(phase_after(w, w.step()) == "WaitingOperator", state);
+    w.later(450s);
+    auto later = w.step();
+    BOOST_TEST(phase_after(w, later) == (state == "success" ? "Verifying" : "Failed"), state);
+    BOOST_TEST(!contains(status_after(w, later).last_error, "an old one"), state);
+  }
+}
+
+// The state label is not tied to a request: a run for the previous label that finishes
+// after ours was set writes its success. Only DCM's Event for our profile counts.
+BOOST_AUTO_TEST_CASE(a_success_of_the_previous_labels_run_is_not_taken_for_ours) {
   world w;
-  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("failure");
-  // An Event from before this wait is not this failure's explanation.
-  w.in.dcm_event = "PartitionFailure: an old one";
-  w.in.dcm_event_time = gp::format_time(w.in.now - std::chrono::hours(1));
-  auto first = w.step();
-  BOOST_TEST(phase_after(w, first) == "WaitingOperator");
-  BOOST_TEST(first.requeue.count() > 0);
-  w.in.item.status = status_after(w, first);
-  w.in.now += std::chrono::seconds(6);
-  auto later = w.step();
-  BOOST_TEST(phase_after(w, later) == "Failed");
-  BOOST_TEST(!contains(status_after(w, later).last_error, "an old one"));
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.dcm_state_only("success").dcm_event("SuccessfullyPartitioned", "spx-nps1");
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "WaitingOperator");
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(contains(condition(status_after(w, s), "OperatorSucceeded")->message,
+                      "the state label says success"));
+  w.in.item.status = status_after(w, s);
+  w.later(5s).dcm_event("SuccessfullyPartitioned");
+  BOOST_TEST(phase_after(w, w.step()) == "Verifying");
+}
+
+BOOST_AUTO_TEST_CASE(dcms_event_answers_even_when_its_state_write_was_lost) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.dcm_event("RequestedPartitionConfigAlreadyExists");
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Verifying");
+  BOOST_TEST(condition_of(w, s, "OperatorSucceeded") == "True/DCMSucceeded");
+}
+
+// Busy GPUs: DCM writes failure and PartitionRetrying, and retries for 30 minutes.
+BOOST_AUTO_TEST_CASE(dcm_retrying_busy_gpus_keeps_waiting_and_names_the_pods_holding_them) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  auto holder = pod("trainer-0");
+  holder.gpus = 1;
+  holder.tolerations = {tolerate_dcm()};
+  w.with(holder).dcm_state_only("failure").dcm_event("PartitionRetrying");
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "WaitingOperator");
+  BOOST_TEST(condition_of(w, s, "OperatorSucceeded") == "False/DCMRetrying");
+  BOOST_TEST(
+      contains(condition(status_after(w, s), "OperatorSucceeded")->message, "team/trainer-0"));
+  BOOST_TEST(no_node_writes(s));
+  // A retry that succeeds is the newer answer.
+  w.in.item.status = status_after(w, s);
+  w.later(60s).dcm_says("success");
+  BOOST_TEST(phase_after(w, w.step()) == "Verifying");
+  // Still busy at the plan's timeout: the node fails, cordoned.
+  world t;
+  t.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  t.dcm_state_only("failure").dcm_event("PartitionRetrying");
+  t.in.item.spec.verification.timeout_seconds = 900;
+  t.later(900s);
+  auto timed_out = t.step();
+  BOOST_TEST(phase_after(t, timed_out) == "Failed");
+  BOOST_TEST(last_reason(t, timed_out) == "OperatorTimeout");
+}
+
+BOOST_AUTO_TEST_CASE(non_existent_profile_means_not_delivered_yet_and_keeps_waiting) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.dcm_state_only("failure").dcm_event("NonExistentProfile");
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "WaitingOperator");
+  BOOST_TEST(condition_of(w, s, "OperatorSucceeded") == "False/DCMConfigNotDelivered");
+  // The file arrives: DCM runs the label again, unasked.
+  w.in.item.status = status_after(w, s);
+  w.later(70s).dcm_says("success");
+  BOOST_TEST(phase_after(w, w.step()) == "Verifying");
+}
+
+BOOST_AUTO_TEST_CASE(dcm_1_5s_in_progress_keeps_waiting) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.dcm_state_only("in-progress");
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "WaitingOperator");
+  BOOST_TEST(contains(condition(status_after(w, s), "OperatorSucceeded")->message, "in-progress"));
 }
 
 BOOST_AUTO_TEST_CASE(dcm_failure_fails_keeping_the_cordon_and_lifting_the_taint) {
   world w;
+  // DCM's state and its Event about it, from this run: quoted.
   w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("failure");
-  // DCM's Event about it, from this wait: quoted.
-  w.in.dcm_event = "AMDSMIAPIFailure: amd-smi failed";
-  w.in.dcm_event_time = gp::format_time(w.in.now);
   auto s = w.step();
   BOOST_TEST(contains(status_after(w, s).last_error, "AMDSMIAPIFailure: amd-smi failed"));
   BOOST_TEST(phase_after(w, s) == "Failed");
@@ -1411,8 +1529,6 @@ BOOST_AUTO_TEST_CASE(the_other_node_changes_wait_for_their_status) {
       .tainted()
       .label_ours()
       .dcm_says("failure");
-  failing.in.dcm_event = "AMDSMIAPIFailure: amd-smi failed";
-  failing.in.dcm_event_time = gp::format_time(failing.in.now);
   auto failed = failing.step();
   BOOST_TEST(phase_after(failing, failed) == "Failed");
   BOOST_TEST(taint_write(failed) == "remove");
@@ -2240,7 +2356,7 @@ world tainted_by_a_run() {
   world w;
   auto plugin = daemon_pod("device-plugin-x");
   plugin.deleting = true;
-  w.at(node_phase::draining).cordoned_by_us().with(plugin);
+  w.at(node_phase::draining).cordoned_by_us().dcm_config_has_profile().with(plugin);
   auto taint = w.step();
   BOOST_TEST_REQUIRE(taint_write(taint) == "add");
   apply_node_writes(w.node(), taint);
@@ -2452,8 +2568,9 @@ struct cluster_model {
     }
     if (s.dcm) {
       w.in.dcm.found = true;
-      auto updated = std::string(R"({"gpu-config-profiles":{)") + "\"" + s.dcm->profile_name +
-                     "\":" + s.dcm->profile_json + "}}";
+      std::string updated = w.in.dcm.config_json;
+      for (const auto& [name, payload] : s.dcm->profiles)
+        updated = gc::dcm_config_with(updated, name, payload).value();
       w.in.dcm.config_json = updated;
     }
     keep_status(w, s);
@@ -2887,6 +3004,140 @@ BOOST_AUTO_TEST_CASE(a_pending_item_of_a_plan_that_may_not_start_asks_for_no_tok
   // A node already in flight finishes.
   w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("success");
   BOOST_TEST(phase_after(w, w.step()) == "Verifying");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+// What AMD's real stack asks of the operator (amd-dcm.md, "Behaviours that bite").
+BOOST_AUTO_TEST_SUITE(real_dcm)
+
+BOOST_AUTO_TEST_CASE(a_node_without_a_running_dcm_pod_fails_preflight_untouched) {
+  world w;
+  w.in.token = true;
+  w.in.pods.clear();
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(status_after(w, s).last_error.rfind("DCMNotRunning: no DCM pod runs on node", 0) == 0,
+             status_after(w, s).last_error);
+  BOOST_TEST(no_node_writes(s));
+  // A DCM pod of another namespace, or not running, is not DCM's.
+  world v;
+  v.in.pods.front().ns = "elsewhere";
+  BOOST_TEST(!v.in.pods.empty());
+  BOOST_TEST(contains(gc::preflight(v.in).front(), "DCMNotRunning"));
+  world u;
+  u.in.pods.front().phase = "Pending";
+  BOOST_TEST(contains(gc::preflight(u.in).front(), "DCMNotRunning"));
+}
+
+BOOST_AUTO_TEST_CASE(the_plans_profiles_go_to_dcm_in_one_write_as_the_drain_starts) {
+  world w;
+  w.at(node_phase::draining);
+  w.in.plan_profiles = {{dcm_name, cpx_payload}, {"spx-nps1", spx_payload}, {"qpx", spx_payload}};
+  auto s = w.step();
+  BOOST_TEST(cordon_write(s) == "cordon");
+  BOOST_TEST_REQUIRE(s.dcm.has_value());
+  BOOST_TEST(s.dcm->profiles.size() == 3u);
+  BOOST_TEST(s.dcm->profiles.at(dcm_name) == cpx_payload);
+  // Once DCM's config holds them all, no more writes.
+  for (const auto& [name, payload] : s.dcm->profiles)
+    w.in.dcm.config_json = gc::dcm_config_with(w.in.dcm.config_json, name, payload).value();
+  BOOST_TEST(!w.step().dcm.has_value());
+}
+
+// DCM reads a mounted file kubelet refreshes on its own period: the label waits until the
+// config is old enough to have reached it.
+BOOST_AUTO_TEST_CASE(the_label_waits_until_kubelet_has_delivered_dcms_config) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  w.in.dcm.sync = 90s;
+  w.in.dcm.written_at = t0 - 30s;
+  auto s = w.step();
+  BOOST_TEST(!s.patch);
+  BOOST_TEST(!s.dcm);
+  BOOST_TEST(phase_after(w, s) == "Applying");
+  BOOST_TEST(condition_of(w, s, "ProfileApplied") == "False/WaitingForDCMConfig");
+  BOOST_TEST(s.requeue.count() == 60000);
+  w.in.item.status = status_after(w, s);
+  w.later(60s);
+  auto labelled = w.step();
+  BOOST_TEST(label_write(labelled, gc::dcm_profile_label) == dcm_name);
+  // A config whose time is not known (no annotation, no creation time) is old enough.
+  world old;
+  old.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  BOOST_TEST(label_write(old.step(), gc::dcm_profile_label) == dcm_name);
+}
+
+// DCM runs every labelled node again when its file changes: a new payload under a name
+// in-service nodes carry would repartition them with no drain.
+BOOST_AUTO_TEST_CASE(a_payload_that_changes_a_name_other_nodes_carry_is_refused_naming_them) {
+  world w;
+  w.in.token = true;
+  w.in.dcm.config_json = R"({"gpu-config-profiles":{")" + dcm_name + R"(":)" + spx_payload + "}}";
+  w.in.dcm_name_holders = {"gpu-node-07", "gpu-node-09"};
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  const auto& error = status_after(w, s).last_error;
+  BOOST_TEST(error.rfind("DCMProfileInUse: ", 0) == 0, error);
+  BOOST_TEST(contains(error, "gpu-node-07, gpu-node-09"));
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.dcm);
+  // In Applying (the holders came meanwhile): refused before the label, node given back.
+  world a;
+  a.at(node_phase::applying).cordoned_by_us().tainted();
+  a.in.dcm.config_json = w.in.dcm.config_json;
+  a.in.dcm_name_holders = {"gpu-node-07"};
+  auto refused = a.step();
+  BOOST_TEST(phase_after(a, refused) == "Failed");
+  BOOST_TEST(!refused.dcm);
+  BOOST_TEST(label_write(refused, gc::dcm_profile_label) == "-");
+  BOOST_TEST(taint_write(refused) == "remove");
+}
+
+BOOST_AUTO_TEST_CASE(a_payload_of_two_styles_expecting_amd_com_gpu_is_refused) {
+  world w;
+  w.in.profile.payload =
+      R"({"profiles":[{"computePartition":"CPX","memoryPartition":"NPS1","numGPUsAssigned":4},)"
+      R"({"computePartition":"SPX","memoryPartition":"NPS1","numGPUsAssigned":4}]})";
+  const auto findings = gc::preflight(w.in);
+  BOOST_TEST_REQUIRE(!findings.empty());
+  BOOST_TEST(findings.front().rfind("PayloadMixedStyles: ", 0) == 0, findings.front());
+  // Expecting the mixed strategy's resources instead is fine.
+  w.in.profile.spec.expected_resources = {{"amd.com/cpx_nps1", 32}, {"amd.com/spx_nps1", 4}};
+  BOOST_TEST(gc::preflight(w.in).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_not_ready_node_waits_in_pending_without_asking_for_a_token) {
+  world w;
+  w.node().ready = false;
+  w.in.token = true;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(!s.wants_token);
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(condition_of(w, s, "Started") == "False/NodeNotReady");
+  w.in.item.status = status_after(w, s);
+  w.node().ready = true;
+  BOOST_TEST(phase_after(w, w.step()) == "Draining");
+}
+
+// A pod that holds GPUs makes DCM find them busy, whatever it tolerates.
+BOOST_AUTO_TEST_CASE(a_gpu_pod_tolerating_the_taint_is_evicted_and_a_daemon_sets_is_shown) {
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  auto tolerant = pod("trainer-0");
+  tolerant.gpus = 1;
+  tolerant.tolerations = {tolerate_dcm()};
+  auto daemon = daemon_pod("gpu-agent-x");
+  daemon.gpus = 8;
+  w.with(tolerant).with(daemon);
+  auto s = w.step();
+  BOOST_TEST_REQUIRE(s.removals.size() == 1u);
+  BOOST_TEST(s.removals[0].name == "trainer-0");
+  const auto& blocking = status_after(w, s).drain.blocking_pods;
+  BOOST_TEST(std::any_of(blocking.begin(), blocking.end(),
+                         [](const auto& b) { return b.name == "gpu-agent-x"; }));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
