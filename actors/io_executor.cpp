@@ -117,7 +117,7 @@ struct executor {
         auto& meta = doc["metadata"];
         if (!meta.HasMember("annotations") || !meta["annotations"].IsObject())
           meta.AddMember("annotations", rapidjson::Value(rapidjson::kObjectType), alloc);
-        const std::string now = protocol::format_time(protocol::wall_clock::now());
+        const std::string now = protocol::format_time_micro(protocol::wall_clock::now());
         meta["annotations"].RemoveMember(controller::dcm_config_written_annotation);
         meta["annotations"].AddMember(
             rapidjson::Value(controller::dcm_config_written_annotation, alloc),
@@ -133,7 +133,7 @@ struct executor {
         body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":" +
                quote(w.name) + ",\"namespace\":" + quote(w.ns) + ",\"annotations\":{" +
                quote(controller::dcm_config_written_annotation) + ":" +
-               quote(protocol::format_time(protocol::wall_clock::now())) +
+               quote(protocol::format_time_micro(protocol::wall_clock::now())) +
                "}},\"data\":{\"config.json\":" + quote(*updated) + "}}";
         auto made = api.create(kube::resources::config_maps(), w.ns, body);
         if (made)

@@ -344,7 +344,7 @@ BOOST_AUTO_TEST_CASE(
   const pid_t operator_pid = c.operator_process().pid();
 
   // -- profiles and payloads --
-  const std::string cpx_payload = "dcm-profile-mi300x-cpx-nps4"; // copied in by the fixture
+  const std::string cpx_payload = "dcm-profile-cpx-nps4"; // copied in by the fixture
   auto payload = [&](const std::string& name, const std::string& json) {
     c.create_payload(name, json);
     return name;
@@ -646,7 +646,7 @@ BOOST_AUTO_TEST_CASE(
     o.timeout = "60";
     o.dcm_name = "shared-name";
     const auto mine = profile("dcm-name", o);
-    o.payload = "dcm-profile-mi300x-spx-nps1";
+    o.payload = "dcm-profile-spx-nps1";
     profile("dcm-name-rival", o);
     const auto plan = one_entry_plan("dcm-name", selector_for("dcm-name"), mine);
     add("two profiles with one DCM profile name and different payloads", "reported",

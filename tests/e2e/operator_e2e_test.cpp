@@ -65,8 +65,8 @@ std::string profile_spec(const e2e_cluster& c, const std::string& payload,
 }
 
 // The sample payloads, as the cluster fixture copied them into the test's namespace.
-const char* cpx_payload = "dcm-profile-mi300x-cpx-nps4";
-const char* spx_payload = "dcm-profile-mi300x-spx-nps1";
+const char* cpx_payload = "dcm-profile-cpx-nps4";
+const char* spx_payload = "dcm-profile-spx-nps1";
 const char* cpx_nps4_json = R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
                             R"("memoryPartition":"NPS4","numGPUsAssigned":8}]})";
 
@@ -263,7 +263,8 @@ BOOST_AUTO_TEST_CASE(seed_plan_partitions_training_to_cpx_and_inference_to_spx_a
     BOOST_TEST(i.phase == "Succeeded", i.name << " " << i.phase << " " << i.last_error);
   for (const auto& n : c.nodes) {
     const bool is_training = contains(n, "-t");
-    expect_partitioned(c, n, is_training ? "cpx-nps4" : "spx-nps1", is_training ? 64 : 8);
+    // The samples name no profileName: DCM's names are the profiles' own.
+    expect_partitioned(c, n, is_training ? cpx : spx, is_training ? 64 : 8);
   }
   auto p = c.get(plans, plan);
   BOOST_REQUIRE(p);

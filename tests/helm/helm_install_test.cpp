@@ -385,14 +385,15 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     for (const auto& n : c.nodes) {
       const auto v = c.node(n);
       const bool training = n.find("-t") != std::string::npos;
-      BOOST_TEST(v.label(profile_label) == (training ? "cpx-nps4" : "spx-nps1"), n);
+      // The samples name no profileName: DCM's names are the profiles' own.
+      BOOST_TEST(v.label(profile_label) == (training ? cpx : spx), n);
       BOOST_TEST(v.gpus == (training ? 64 : 8), n);
       BOOST_TEST(!v.unavailable(), n);
     }
     // The operator wrote both profiles into DCM's ConfigMap.
     const auto profiles = dcm_profiles(c);
-    BOOST_TEST(profiles.count("cpx-nps4") == 1u);
-    BOOST_TEST(profiles.count("spx-nps1") == 1u);
+    BOOST_TEST(profiles.count(cpx) == 1u);
+    BOOST_TEST(profiles.count(spx) == 1u);
 
     // -- nothing was refused: the operator's own count, and the audit log --
     const auto metrics = run({"curl", "-s", metrics_url + "/metrics"});

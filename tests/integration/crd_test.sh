@@ -58,15 +58,15 @@ samples_apply_unchanged() {
 adopt_node_item() {
   local uid item
   uid=$(kubectl get partitioningplan training-pool-partition -o jsonpath='{.metadata.uid}')
-  item=$samples/nodepartitioning-training-pool-partition-gpu-node-01.yaml
+  item=$samples/nodepartitioning-training-pool-partition-gpu-node-02.yaml
   kubectl delete -f "$item" --ignore-not-found --wait >/dev/null
-  sed "s/uid: 00000000-0000-0000-0000-000000000001/uid: $uid/" "$item" | kubectl create -f - >/dev/null
+  sed "s/uid: 12345678-1234-1234-1234-123456789abc/uid: $uid/" "$item" | kubectl create -f - >/dev/null
 }
 
 plan_reads_back_intact() {
   local out
   out=$(kubectl get partitioningplan training-pool-partition -o jsonpath='{.spec.rollout.maxUnavailable}|{.spec.rollout.maxParallel}|{.spec.partitionings[0].profileRef.name}|{.spec.rollout.drainPolicy.evictionKind}')
-  [ "$out" = "25%|2|mi300x-cpx-nps4|Eviction" ] || { echo "read back: $out"; return 1; }
+  [ "$out" = "1|2|mi300x-cpx-nps4|Eviction" ] || { echo "read back: $out"; return 1; }
 }
 
 profile_reads_back_with_seed_count() {
@@ -95,7 +95,7 @@ printer_columns_show_progress() {
   # The sample item may be between its re-creation and its first read: wait for it.
   local i
   for i in $(seq 20); do
-    kubectl get nodepartitioning training-pool-partition-gpu-node-01 >/dev/null 2>&1 && break
+    kubectl get nodepartitioning training-pool-partition-gpu-node-02 >/dev/null 2>&1 && break
     sleep 0.5
   done
   local header
@@ -105,7 +105,7 @@ printer_columns_show_progress() {
   for col in PHASE DONE TOTAL FAILED; do
     grep -qw "$col" <<<"$header" || { echo "no $col column in: $header"; return 1; }
   done
-  header=$(kubectl get nodepartitioning training-pool-partition-gpu-node-01 | sed -n 1p)
+  header=$(kubectl get nodepartitioning training-pool-partition-gpu-node-02 | sed -n 1p)
   for col in NODE PROFILE PHASE; do
     grep -qw "$col" <<<"$header" || { echo "no $col column in: $header"; return 1; }
   done

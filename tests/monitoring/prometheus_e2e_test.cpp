@@ -203,7 +203,7 @@ std::string profile_spec(const e2e_cluster& c) {
          R"("targetSelector":{"matchLabels":{"gpu.vendor":"amd","gpu.family":"mi300x"}},)"
          R"("expectedResources":[{"name":"amd.com/gpu","count":64}],)"
          R"("verification":{"readyLabel":"amd.com/gpu.ready","timeoutSeconds":60},)"
-         R"("operatorPayload":{"kind":"ConfigMap","name":"dcm-profile-mi300x-cpx-nps4",)"
+         R"("operatorPayload":{"kind":"ConfigMap","name":"dcm-profile-cpx-nps4",)"
          R"("namespace":)" +
          quoted(c.ns) + R"(,"profileName":"cpx-nps4"}})";
 }

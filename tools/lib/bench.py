@@ -41,8 +41,8 @@ DCM_CONFIG_SYNC = 90.0
 WORKLOAD_GRACE = 10  # terminationGracePeriodSeconds of the bench's workload pods
 PHASES = ["Pending", "Draining", "Applying", "WaitingOperator", "Verifying", "Succeeded", "Failed"]
 PROFILES = [  # name, DCM profile, payload ConfigMap, amd.com/gpu on 8 MI300X
-    ("bench-cpx-nps4", "cpx-nps4", "dcm-profile-mi300x-cpx-nps4", 64),
-    ("bench-spx-nps1", "spx-nps1", "dcm-profile-mi300x-spx-nps1", 8),
+    ("bench-cpx-nps4", "cpx-nps4", "dcm-profile-cpx-nps4", 64),
+    ("bench-spx-nps1", "spx-nps1", "dcm-profile-spx-nps1", 8),
 ]
 WORKLOADS = "gpu-workloads"
 OPERATOR_USER = "token-admin"

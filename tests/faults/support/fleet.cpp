@@ -52,8 +52,7 @@ fleet::fleet(e2e::e2e_cluster& c, fleet_options o) : cluster(c), options(std::mo
   c.add_nodes(specs);
   c.start_simulator(options.time_scale);
   c.create_payload("faults-qpx-nps1", qpx_json);
-  cpx_profile =
-      c.create_profile("cpx", profile_spec(c, "dcm-profile-mi300x-cpx-nps4", "cpx-nps4", 64));
+  cpx_profile = c.create_profile("cpx", profile_spec(c, "dcm-profile-cpx-nps4", "cpx-nps4", 64));
   qpx_profile = c.create_profile("qpx", profile_spec(c, "faults-qpx-nps1", "qpx-nps1", 32));
 
   const int pods = options.pods > 0    ? options.pods

@@ -30,26 +30,27 @@ const char* const explicit_profile = R"J({
   "apiVersion": "infrastructure.silogen.ai/v1alpha1", "kind": "PartitioningProfile",
   "metadata": {"name": "mi300x-cpx-nps4"},
   "spec": {
-    "displayName": "MI300X CPX + NPS4 (64 partitions)",
+    "displayName": "MI300X CPX+NPS4 (4 partitions, ~16GB VRAM each)",
     "targetSelector": {"matchLabels": {"gpu.vendor": "amd", "gpu.family": "mi300x"}},
     "expectedResources": [{"name": "amd.com/gpu", "count": 63}],
     "verification": {"readyLabel": "amd.com/gpu.ready", "timeoutSeconds": 600},
-    "operatorPayload": {"kind": "ConfigMap", "name": "dcm-profile-mi300x-cpx-nps4",
-                        "namespace": "kube-amd-gpu", "profileName": "cpx-nps4"}}})J";
+    "operatorPayload": {"kind": "ConfigMap", "name": "dcm-profile-cpx-nps4",
+                        "namespace": "kube-amd-gpu", "profileName": "mi300x-cpx-nps4"}}})J";
 
 // The same object: keys in another order at every level, whitespace elsewhere.
-const char* const reordered_profile = R"J({"spec":{"operatorPayload":{"profileName":"cpx-nps4",
-  "namespace":"kube-amd-gpu","name":"dcm-profile-mi300x-cpx-nps4","kind":"ConfigMap"},
+const char* const reordered_profile =
+    R"J({"spec":{"operatorPayload":{"profileName":"mi300x-cpx-nps4",
+  "namespace":"kube-amd-gpu","name":"dcm-profile-cpx-nps4","kind":"ConfigMap"},
   "verification":{"timeoutSeconds":600,"readyLabel":"amd.com/gpu.ready"},
   "expectedResources":[{"count":63,"name":"amd.com/gpu"}],
   "targetSelector":{"matchLabels":{"gpu.family":"mi300x","gpu.vendor":"amd"}},
-  "displayName":"MI300X CPX + NPS4 (64 partitions)"},
+  "displayName":"MI300X CPX+NPS4 (4 partitions, ~16GB VRAM each)"},
   "metadata":{"name":"mi300x-cpx-nps4"},"kind":"PartitioningProfile",
   "apiVersion":"infrastructure.silogen.ai/v1alpha1"})J";
 
 // The plan sample's policies, explicit.
 gp::drain_policy sample_drain() {
-  return gp::drain_policy{true, 600, gp::eviction_kind::eviction, true};
+  return gp::drain_policy{true, 1200, gp::eviction_kind::eviction, true};
 }
 
 gp::plan_verification sample_verification() {
@@ -84,17 +85,17 @@ BOOST_AUTO_TEST_CASE(canonical_input_is_pinned_byte_for_byte) {
   const auto p = profile_from(explicit_profile);
   const std::string expected =
       R"({"drainPolicy":{"enabled":true,"evictionKind":"Eviction","respectPDB":true,)"
-      R"J("timeoutSeconds":600},"profile":{"displayName":"MI300X CPX + NPS4 (64 partitions)",)J"
+      R"J("timeoutSeconds":1200},"profile":{"displayName":"MI300X CPX+NPS4 (4 partitions, ~16GB VRAM each)",)J"
       R"("expectedResources":[{"count":63,"name":"amd.com/gpu"}],"operatorPayload":)"
-      R"({"kind":"ConfigMap","name":"dcm-profile-mi300x-cpx-nps4","namespace":"kube-amd-gpu",)"
-      R"("profileName":"cpx-nps4"},"targetSelector":{"matchLabels":{"gpu.family":"mi300x",)"
+      R"({"kind":"ConfigMap","name":"dcm-profile-cpx-nps4","namespace":"kube-amd-gpu",)"
+      R"("profileName":"mi300x-cpx-nps4"},"targetSelector":{"matchLabels":{"gpu.family":"mi300x",)"
       R"("gpu.vendor":"amd"}},"verification":{"readyLabel":"amd.com/gpu.ready",)"
       R"("timeoutSeconds":600}},"verification":{"gpuReadyLabel":"amd.com/gpu.ready",)"
       R"("requirePluginResources":["amd.com/gpu"],"timeoutSeconds":900}})";
   BOOST_TEST(gp::desired_state_json(p.spec, sample_drain(), sample_verification()) == expected);
   // sha256 of `expected`, computed independently (python3 hashlib).
   BOOST_TEST(gp::desired_hash(p, sample_drain(), sample_verification()) ==
-             "sha256:75cc631b7bafd7db8980425749892f275713248b205bb47e5809951cdeb9733d");
+             "sha256:84dfadeab89a55f14b6b803d54c634e29ea95d53892ed78c7ad195d0d05ea318");
 }
 
 BOOST_AUTO_TEST_CASE(key_order_of_the_input_does_not_change_the_hash) {
@@ -158,7 +159,7 @@ BOOST_AUTO_TEST_CASE(every_meaningful_field_changes_the_hash) {
        [](input& i) { i.profile.spec.verification.ready_label = "example.com/ready"; }},
       {"profile timeout", [](input& i) { i.profile.spec.verification.timeout_seconds = 601; }},
       {"drain enabled", [](input& i) { i.drain.enabled = false; }},
-      {"drain timeout", [](input& i) { i.drain.timeout_seconds = 1200; }},
+      {"drain timeout", [](input& i) { i.drain.timeout_seconds = 600; }},
       {"eviction kind", [](input& i) { i.drain.kind = gp::eviction_kind::delete_pods; }},
       {"respect PDB", [](input& i) { i.drain.respect_pdb = false; }},
       {"gpu ready label", [](input& i) { i.verification.gpu_ready_label = "x.io/ok=yes"; }},

@@ -50,7 +50,7 @@ BOOST_AUTO_TEST_SUITE(samples_round_trip)
 
 BOOST_AUTO_TEST_CASE(every_sample_file_is_covered_by_this_suite) {
   const std::set<std::string> covered = {
-      "dcm-payload-configmaps.yaml", "nodepartitioning-training-pool-partition-gpu-node-01.yaml",
+      "dcm-payload-configmaps.yaml", "nodepartitioning-training-pool-partition-gpu-node-02.yaml",
       "plan-training-pool-partition.yaml", "profile-mi300x-cpx-nps4.yaml",
       "profile-mi300x-spx-nps1.yaml"};
   for (const auto& file : gpt::files_in(samples, ".yaml"))
@@ -71,13 +71,13 @@ BOOST_AUTO_TEST_CASE(plan_round_trips) {
 
 BOOST_AUTO_TEST_CASE(node_item_round_trips) {
   check_round_trip<gp::node_partitioning>(
-      "nodepartitioning-training-pool-partition-gpu-node-01.yaml");
+      "nodepartitioning-training-pool-partition-gpu-node-02.yaml");
 }
 
 BOOST_AUTO_TEST_CASE(cpx_profile_keeps_the_seed_count_of_63) {
   const auto p = decode_sample<gp::partitioning_profile>("profile-mi300x-cpx-nps4.yaml");
   BOOST_TEST(p.metadata.name == "mi300x-cpx-nps4");
-  BOOST_TEST(p.spec.display_name == "MI300X CPX + NPS4 (64 partitions)");
+  BOOST_TEST(p.spec.display_name == "MI300X CPX+NPS4 (4 partitions, ~16GB VRAM each)");
   BOOST_TEST_REQUIRE(p.spec.expected_resources.size() == 1u);
   BOOST_TEST(p.spec.expected_resources[0].name == "amd.com/gpu");
   BOOST_TEST(p.spec.expected_resources[0].count == 63);
@@ -87,16 +87,18 @@ BOOST_AUTO_TEST_CASE(cpx_profile_keeps_the_seed_count_of_63) {
   BOOST_TEST(p.spec.verification.timeout_seconds == 600);
   BOOST_TEST((p.spec.operator_payload.kind == gp::payload_kind::config_map));
   BOOST_TEST(p.spec.operator_payload.namespace_ == "kube-amd-gpu");
-  BOOST_TEST(gp::dcm_profile_name(p) == "cpx-nps4");
+  BOOST_TEST(p.spec.operator_payload.name == "dcm-profile-cpx-nps4");
+  // No profileName, as the specification writes it: DCM's name is the profile's.
+  BOOST_TEST(gp::dcm_profile_name(p) == "mi300x-cpx-nps4");
 }
 
-BOOST_AUTO_TEST_CASE(plan_max_unavailable_of_25_percent_resolves_to_2_of_8) {
+BOOST_AUTO_TEST_CASE(plan_is_the_specifications_two_at_a_time_one_unavailable) {
   const auto plan = decode_sample<gp::partitioning_plan>("plan-training-pool-partition.yaml");
   const auto& rollout = plan.spec.rollout;
   BOOST_TEST(rollout.max_parallel == 2);
-  BOOST_TEST(rollout.max_unavailable.is_percent());
-  BOOST_TEST(rollout.max_unavailable.to_string() == "25%");
-  BOOST_TEST(rollout.max_unavailable.resolve(8) == 2);
+  BOOST_TEST(!rollout.max_unavailable.is_percent());
+  BOOST_TEST(rollout.max_unavailable.resolve(8) == 1);
+  BOOST_TEST(rollout.drain.timeout_seconds == 1200);
   BOOST_TEST(rollout.drain.enabled);
   BOOST_TEST((rollout.drain.kind == gp::eviction_kind::eviction));
   BOOST_TEST(rollout.drain.respect_pdb);
@@ -107,7 +109,9 @@ BOOST_AUTO_TEST_CASE(plan_max_unavailable_of_25_percent_resolves_to_2_of_8) {
   BOOST_TEST(!plan.spec.paused);
   BOOST_TEST(!plan.spec.dry_run);
   BOOST_TEST_REQUIRE(plan.spec.partitionings.size() == 2u);
-  BOOST_TEST(plan.spec.partitionings[0].name == "training");
+  BOOST_TEST(plan.spec.partitionings[0].name == "training-mi300x-to-cpx-nps4");
+  BOOST_TEST_REQUIRE(plan.spec.partitionings[0].exclude.has_value());
+  BOOST_TEST(plan.spec.partitionings[0].exclude->match_labels.at("maintenance") == "true");
   BOOST_TEST(plan.spec.partitionings[0].selector.match_labels.at("nodepool") == "training-gpu");
   BOOST_TEST(plan.spec.partitionings[0].profile_ref.name == "mi300x-cpx-nps4");
   BOOST_TEST(plan.spec.partitionings[1].profile_ref.name == "mi300x-spx-nps1");
@@ -117,7 +121,7 @@ BOOST_AUTO_TEST_CASE(node_item_carries_the_plans_policies_and_their_hash) {
   const auto plan = decode_sample<gp::partitioning_plan>("plan-training-pool-partition.yaml");
   const auto profile = decode_sample<gp::partitioning_profile>("profile-mi300x-cpx-nps4.yaml");
   const auto item = decode_sample<gp::node_partitioning>(
-      "nodepartitioning-training-pool-partition-gpu-node-01.yaml");
+      "nodepartitioning-training-pool-partition-gpu-node-02.yaml");
   BOOST_TEST(item.metadata.name == plan.metadata.name + "-" + item.spec.node_name);
   BOOST_TEST(item.spec.plan_ref.name == plan.metadata.name);
   BOOST_TEST(item.spec.profile_ref.name == profile.metadata.name);
@@ -129,7 +133,7 @@ BOOST_AUTO_TEST_CASE(node_item_carries_the_plans_policies_and_their_hash) {
 
 BOOST_AUTO_TEST_CASE(node_item_is_owned_by_the_plan_through_our_api_group) {
   const auto item = decode_sample<gp::node_partitioning>(
-      "nodepartitioning-training-pool-partition-gpu-node-01.yaml");
+      "nodepartitioning-training-pool-partition-gpu-node-02.yaml");
   BOOST_TEST_REQUIRE(item.metadata.owner_references.size() == 1u);
   const auto& owner = item.metadata.owner_references[0];
   BOOST_TEST(owner.api_version == "infrastructure.silogen.ai/v1alpha1");
