@@ -313,6 +313,15 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
     return;
   }
   s.status.preview.reset();
+  // A NotReady node (its kubelet stopped, or cut off) would not drain: its pods stay
+  // Terminating, and what it reports (its pods, DCM's) is stale. It waits here, counted
+  // unavailable, and starts once Ready.
+  if (!node.ready) {
+    s.condition("Started", false, "NodeNotReady",
+                "the node is not Ready; it starts once its kubelet reports Ready again");
+    out.requeue = 10s;
+    return;
+  }
   if (!findings.empty()) {
     const std::string& first = findings.front();
     s.condition("Preflight", false, first.substr(0, first.find(':')), first);
@@ -329,14 +338,6 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
                 "the node already runs profile " + in.profile.dcm_name);
     s.enter(node_phase::succeeded, "AlreadyInTargetState",
             "already partitioned as " + in.profile.dcm_name + "; nothing to do");
-    return;
-  }
-  // A NotReady node (its kubelet stopped, or cut off) would not drain: its pods stay
-  // Terminating. It waits here, counted unavailable, and starts once Ready.
-  if (!node.ready) {
-    s.condition("Started", false, "NodeNotReady",
-                "the node is not Ready; it starts once its kubelet reports Ready again");
-    out.requeue = 10s;
     return;
   }
   out.wants_token = true;
@@ -404,8 +405,11 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
     return;
   }
   // The plan's profiles go to DCM's config now, while the node drains: DCM sees them only
-  // once kubelet has refreshed its mounted file, and the label waits for that.
-  out.dcm = missing_profiles(in);
+  // once kubelet has refreshed its mounted file, and the label waits for that. A missing
+  // ConfigMap is not made here: DCM's pods mount the one the GPU operator provides, and
+  // Applying fails the node without it.
+  if (in.dcm.found)
+    out.dcm = missing_profiles(in);
   // Cordon, remembering whether an admin had cordoned it already. A record that is not
   // "true" or "false" (garbage, edited by hand) is written afresh.
   if (!well_formed_record(annotation(node, was_unschedulable_annotation))) {
@@ -517,21 +521,22 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
     s.status.drain.pods_evicted = evicted;
     s.status.drain.pods_total =
         std::max<std::int32_t>(s.status.drain.pods_total, evicted + uncounted);
-    if (!blocking.empty() && !(blocking == s.original.drain.blocking_pods)) {
+    // A DaemonSet's pod that holds GPUs is not evicted (its controller puts it back at
+    // once); DCM will find the GPUs busy and retry until it is gone. Shown, not waited on.
+    auto shown = blocking;
+    for (const auto& pod : in.pods)
+      if (pod.daemon_set && pod.gpus > 0 && !pod.finished())
+        shown.push_back({pod.ns, pod.name,
+                         "a DaemonSet's pod holds GPUs: DCM finds them busy until it is gone"});
+    if (!shown.empty() && !(shown == s.original.drain.blocking_pods)) {
       std::string who;
-      for (const auto& b : blocking)
+      for (const auto& b : shown)
         who += (who.empty() ? "" : "; ") + b.namespace_ + "/" + b.name + ": " + b.reason;
       out.events.push_back({false, "Warning", "DrainBlocked", who});
     }
     s.status.drain.pods_blocked = static_cast<std::int32_t>(blocking.size());
     s.status.drain.blocking_pdbs = blocking_pdbs;
-    // A DaemonSet's pod that holds GPUs is not evicted (its controller puts it back at
-    // once); DCM will find the GPUs busy and retry until it is gone. Shown, not waited on.
-    for (const auto& pod : in.pods)
-      if (pod.daemon_set && pod.gpus > 0 && !pod.finished())
-        blocking.push_back({pod.ns, pod.name,
-                            "a DaemonSet's pod holds GPUs: DCM finds them busy until it is gone"});
-    s.status.drain.blocking_pods = blocking;
+    s.status.drain.blocking_pods = shown;
     if (!evictable.empty()) {
       if (!blocking.empty())
         s.condition("Drained", false, "EvictionBlocked",

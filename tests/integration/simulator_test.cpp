@@ -199,9 +199,11 @@ struct sim_cluster {
 
   /// One node per entry, with that value of the fault label ("" for none).
   std::string lag;
+  std::vector<std::string> extra;
 
-  sim_cluster(std::initializer_list<std::string> node_faults, std::string lag_seconds = config_lag)
-      : lag(std::move(lag_seconds)) {
+  sim_cluster(std::initializer_list<std::string> node_faults, std::string lag_seconds = config_lag,
+              std::vector<std::string> extra_args = {})
+      : lag(std::move(lag_seconds)), extra(std::move(extra_args)) {
     try {
       set_up(node_faults);
     } catch (...) {
@@ -254,13 +256,21 @@ struct sim_cluster {
     const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
     const std::string log =
         std::string(outputs != nullptr ? outputs : "/tmp") + "/gpu-sim-" + id + ".log";
-    sim = std::make_unique<simulator_process>(
-        std::vector<std::string>{runfile("tools/simulator/gpu-sim"), "--node-selector",
-                                 "simtest=" + selector_value, "--dcm-config",
-                                 ns + "/" + dcm_config_name, "--time-scale", time_scale,
-                                 "--kubeconfig", kubeconfig, "--ready-label",
-                                 std::string(ready_label) + "=true", "--dcm-config-lag", lag},
-        log);
+    std::vector<std::string> args{runfile("tools/simulator/gpu-sim"),
+                                  "--node-selector",
+                                  "simtest=" + selector_value,
+                                  "--dcm-config",
+                                  ns + "/" + dcm_config_name,
+                                  "--time-scale",
+                                  time_scale,
+                                  "--kubeconfig",
+                                  kubeconfig,
+                                  "--ready-label",
+                                  std::string(ready_label) + "=true",
+                                  "--dcm-config-lag",
+                                  lag};
+    args.insert(args.end(), extra.begin(), extra.end());
+    sim = std::make_unique<simulator_process>(args, log);
     // kubelet registers each node, then the plugin reports SPX: 8 GPUs, ready.
     for (const auto& n : nodes)
       BOOST_REQUIRE_MESSAGE(eventually([&] { return gpus(n) == 8 && label(n, ready_label); }, 60s),
@@ -660,6 +670,132 @@ BOOST_AUTO_TEST_CASE(a_node_whose_dcm_pod_never_starts_gets_no_answer,
   BOOST_TEST(c.dcm_events(missing).empty());
 }
 
+// Every change of DCM's file runs the label again on every node that has one: a no-op
+// run answers with a Warning; a node without a label does not run.
+BOOST_AUTO_TEST_CASE(
+    a_config_change_runs_every_labelled_node_again_with_a_warning_when_nothing_changes,
+    *boost::unit_test::timeout(150)) {
+  sim_cluster c{"", ""};
+  const auto& labelled = c.nodes[0];
+  const auto& bare = c.nodes[1];
+  c.request(labelled, "spx-nps1");
+  BOOST_REQUIRE_EQUAL(c.await_state(labelled), "success");
+  BOOST_REQUIRE(c.has_event(labelled, "RequestedPartitionConfigAlreadyExists"));
+  const auto before = c.dcm_events(labelled).at("RequestedPartitionConfigAlreadyExists");
+  // Any change of the file: a profile added.
+  c.replace_config(R"({"gpu-config-profiles":{"spx-nps1":{"profiles":[{"computePartition":)"
+                   R"("SPX","memoryPartition":"NPS1","numGPUsAssigned":8}]},"extra":{}}})");
+  E2E_CHECK(
+      eventually(
+          [&] { return c.dcm_events(labelled)["RequestedPartitionConfigAlreadyExists"] > before; },
+          20s),
+      describe(c.dcm_events(labelled)));
+  BOOST_TEST(c.dcm_events(bare).empty(), describe(c.dcm_events(bare)));
+}
+
+// DCM's Events are about its pod on the node, with its PartitionStatus as JSON.
+BOOST_AUTO_TEST_CASE(dcms_events_are_about_its_pod_and_name_the_profile_they_served,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{""};
+  const auto& n = c.nodes[0];
+  c.request(n, "cpx-nps1");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  BOOST_REQUIRE(c.has_event(n, "SuccessfullyPartitioned"));
+  kube::list_options o;
+  o.field_selector = "reason=SuccessfullyPartitioned";
+  auto events = c.api.list(kube::resources::events(), c.ns, o);
+  BOOST_REQUIRE(events.ok());
+  bool found = false;
+  for (const auto& e : events.value()["items"].GetArray()) {
+    if (kube::string_at(e["source"], "host") != n)
+      continue;
+    found = true;
+    BOOST_TEST(kube::string_at(e["involvedObject"], "kind") == "Pod");
+    BOOST_TEST(kube::string_at(e["involvedObject"], "namespace") == c.ns);
+    rapidjson::Document m;
+    m.Parse(kube::string_at(e, "message").c_str());
+    BOOST_REQUIRE(!m.HasParseError());
+    BOOST_TEST(kube::string_at(m, "SelectedProfile") == "cpx-nps1");
+    BOOST_TEST(kube::string_at(m, "FinalStatus") == "Success");
+    BOOST_TEST(m["GPUStatus"].Size() == 8u);
+  }
+  BOOST_TEST(found);
+}
+
+BOOST_AUTO_TEST_CASE(state_lost_writes_the_event_but_no_state, *boost::unit_test::timeout(150)) {
+  sim_cluster c{"state-lost"};
+  const auto& n = c.nodes[0];
+  c.request(n, "cpx-nps1");
+  E2E_CHECK(c.has_event(n, "SuccessfullyPartitioned"), describe(c.dcm_events(n)));
+  BOOST_TEST(c.state(n).empty());
+}
+
+BOOST_AUTO_TEST_CASE(gpu_held_is_busy_and_retried, *boost::unit_test::timeout(150)) {
+  sim_cluster c{"gpu-held"};
+  const auto& n = c.nodes[0];
+  c.request(n, "cpx-nps1");
+  BOOST_TEST(c.await_state(n) == "failure");
+  E2E_CHECK(c.has_event(n, "PartitionRetrying"), describe(c.dcm_events(n)));
+}
+
+BOOST_AUTO_TEST_CASE(dcm_1_5_says_in_progress_while_busy_gpus_are_retried,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c({"gpu-held"}, config_lag, {"--dcm-version", "1.5"});
+  const auto& n = c.nodes[0];
+  c.request(n, "cpx-nps1");
+  BOOST_TEST(c.await_state(n) == "in-progress");
+}
+
+BOOST_AUTO_TEST_CASE(a_crash_looping_plugin_reports_nothing_after_the_untaint,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c{"plugin-crashloop", ""};
+  const auto& looping = c.nodes[0];
+  const auto& healthy = c.nodes[1];
+  for (const auto& n : {looping, healthy})
+    c.taint_and_wait_for_plugin_down(n);
+  for (const auto& n : {looping, healthy})
+    c.set_dcm_taint(n, false);
+  BOOST_REQUIRE(eventually([&] { return c.gpus(healthy) == 8; }));
+  std::this_thread::sleep_for(1s);
+  BOOST_TEST(c.gpus(looping) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_mixed_strategy_names_resources_by_style, *boost::unit_test::timeout(150)) {
+  sim_cluster c({""}, config_lag, {"--resource-strategy", "mixed"});
+  const auto& n = c.nodes[0];
+  auto style = [&](const char* name) {
+    auto v = c.node(n);
+    const auto* r = v ? kube::find_path(*v, {"status", "allocatable", name}) : nullptr;
+    return r != nullptr && r->IsString() ? std::atoll(r->GetString()) : -1;
+  };
+  BOOST_REQUIRE(eventually([&] { return style("amd.com/spx_nps1") == 8; }));
+  c.taint_and_wait_for_plugin_down(n);
+  c.request(n, "cpx-nps4");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  c.set_dcm_taint(n, false);
+  E2E_CHECK(eventually([&] { return style("amd.com/cpx_nps4") == 64; }),
+            "amd.com/cpx_nps4=" << style("amd.com/cpx_nps4"));
+  BOOST_TEST(style("amd.com/spx_nps1") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_stopped_kubelet_makes_the_node_not_ready, *boost::unit_test::timeout(150)) {
+  sim_cluster c{"kubelet-stopped"};
+  const auto& n = c.nodes[0];
+  auto ready = [&] {
+    auto v = c.node(n);
+    const auto* conds = v ? kube::find_path(*v, {"status", "conditions"}) : nullptr;
+    if (conds != nullptr && conds->IsArray())
+      for (const auto& cond : conds->GetArray())
+        if (kube::string_at(cond, "type") == "Ready")
+          return kube::string_at(cond, "status");
+    return std::string();
+  };
+  E2E_CHECK(eventually([&] { return ready() == "Unknown"; }), "Ready=" << ready());
+  c.set_labels(n, {{fault_label, std::nullopt}});
+  E2E_CHECK(eventually([&] { return ready() == "True"; }), "Ready=" << ready());
+}
+
+// -- GPU pods --
 // -- GPU pods --
 
 BOOST_AUTO_TEST_CASE(gpu_pods_on_the_node_fail_the_run_until_they_are_gone,

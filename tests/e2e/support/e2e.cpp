@@ -387,6 +387,11 @@ item_view to_item_view(const rapidjson::Value& item) {
       }
     v.preview = json_of(kube::find_path(*st, {"preview"}));
     v.drain = json_of(kube::find_path(*st, {"drain"}));
+    if (const auto* cs = kube::find_path(*st, {"conditions"}); cs && cs->IsArray())
+      for (const auto& c : cs->GetArray())
+        v.conditions[kube::string_at(c, "type")] = kube::string_at(c, "status") + "/" +
+                                                   kube::string_at(c, "reason") + ": " +
+                                                   kube::string_at(c, "message");
   }
   return v;
 }
@@ -606,27 +611,50 @@ std::string e2e_cluster::dcm_config_sync() const {
   return std::to_string(90 * std::stod(time_scale_));
 }
 
-void e2e_cluster::start_simulator(const std::string& time_scale) {
+void e2e_cluster::start_simulator(const std::string& time_scale,
+                                  const std::vector<std::string>& extra_args) {
   time_scale_ = time_scale;
   const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
   const std::string log =
       std::string(outputs != nullptr ? outputs : "/tmp") + "/gpu-sim-" + id + ".log";
-  sim_ = std::make_unique<child_process>(
-      std::vector<std::string>{runfile("tools/simulator/gpu-sim"), "--node-selector", "e2e=" + key,
-                               "--dcm-config", ns + "/" + dcm_config_name, "--time-scale",
-                               time_scale, "--kubeconfig", kubeconfig_,
-                               // The samples' ready label, as a site's labeller would set it.
-                               "--ready-label", std::string(ready_label) + "=true"},
-      log);
+  std::vector<std::string> args{runfile("tools/simulator/gpu-sim"), "--node-selector", "e2e=" + key,
+                                "--dcm-config", ns + "/" + dcm_config_name, "--time-scale",
+                                time_scale, "--kubeconfig", kubeconfig_,
+                                // The samples' ready label, as a site's labeller sets it.
+                                "--ready-label", std::string(ready_label) + "=true"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  sim_ = std::make_unique<child_process>(args, log);
   for (const auto& n : nodes)
     BOOST_REQUIRE_MESSAGE(eventually(
                               [&] {
                                 auto v = node(n);
-                                return v.gpus > 0 && !v.label(ready_label).empty();
+                                // A node whose kubelet is stopped reports nothing more.
+                                return (v.gpus > 0 && !v.label(ready_label).empty()) ||
+                                       v.label(fault_label).find("kubelet-stopped") !=
+                                           std::string::npos;
                               },
                               60s, 100ms),
                           "node " << n << " never reported amd.com/gpu\n"
                                   << sim_->tail());
+  // DCM's pod runs on every node (but where a fault keeps it away): the operator's
+  // preflight looks for it.
+  for (const auto& n : nodes) {
+    const auto faults = node(n).label(fault_label);
+    if (faults.find("dcm-missing") != std::string::npos ||
+        faults.find("kubelet-stopped") != std::string::npos)
+      continue;
+    BOOST_REQUIRE_MESSAGE(eventually(
+                              [&] {
+                                for (const auto& p :
+                                     pods("app.kubernetes.io/name=device-config-manager"))
+                                  if (p.node == n && p.ready)
+                                    return true;
+                                return false;
+                              },
+                              60s, 100ms),
+                          "DCM's pod never ran on node " << n << "\n"
+                                                         << sim_->tail());
+  }
 }
 
 void e2e_cluster::start_operator() {
@@ -945,6 +973,27 @@ void e2e_cluster::create_pdb(const std::string& name, const std::string& app, in
                      quoted(name) + R"(},"spec":{"minAvailable":)" + std::to_string(min_available) +
                      R"(,"selector":{"matchLabels":{"app":)" + quoted(app) + "}}}}");
   BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
+}
+
+std::vector<std::string> e2e_cluster::dcm_events(const std::string& node_name) {
+  std::vector<std::pair<std::string, std::string>> timed;
+  for (const auto& e : list_items(api, kube::resources::events(), ns, "")) {
+    if (str(e, {"source", "component"}) != "amd-device-config-manager" ||
+        str(e, {"source", "host"}) != node_name)
+      continue;
+    rapidjson::Document m;
+    const std::string message = str(e, {"message"});
+    m.Parse(message.c_str());
+    const std::string profile =
+        !m.HasParseError() && m.IsObject() ? kube::string_at(m, "SelectedProfile") : "";
+    timed.emplace_back(str(e, {"lastTimestamp"}), str(e, {"reason"}) + " " + profile);
+  }
+  std::stable_sort(timed.begin(), timed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (const auto& t : timed)
+    out.push_back(t.second);
+  return out;
 }
 
 int e2e_cluster::healthy_pods(const std::string& app) {

@@ -148,6 +148,8 @@ struct item_view {
   std::string preview;
   /// status.drain as JSON, "" if none.
   std::string drain;
+  /// status.conditions: type -> "Status/Reason: message".
+  std::map<std::string, std::string> conditions;
 
   bool in_flight() const;
   /// Phase or Pending when no status yet.
@@ -208,7 +210,8 @@ public:
   /// Creates the nodes, named <id>-<suffix> (in this order; names sort as given).
   void add_nodes(const std::vector<std::pair<std::string, node_spec>>& specs);
   /// gpu-sim over this test's nodes; waits until each reports amd.com/gpu and is ready.
-  void start_simulator(const std::string& time_scale = "0.02");
+  void start_simulator(const std::string& time_scale = "0.02",
+                       const std::vector<std::string>& extra_args = {});
   /// The operator's --dcm-config-sync for the simulator's time scale: the default 90 s
   /// scaled as gpu-sim scales kubelet's delivery of DCM's file (60 s).
   std::string dcm_config_sync() const;
@@ -281,6 +284,8 @@ public:
   void create_pdb(const std::string& name, const std::string& app, int min_available);
   /// Pods of `app` that are Ready and not being deleted.
   int healthy_pods(const std::string& app);
+  /// DCM's Events from `node` (about its pod there), oldest first: "Reason SelectedProfile".
+  std::vector<std::string> dcm_events(const std::string& node);
 
 private:
   void set_up();

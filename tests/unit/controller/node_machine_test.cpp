@@ -3044,6 +3044,12 @@ BOOST_AUTO_TEST_CASE(the_plans_profiles_go_to_dcm_in_one_write_as_the_drain_star
   for (const auto& [name, payload] : s.dcm->profiles)
     w.in.dcm.config_json = gc::dcm_config_with(w.in.dcm.config_json, name, payload).value();
   BOOST_TEST(!w.step().dcm.has_value());
+  // A missing ConfigMap is the GPU operator's to provide: the drain does not make one.
+  world gone;
+  gone.at(node_phase::draining);
+  gone.in.dcm.found = false;
+  gone.in.dcm.config_json.clear();
+  BOOST_TEST(!gone.step().dcm.has_value());
 }
 
 // DCM reads a mounted file kubelet refreshes on its own period: the label waits until the

@@ -1,0 +1,379 @@
+// The operator against AMD's stack as it really behaves (gpu-sim's defaults: DCM reads
+// its ConfigMap as a file kubelet refreshes late, answers with Events about its pod, runs
+// a label again on every change of the file, retries busy GPUs; no AMD component sets a
+// ready label). One case per rule the operator keeps for it (issue 21, part 2), on the
+// real local control plane. gpu-sim runs at --time-scale 0.02 unless a case says
+// otherwise; the operator's --dcm-config-sync is scaled alike (tests/e2e/support).
+#include "tests/e2e/support/e2e.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+using namespace gpu_partitioner;
+using namespace gpu_partitioner::e2e;
+using namespace std::chrono_literals;
+namespace utf = boost::unit_test;
+
+#define E2E_NOTE(what)                                                                             \
+  do {                                                                                             \
+    std::ostringstream e2e_note_;                                                                  \
+    e2e_note_ << what;                                                                             \
+    std::cerr << "e2e: " << e2e_note_.str() << std::endl;                                          \
+  } while (false)
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+const char* cpx_nps4 = R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
+                       R"("memoryPartition":"NPS4","numGPUsAssigned":8}]})";
+
+node_spec training(const std::string& fault = {}) {
+  node_spec s;
+  s.pool = "training-gpu";
+  s.fault = fault;
+  return s;
+}
+
+/// A profile over `payload` in the test's namespace, with AMD's defaults: no ready label.
+std::string profile_spec(const e2e_cluster& c, const std::string& payload,
+                         const std::string& dcm_name, long long gpus,
+                         const std::string& ready = {}) {
+  return R"({"targetSelector":{"matchLabels":{"gpu.vendor":"amd","gpu.family":"mi300x"}},)"
+         R"("expectedResources":[{"name":"amd.com/gpu","count":)" +
+         std::to_string(gpus) + R"(}],"verification":{)" +
+         (ready.empty() ? std::string() : R"("readyLabel":)" + quoted(ready) + ",") +
+         R"("timeoutSeconds":60},"operatorPayload":{"kind":"ConfigMap","name":)" + quoted(payload) +
+         R"(,"namespace":)" + quoted(c.ns) + R"(,"profileName":)" + quoted(dcm_name) + "}}";
+}
+
+/// One entry over the test's nodes, one node at a time, no ready label.
+std::string plan_spec(const e2e_cluster& c, const std::string& profile, int timeout = 60,
+                      const std::string& ready = {}) {
+  return R"({"rollout":{"maxParallel":1,"maxUnavailable":1,"drainPolicy":{"timeoutSeconds":60}},)"
+         R"("verification":{)" +
+         (ready.empty() ? std::string() : R"("gpuReadyLabel":)" + quoted(ready) + ",") +
+         R"("requirePluginResources":["amd.com/gpu"],"timeoutSeconds":)" + std::to_string(timeout) +
+         R"(},"partitionings":[{"name":"all","selector":)" + c.selector() +
+         R"(,"profileRef":{"kind":"PartitioningProfile","name":)" + quoted(profile) + "}}]}";
+}
+
+std::string last_reason(const item_view& i) {
+  return i.reasons.empty() ? "" : i.reasons.back();
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v)
+    out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(real_stack)
+
+// Part 2.1: no invented label. A ready label nobody sets is refused before any node is
+// touched; with none named, nodes verify on their resources.
+BOOST_AUTO_TEST_CASE(a_ready_label_the_nodes_lack_is_refused_before_any_disruption,
+                     *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}});
+  c.start_simulator();
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", "e2e-cpx-" + c.key, 64));
+  const auto plan = c.create_plan("ready", plan_spec(c, profile, 60, "example.com/site-ready=yes"));
+  E2E_REQUIRE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
+  const auto item = c.item(plan, c.nodes[0]);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(last_reason(*item) == "PreflightFailed");
+  BOOST_TEST(contains(item->last_error, "ReadyLabelMissing"), item->last_error);
+  const auto n = c.node(c.nodes[0]);
+  BOOST_TEST(!n.unavailable());
+  BOOST_TEST(n.label(profile_label).empty());
+}
+
+// Part 2.2: the profile reaches DCM's file before the label. gpu-sim delivers the
+// ConfigMap 1.2 s after a change (60 s scaled); the operator writes the new profile as
+// the drain starts and labels once the change is old enough: DCM never answers
+// NonExistentProfile, and the nodes verify without a ready label.
+BOOST_AUTO_TEST_CASE(dcm_sees_a_new_profile_before_its_label_despite_the_config_lag,
+                     *utf::timeout(180)) {
+  const auto t0 = clock_type::now();
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}, {"b", training()}});
+  c.start_simulator();
+  c.start_operator();
+  const std::string dcm_name = "e2e-new-" + c.key; // not in DCM's config yet
+  c.create_payload("new", cpx_nps4);
+  const auto profile = c.create_profile("new", profile_spec(c, "new", dcm_name, 64));
+  const auto plan = c.create_plan("lag", plan_spec(c, profile));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
+  for (const auto& n : c.nodes) {
+    const auto events = c.dcm_events(n);
+    BOOST_TEST(n.size() > 0);
+    BOOST_TEST(std::none_of(events.begin(), events.end(),
+                            [](const auto& e) { return contains(e, "NonExistentProfile"); }),
+               n << ": " << joined(events));
+    BOOST_TEST(
+        std::any_of(events.begin(), events.end(),
+                    [&](const auto& e) { return e == "SuccessfullyPartitioned " + dcm_name; }),
+        n << ": " << joined(events));
+    BOOST_TEST(c.node(n).gpus == 64);
+    BOOST_TEST(c.node(n).label(profile_label) == dcm_name);
+  }
+  // The write is stamped for the wait, and DCM's config holds the profile.
+  auto cm = c.get(kube::resources::config_maps(), dcm_config_name, c.ns);
+  BOOST_REQUIRE(cm);
+  BOOST_TEST(!str(*cm, {"metadata", "annotations", "infrastructure.silogen.ai/config-written-at"})
+                  .empty());
+  BOOST_TEST(contains(str(*cm, {"data", "config.json"}), dcm_name));
+  E2E_NOTE("config lag: 2 nodes in "
+           << std::chrono::duration<double>(clock_type::now() - t0).count() << " s");
+}
+
+// Part 2.3: the state label is not tied to a request. A run for the node's previous label
+// is in flight when the operator sets its own; it finishes after and writes `success`.
+// The operator waits for DCM's Event for its profile: it never verifies the wrong mode.
+BOOST_AUTO_TEST_CASE(a_success_of_the_previous_labels_run_is_not_taken_for_this_runs,
+                     *utf::timeout(240)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}});
+  // 0.05: the previous run (two host services, a memory change) takes 8 s; the operator's
+  // drain and its wait for the config (4.5 s) set its label before that.
+  c.start_simulator("0.05");
+  const auto& a = c.nodes[0];
+  // Someone labelled the node by hand a moment ago: DCM is moving it to DPX/NPS2.
+  c.patch(kube::resources::nodes(), a,
+          R"({"metadata":{"labels":{"dcm.amd.com/gpu-config-profile":"dpx-nps2"}}})");
+  c.start_operator();
+  const std::string dcm_name = "e2e-cpx-" + c.key;
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", dcm_name, 64));
+  const auto plan = c.create_plan("stale", plan_spec(c, profile, 120));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, a);
+                    return i && i->phase == "WaitingOperator";
+                  },
+                  60s, 100ms),
+              c.describe(plan));
+  const bool old_run_in_flight = c.node(a).label(state_label).empty();
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
+  const auto events = c.dcm_events(a);
+  E2E_NOTE("DCM's events: " << joined(events));
+  BOOST_TEST(old_run_in_flight, "the previous run had answered before the operator's label");
+  // The previous request's success came, then ours.
+  auto ours = std::find(events.begin(), events.end(), "SuccessfullyPartitioned " + dcm_name);
+  BOOST_TEST((ours != events.end()), joined(events));
+  BOOST_TEST((std::find(events.begin(), ours, "SuccessfullyPartitioned dpx-nps2") != ours),
+             joined(events));
+  const auto n = c.node(a);
+  BOOST_TEST(n.gpus == 64);
+  BOOST_TEST(n.label("amd.com/gpu.compute-memory-partition") == "cpx_nps4");
+  const auto item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(item->phase == "Succeeded");
+}
+
+// Part 2.4: a new payload under a name in-service nodes carry would repartition them
+// undrained (DCM runs every labelled node again when its file changes): refused before
+// any disruption, naming them.
+BOOST_AUTO_TEST_CASE(a_changed_payload_under_a_name_other_nodes_carry_is_refused_naming_them,
+                     *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}, {"b", training()}});
+  c.start_simulator();
+  const auto& a = c.nodes[0];
+  const auto& b = c.nodes[1];
+  // b runs DCM's cpx-nps4 (NPS4), as partitioned earlier.
+  c.patch(kube::resources::nodes(), b,
+          R"({"metadata":{"labels":{"dcm.amd.com/gpu-config-profile":"cpx-nps4"}}})");
+  BOOST_REQUIRE(eventually([&] { return c.node(b).label(state_label) == "success"; }, 30s));
+  c.start_operator();
+  c.create_payload("other", R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
+                            R"("memoryPartition":"NPS1","numGPUsAssigned":8}]})");
+  const auto profile = c.create_profile("other", profile_spec(c, "other", "cpx-nps4", 64));
+  const auto before = c.get(kube::resources::config_maps(), dcm_config_name, c.ns);
+  BOOST_REQUIRE(before);
+  const auto plan = c.create_plan(
+      "inuse", R"({"rollout":{"maxParallel":1},"partitionings":[{"name":"a","selector":)" +
+                   c.selector({{"kubernetes.io/hostname", a}}) + R"(,"profileRef":{"name":)" +
+                   quoted(profile) + "}}]}");
+  E2E_REQUIRE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
+  const auto item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(contains(item->last_error, "DCMProfileInUse"), item->last_error);
+  BOOST_TEST(contains(item->last_error, b), item->last_error);
+  BOOST_TEST(!c.node(a).unavailable());
+  auto after = c.get(kube::resources::config_maps(), dcm_config_name, c.ns);
+  BOOST_REQUIRE(after);
+  BOOST_TEST(str(*after, {"data", "config.json"}) == str(*before, {"data", "config.json"}));
+}
+
+// Part 2.5: a DaemonSet's pod that holds GPUs is not evicted; DCM finds the GPUs busy and
+// retries every minute (1.2 s here); the operator keeps waiting, says DCM retries and who
+// holds the GPUs, and succeeds once they are free.
+BOOST_AUTO_TEST_CASE(dcm_retrying_busy_gpus_keeps_the_node_waiting_until_they_are_free,
+                     *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}});
+  c.start_simulator();
+  c.await_default_service_account();
+  const auto& a = c.nodes[0];
+  const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
+  auto ds = c.api.create(
+      daemon_sets, c.ns,
+      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"gpu-agent"},)"
+      R"("spec":{"selector":{"matchLabels":{"app":"gpu-agent"}},"template":{"metadata":)"
+      R"({"labels":{"app":"gpu-agent"}},"spec":{"nodeSelector":{"e2e":)" +
+          quoted(c.key) +
+          R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
+          R"("terminationGracePeriodSeconds":1,"containers":[{"name":"agent","image":"x:sim",)"
+          R"("resources":{"requests":{"amd.com/gpu":"1"},"limits":{"amd.com/gpu":"1"}}}]}}}})");
+  BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+  BOOST_REQUIRE(eventually([&] { return c.healthy_pods("gpu-agent") == 1; }, 60s));
+  c.start_operator();
+  const std::string dcm_name = "e2e-cpx-" + c.key;
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", dcm_name, 64));
+  const auto plan = c.create_plan("busy", plan_spec(c, profile, 120));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, a);
+                    return i && contains(i->conditions["OperatorSucceeded"], "DCMRetrying");
+                  },
+                  60s, 100ms),
+              c.describe(plan));
+  auto item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(contains(item->conditions["OperatorSucceeded"], "gpu-agent"),
+             item->conditions["OperatorSucceeded"]);
+  BOOST_TEST(contains(item->drain, "gpu-agent"), item->drain);
+  // Still waiting a few retries later.
+  std::this_thread::sleep_for(3s);
+  BOOST_TEST(c.item(plan, a)->phase == "WaitingOperator");
+  BOOST_REQUIRE(c.api.remove(daemon_sets, c.ns, "gpu-agent"));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 60s), c.describe(plan));
+  BOOST_TEST(c.node(a).gpus == 64);
+}
+
+// A GPU pod that tolerates the taint holds the GPUs all the same: it is drained.
+BOOST_AUTO_TEST_CASE(a_gpu_pod_tolerating_the_taint_is_drained, *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}});
+  c.start_simulator();
+  c.await_default_service_account();
+  const auto& a = c.nodes[0];
+  auto pod = c.api.create(
+      kube::resources::pods(), c.ns,
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"tolerant","labels":{"app":"tolerant"}},)"
+      R"("spec":{"nodeName":)" +
+          quoted(a) +
+          R"(,"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
+          R"("terminationGracePeriodSeconds":1,"containers":[{"name":"c","image":"x:sim",)"
+          R"("resources":{"requests":{"amd.com/gpu":"1"},"limits":{"amd.com/gpu":"1"}}}]}})");
+  BOOST_REQUIRE_MESSAGE(pod.ok(), (pod.ok() ? "" : pod.error().describe()));
+  BOOST_REQUIRE(eventually([&] { return c.healthy_pods("tolerant") == 1; }, 60s));
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", "e2e-cpx-" + c.key, 64));
+  const auto plan = c.create_plan("tolerant", plan_spec(c, profile));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
+  BOOST_TEST(c.pods("app=tolerant").empty());
+  const auto events = c.dcm_events(a);
+  BOOST_TEST(std::none_of(events.begin(), events.end(),
+                          [](const auto& e) { return contains(e, "PartitionRetrying"); }),
+             joined(events));
+}
+
+// Part 2.6: nothing answers a node without DCM's pod: preflight refuses it, untouched.
+BOOST_AUTO_TEST_CASE(a_node_without_a_running_dcm_pod_is_refused_untouched, *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training("dcm-missing")}});
+  c.start_simulator();
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", "e2e-cpx-" + c.key, 64));
+  const auto plan = c.create_plan("nodcm", plan_spec(c, profile));
+  E2E_REQUIRE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
+  const auto item = c.item(plan, c.nodes[0]);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(contains(item->last_error, "DCMNotRunning"), item->last_error);
+  BOOST_TEST(!c.node(c.nodes[0]).unavailable());
+}
+
+// Part 2.7: AMD's default config leaves one group's count out (DCM 1.5 fills it in); a
+// payload of two styles expecting amd.com/gpu is refused before any disruption.
+BOOST_AUTO_TEST_CASE(an_omitted_count_partitions_with_dcm_1_5_and_mixed_styles_are_refused,
+                     *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}, {"b", training()}});
+  c.start_simulator("0.02", {"--dcm-version", "1.5"});
+  c.start_operator();
+  const auto& a = c.nodes[0];
+  const auto& b = c.nodes[1];
+  c.create_payload("open", R"({"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4"}]})");
+  const auto open = c.create_profile("open", profile_spec(c, "open", "e2e-open-" + c.key, 64));
+  c.create_payload("mixed", R"({"profiles":[{"computePartition":"CPX","memoryPartition":"NPS1",)"
+                            R"("numGPUsAssigned":4},{"computePartition":"SPX",)"
+                            R"("memoryPartition":"NPS1","numGPUsAssigned":4}]})");
+  const auto mixed = c.create_profile("mixed", profile_spec(c, "mixed", "e2e-mixed-" + c.key, 36));
+  // Two plans: a failed node holds back the rest of its plan.
+  const auto first =
+      c.create_plan("omitted", R"({"partitionings":[{"name":"a","selector":)" +
+                                   c.selector({{"kubernetes.io/hostname", a}}) +
+                                   R"(,"profileRef":{"name":)" + quoted(open) + "}}]}");
+  const auto second =
+      c.create_plan("mixed", R"({"partitionings":[{"name":"b","selector":)" +
+                                 c.selector({{"kubernetes.io/hostname", b}}) +
+                                 R"(,"profileRef":{"name":)" + quoted(mixed) + "}}]}");
+  E2E_REQUIRE(c.await_plan_phase(first, "Completed", 90s), c.describe(first));
+  E2E_REQUIRE(c.await_items(second, 1, "Failed", 60s), c.describe(second));
+  BOOST_TEST(c.node(a).gpus == 64);
+  BOOST_TEST(contains(c.item(second, b)->last_error, "PayloadMixedStyles"),
+             c.item(second, b)->last_error);
+  BOOST_TEST(!c.node(b).unavailable());
+}
+
+// Part 2.8: a NotReady node is not started: it waits in Pending, counted unavailable,
+// and is partitioned once Ready.
+BOOST_AUTO_TEST_CASE(a_not_ready_node_waits_in_pending_and_is_partitioned_once_ready,
+                     *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training("kubelet-stopped")}});
+  c.start_simulator();
+  const auto& a = c.nodes[0];
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", "e2e-cpx-" + c.key, 64));
+  const auto plan = c.create_plan("notready", plan_spec(c, profile));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, a);
+                    return i && contains(i->conditions["Started"], "NodeNotReady");
+                  },
+                  60s, 200ms),
+              c.describe(plan));
+  std::this_thread::sleep_for(2s);
+  BOOST_TEST(c.item(plan, a)->phase_or_pending() == "Pending");
+  BOOST_TEST(!c.node(a).unavailable());
+  // The kubelet is back: the node reports Ready, and the run starts.
+  c.patch(kube::resources::nodes(), a,
+          R"({"metadata":{"labels":{"sim.gpu-partitioner.io/fault":null}}})");
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
+  BOOST_TEST(c.node(a).gpus == 64);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
