@@ -19,6 +19,8 @@ controller::pdb_info decode_pdb(const rapidjson::Value& pdb);
 /// when DCM's config.json last changed and the ConfigMap's creation time.
 inline constexpr const char* config_written_key = "@written-at";
 inline constexpr const char* config_created_key = "@created";
+/// Set by the operator's root on DCM's ConfigMap when it saw config.json change.
+inline constexpr const char* config_changed_key = "@changed-at";
 std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value& config_map);
 
 } // namespace gpu_partitioner::actors

@@ -257,9 +257,9 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       in.dcm.found = true;
       if (auto data = cm->second->find("config.json"); data != cm->second->end())
         in.dcm.config_json = data->second;
-      // When config.json last changed: our stamp (microseconds), or the ConfigMap's
-      // creation (whole seconds, so up to a second later than it says).
-      for (const char* key : {config_created_key, config_written_key})
+      // When config.json last changed: our stamp (microseconds), when we saw it change, or
+      // the ConfigMap's creation (whole seconds, so up to a second later than it says).
+      for (const char* key : {config_created_key, config_written_key, config_changed_key})
         if (auto at = cm->second->find(key); at != cm->second->end())
           if (auto t = protocol::parse_time(at->second)) {
             const auto when = key == config_created_key ? *t + std::chrono::seconds(1) : *t;

@@ -1,5 +1,6 @@
 #include "actors/operator_root.hpp"
 
+#include "actors/decode.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
@@ -17,6 +18,8 @@ struct root_state {
   std::map<std::string, std::string> pod_nodes;
   /// DCM Event (namespace/name) -> the node it came from.
   std::map<std::string, std::string> event_nodes;
+  /// DCM's ConfigMap, namespace/name.
+  std::string dcm_key;
   std::set<std::string> synced;
   bool dirty = false;
   bool tick_pending = false;
@@ -73,13 +76,32 @@ void apply(root_state& s, const observation& o) {
     else
       v.pdbs[o.key] = o.pdb;
     break;
-  case k::config_map:
+  case k::config_map: {
     v.shared_changed = true;
-    if (o.deleted)
+    if (o.deleted) {
       v.config_maps.erase(o.key);
-    else
-      v.config_maps[o.key] = o.data;
+      break;
+    }
+    auto data = o.data;
+    // DCM reads this ConfigMap as a file kubelet refreshes late: when config.json was seen
+    // to change (by anyone: an admin's edit too), the labels wait for the refresh. Not on
+    // the first sight, which tells nothing of when it changed.
+    if (o.key == s.dcm_key)
+      if (auto old = v.config_maps.find(o.key); old != v.config_maps.end()) {
+        auto text = [](const config_map_data& d) {
+          auto it = d.find("config.json");
+          return it == d.end() ? std::string{} : it->second;
+        };
+        auto stamped = std::make_shared<config_map_data>(*data);
+        if (text(*old->second) != text(*data))
+          (*stamped)[config_changed_key] = protocol::format_time_micro(o.received);
+        else if (auto was = old->second->find(config_changed_key); was != old->second->end())
+          (*stamped)[config_changed_key] = was->second;
+        data = stamped;
+      }
+    v.config_maps[o.key] = data;
     break;
+  }
   case k::dcm_event: {
     // Kept per node, for the node's worker: DCM answers a request with an Event about its
     // pod there (source host the node); older senders wrote them about the Node.
@@ -158,6 +180,7 @@ void apply(root_state& s, const observation& o) {
 caf::behavior operator_root(caf::event_based_actor* self, operator_settings settings, caf::actor io,
                             caf::actor writer) {
   auto s = std::make_shared<root_state>();
+  s->dcm_key = settings.dcm_namespace + "/" + settings.dcm_name;
   auto schedule = [self, s, settings] {
     if (!s->tick_pending) {
       s->tick_pending = true;

@@ -891,6 +891,13 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
     const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
     if (!preflight_failure)
       return;
+    // What a NotReady node shows (its pods, its resources) is stale: it waits in Pending.
+    if (!in.node->ready) {
+      s.error("");
+      s.enter(node_phase::pending, "NodeNotReady", "the node is not Ready: waiting for it");
+      out.requeue = 1ms;
+      return;
+    }
     const auto findings = preflight(in);
     if (findings.empty()) {
       s.condition("Preflight", true, "PreflightPassed", "the preflight finding was resolved");

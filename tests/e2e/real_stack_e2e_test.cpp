@@ -20,13 +20,6 @@ using namespace gpu_partitioner::e2e;
 using namespace std::chrono_literals;
 namespace utf = boost::unit_test;
 
-#define E2E_NOTE(what)                                                                             \
-  do {                                                                                             \
-    std::ostringstream e2e_note_;                                                                  \
-    e2e_note_ << what;                                                                             \
-    std::cerr << "e2e: " << e2e_note_.str() << std::endl;                                          \
-  } while (false)
-
 namespace {
 
 using clock_type = std::chrono::steady_clock;

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -271,11 +272,15 @@ struct sim_cluster {
                                   lag};
     args.insert(args.end(), extra.begin(), extra.end());
     sim = std::make_unique<simulator_process>(args, log);
-    // kubelet registers each node, then the plugin reports SPX: 8 GPUs, ready.
+    // kubelet registers each node, then the plugin reports SPX: 8 GPUs (amd.com/gpu, or
+    // amd.com/spx_nps1 under the mixed strategy), ready.
+    const bool mixed = std::find(extra.begin(), extra.end(), "mixed") != extra.end();
+    const char* resource = mixed ? "amd.com/spx_nps1" : "amd.com/gpu";
     for (const auto& n : nodes)
-      BOOST_REQUIRE_MESSAGE(eventually([&] { return gpus(n) == 8 && label(n, ready_label); }, 60s),
-                            "node " << n << " never reported amd.com/gpu=8\n"
-                                    << sim->log());
+      BOOST_REQUIRE_MESSAGE(
+          eventually([&] { return gpus(n, resource) == 8 && label(n, ready_label); }, 60s),
+          "node " << n << " never reported " << resource << "=8\n"
+                  << sim->log());
   }
 
   void tear_down() {
@@ -341,10 +346,10 @@ struct sim_cluster {
     return v != nullptr && v->IsString() ? v->GetString() : "";
   }
 
-  /// status.allocatable["amd.com/gpu"], -1 if absent.
-  long long gpus(const std::string& name) {
+  /// status.allocatable[resource], -1 if absent.
+  long long gpus(const std::string& name, const char* resource = "amd.com/gpu") {
     auto n = node(name);
-    const auto* v = n ? kube::find_path(*n, {"status", "allocatable", "amd.com/gpu"}) : nullptr;
+    const auto* v = n ? kube::find_path(*n, {"status", "allocatable", resource}) : nullptr;
     return v != nullptr && v->IsString() ? std::atoll(v->GetString()) : -1;
   }
 
@@ -763,11 +768,7 @@ BOOST_AUTO_TEST_CASE(a_crash_looping_plugin_reports_nothing_after_the_untaint,
 BOOST_AUTO_TEST_CASE(the_mixed_strategy_names_resources_by_style, *boost::unit_test::timeout(150)) {
   sim_cluster c({""}, config_lag, {"--resource-strategy", "mixed"});
   const auto& n = c.nodes[0];
-  auto style = [&](const char* name) {
-    auto v = c.node(n);
-    const auto* r = v ? kube::find_path(*v, {"status", "allocatable", name}) : nullptr;
-    return r != nullptr && r->IsString() ? std::atoll(r->GetString()) : -1;
-  };
+  auto style = [&](const char* name) { return c.gpus(n, name); };
   BOOST_REQUIRE(eventually([&] { return style("amd.com/spx_nps1") == 8; }));
   c.taint_and_wait_for_plugin_down(n);
   c.request(n, "cpx-nps4");

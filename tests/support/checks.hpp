@@ -2,6 +2,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <iostream>
+#include <sstream>
+
 // Checks whose message reads the cluster (describe(), say). Boost builds a check's
 // message as one more argument of the check, and GCC evaluates that argument before the
 // condition: BOOST_REQUIRE_MESSAGE(await_plan_phase(...), describe(...)) described the
@@ -16,3 +19,12 @@
   } while (false)
 #define E2E_REQUIRE(condition, message) E2E_CHECK_AT(REQUIRE, condition, message)
 #define E2E_CHECK(condition, message) E2E_CHECK_AT(CHECK, condition, message)
+
+// Progress and figures (wall times, peaks) on stderr: they land in the test log whatever
+// Boost.Test's log level.
+#define E2E_NOTE(what)                                                                             \
+  do {                                                                                             \
+    std::ostringstream e2e_note_;                                                                  \
+    e2e_note_ << what;                                                                             \
+    std::cerr << "e2e: " << e2e_note_.str() << std::endl;                                          \
+  } while (false)

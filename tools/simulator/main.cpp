@@ -583,9 +583,12 @@ int run(const options& opt) {
         it = view.nodes.count(it->first) ? std::next(it) : memory.erase(it);
       for (const auto& [name, node] : view.nodes) {
         if (!view.registered.count(name)) {
-          // Play kubelet registering: the GPU stack starts only on a running node.
+          // Play kubelet registering: the GPU stack starts only on a running node. A
+          // stopped kubelet's node registers NotReady.
           if (!registering.count(name) || now - registering[name] > std::chrono::seconds(3)) {
             registering[name] = now;
+            if (parse_faults(label_or(node, fault_label)).kubelet_stopped)
+              stopped_kubelets.insert(name);
             to_register.push_back(name);
           }
           continue;

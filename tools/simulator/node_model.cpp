@@ -457,7 +457,7 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
     // The plugin starts with the node (or the simulator): it reports at once.
     if (node.dcm_taint) {
       cx.plugin_down();
-    } else if (!faults.plugin_crashloop) {
+    } else {
       m.plugin_restarting = true;
       m.plugin_ready_at = now;
     }

@@ -3114,6 +3114,20 @@ BOOST_AUTO_TEST_CASE(a_payload_of_two_styles_expecting_amd_com_gpu_is_refused) {
   BOOST_TEST(gc::preflight(w.in).empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_node_failed_in_preflight_that_goes_not_ready_waits_in_pending) {
+  world w;
+  w.in.token = true;
+  w.in.pods.clear(); // no DCM pod: a preflight finding
+  auto failed = w.step();
+  BOOST_TEST_REQUIRE(phase_after(w, failed) == "Failed");
+  w.in.item.status = status_after(w, failed);
+  w.node().ready = false;
+  auto waiting = w.step();
+  BOOST_TEST(phase_after(w, waiting) == "Pending");
+  BOOST_TEST(last_reason(w, waiting) == "NodeNotReady");
+  BOOST_TEST(no_node_writes(waiting));
+}
+
 BOOST_AUTO_TEST_CASE(a_not_ready_node_waits_in_pending_without_asking_for_a_token) {
   world w;
   w.node().ready = false;
