@@ -313,15 +313,6 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
     return;
   }
   s.status.preview.reset();
-  // A NotReady node (its kubelet stopped, or cut off) would not drain: its pods stay
-  // Terminating, and what it reports (its pods, DCM's) is stale. It waits here, counted
-  // unavailable, and starts once Ready.
-  if (!node.ready) {
-    s.condition("Started", false, "NodeNotReady",
-                "the node is not Ready; it starts once its kubelet reports Ready again");
-    out.requeue = 10s;
-    return;
-  }
   if (!findings.empty()) {
     const std::string& first = findings.front();
     s.condition("Preflight", false, first.substr(0, first.find(':')), first);
@@ -330,6 +321,14 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
     return;
   }
   s.condition("Preflight", true, "PreflightPassed", "profile, DCM payload and node agree");
+  // A NotReady node (its kubelet stopped, or cut off) would not drain: its pods stay
+  // Terminating. It waits here, counted unavailable, and starts once Ready.
+  if (!node.ready) {
+    s.condition("Started", false, "NodeNotReady",
+                "the node is not Ready; it starts once its kubelet reports Ready again");
+    out.requeue = 10s;
+    return;
+  }
   if (in_target_state(in)) {
     s.status.observed_hash = in.item.spec.desired_hash;
     s.status.completed_at = protocol::format_time(in.now);
@@ -891,13 +890,6 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
     const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
     if (!preflight_failure)
       return;
-    // What a NotReady node shows (its pods, its resources) is stale: it waits in Pending.
-    if (!in.node->ready) {
-      s.error("");
-      s.enter(node_phase::pending, "NodeNotReady", "the node is not Ready: waiting for it");
-      out.requeue = 1ms;
-      return;
-    }
     const auto findings = preflight(in);
     if (findings.empty()) {
       s.condition("Preflight", true, "PreflightPassed", "the preflight finding was resolved");
@@ -1037,7 +1029,9 @@ std::vector<std::string> preflight(const node_inputs& in) {
   const bool before_run = phase == protocol::node_phase::pending ||
                           phase == protocol::node_phase::failed ||
                           phase == protocol::node_phase::succeeded;
-  if (in.node && before_run && !dcm_runs_on(in))
+  // A NotReady node's pods are what its kubelet last reported: DCM's is looked for once
+  // the node is Ready (it waits in Pending meanwhile).
+  if (in.node && in.node->ready && before_run && !dcm_runs_on(in))
     findings.push_back("DCMNotRunning: no DCM pod runs on node " + in.node->name + " (a pod in " +
                        in.dcm.ns + " labelled " + dcm_pod_label + "=" + dcm_pod_label_value +
                        "): nothing would answer the profile label; check the DeviceConfig's "

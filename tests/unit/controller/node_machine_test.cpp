@@ -3121,11 +3121,19 @@ BOOST_AUTO_TEST_CASE(a_node_failed_in_preflight_that_goes_not_ready_waits_in_pen
   auto failed = w.step();
   BOOST_TEST_REQUIRE(phase_after(w, failed) == "Failed");
   w.in.item.status = status_after(w, failed);
-  w.node().ready = false;
+  w.node().ready = false; // its pods, DCM's among them, are what its kubelet last said
   auto waiting = w.step();
   BOOST_TEST(phase_after(w, waiting) == "Pending");
-  BOOST_TEST(last_reason(w, waiting) == "NodeNotReady");
-  BOOST_TEST(no_node_writes(waiting));
+  w.in.item.status = status_after(w, waiting);
+  auto still = w.step();
+  BOOST_TEST(phase_after(w, still) == "Pending");
+  BOOST_TEST(condition_of(w, still, "Started") == "False/NodeNotReady");
+  BOOST_TEST(no_node_writes(still));
+  // A finding that does not depend on the kubelet still stands.
+  world cpu;
+  cpu.node().ready = false;
+  cpu.node().allocatable.erase(gpu);
+  BOOST_TEST(contains(gc::preflight(cpu.in).front(), "NotAGPUNode"));
 }
 
 BOOST_AUTO_TEST_CASE(a_not_ready_node_waits_in_pending_without_asking_for_a_token) {
