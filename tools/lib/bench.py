@@ -431,11 +431,18 @@ class Bench:
         memory-mode change, and the device plugin's restart."""
         return WORKLOAD_GRACE + self.ds_grace + HOST_SERVICES + DCM_MEMORY_CHANGE + PLUGIN_RESTART
 
-    def first_wave_wait(self):
-        """What the first wave waits at time scale 1 beyond its drain: the profiles are
-        written to DCM's config as the first node drains, and its label waits until the
-        change is --dcm-config-sync old."""
-        return max(0.0, DCM_CONFIG_SYNC - (WORKLOAD_GRACE + self.ds_grace))
+    def first_wave_wait(self, dcm_profile):
+        """What the first wave waits at time scale 1 beyond its drain when DCM's config
+        lacks the profile: the operator writes it as the first node drains, and the label
+        waits until the change is --dcm-config-sync old. Nothing when DCM has it already
+        (the bench's DCM config comes with both of its profiles)."""
+        config = kubectl("-n", "kube-amd-gpu", "get", "configmap", "default-dcm-config", "-o",
+                         "jsonpath={.data.config\\.json}", check=False)
+        try:
+            held = dcm_profile in json.loads(config).get("gpu-config-profiles", {})
+        except (ValueError, AttributeError):
+            held = False
+        return 0.0 if held else max(0.0, DCM_CONFIG_SYNC - (WORKLOAD_GRACE + self.ds_grace))
 
     def rollout(self, index, max_parallel):
         waves = math.ceil(self.n / max_parallel)
@@ -448,11 +455,12 @@ class Bench:
         if scale != self.sim_scale:
             self.restart_sim(scale)
         profile = PROFILES[index % 2]
+        wait = self.first_wave_wait(profile[1])
         plan = f"bench-{index + 1}-mp{max_parallel}"
         budget = self.pdb_max_unavailable
         run = {"plan": plan, "max_parallel": max_parallel, "nodes": self.n, "waves": waves,
                "time_scale": scale, "node_seconds": per_node * scale,
-               "ideal_seconds": (waves * per_node + self.first_wave_wait()) * scale,
+               "ideal_seconds": (waves * per_node + wait) * scale,
                "profile": profile[0],
                "pdb_max_unavailable": budget, "pods_per_node": self.args.pods_per_node}
         log(f"rollout {index + 1}: {self.n} nodes to {profile[1]}, maxParallel {max_parallel}, "

@@ -10,12 +10,13 @@ timeout=${BENCH_MANUAL_TIMEOUT:-3600s}
 # 3. Taint the node: every pod that does not tolerate amd-dcm=up:NoExecute is deleted at
 #    once, PodDisruptionBudgets or not (no cordon, no drain).
 kubectl taint nodes "$node" amd-dcm=up:NoExecute
-# 4. Wait until those pods are gone (none here tolerates the taint).
-pods_left() { kubectl get pods -A --field-selector "spec.nodeName=$node" -o name | grep -q .; }
+# 4. Wait until those pods are gone (here every pod but DCM's own, which tolerates it).
+others=app.kubernetes.io/name!=device-config-manager
+pods_left() { kubectl get pods -A -l "$others" --field-selector "spec.nodeName=$node" -o name | grep -q .; }
 if pods_left; then
   # (kubectl wait fails when the last pod went between the two commands: check again.)
-  kubectl wait --for=delete pods -A --all --field-selector "spec.nodeName=$node" --timeout="$timeout" >/dev/null ||
-    ! pods_left
+  kubectl wait --for=delete pods -A -l "$others" --field-selector "spec.nodeName=$node" \
+    --timeout="$timeout" >/dev/null || ! pods_left
 fi
 # 5. Hand the profile to DCM. The stale state label goes in the same command: DCM does not
 #    remove it, and a `success` left from the last change would end the wait below at once.
