@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(every_metric_and_label_the_rules_and_dashboard_select_is_ex
 
 BOOST_AUTO_TEST_CASE(the_readme_table_lists_every_metric_with_its_type_and_labels) {
   const auto& r = actors::process_metrics().registry;
-  const auto readme = read_all("README.md");
+  const auto readme = read_all("docs/install-and-metrics.md");
   // | `name` | type | `label`, `label` (values) |
   static const std::regex row(R"(^\| `(gpu_partitioner_[a-z_]+)` \| ([a-z]+) \|(.*)\|\s*$)");
   static const std::regex label(R"(`([a-z_]+)`)");
