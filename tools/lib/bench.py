@@ -301,6 +301,7 @@ class Bench:
         self.sim_scale = None
         self.nodes = []
         self.ds_grace = 30
+        self.host_services = HOST_SERVICES
         self.runs = []
         self.manual = None
 
@@ -429,7 +430,7 @@ class Bench:
         """The simulated time one node needs at time scale 1: the workload pods' grace
         period, then (after the taint) the device plugin pod's, DCM's host services and
         memory-mode change, and the device plugin's restart."""
-        return WORKLOAD_GRACE + self.ds_grace + HOST_SERVICES + DCM_MEMORY_CHANGE + PLUGIN_RESTART
+        return WORKLOAD_GRACE + self.ds_grace + self.host_services + DCM_MEMORY_CHANGE + PLUGIN_RESTART
 
     def first_wave_wait(self, dcm_profile):
         """What the first wave waits at time scale 1 beyond its drain when DCM's config
@@ -636,7 +637,8 @@ class Bench:
                 return
             per_node.append(time.time() - s)
         t1 = time.time()
-        ideal = (max(WORKLOAD_GRACE, self.ds_grace) + DCM_MEMORY_CHANGE + PLUGIN_RESTART) * scale
+        ideal = (max(WORKLOAD_GRACE, self.ds_grace) + self.host_services + DCM_MEMORY_CHANGE
+                 + PLUGIN_RESTART) * scale
         self.manual = {"outcome": "completed", "nodes": k, "time_scale": scale, "t_create": t0,
                        "t_done": t1, "seconds": t1 - t0, "per_node": per_node,
                        "ideal_node_seconds": ideal, "profile": profile[1]}
@@ -864,8 +866,10 @@ class Bench:
                 "gpu-sim lag: plugin pod deleted after its grace": ds_gone["done"] - kcm["done"] - self.ds_grace * sc,
                 "operator: reaction to the plugin pod gone": label["t"] - ds_gone["done"],
                 "operator: profile label (PATCH)": label["done"] - label["t"],
+                "simulated: DCM's host services": self.host_services * sc,
                 "simulated: DCM's memory-mode change": DCM_MEMORY_CHANGE * sc,
-                "gpu-sim lag: DCM's answer": dcm["done"] - label["done"] - DCM_MEMORY_CHANGE * sc,
+                "gpu-sim lag: DCM's answer": (dcm["done"] - label["done"]
+                                              - (self.host_services + DCM_MEMORY_CHANGE) * sc),
                 "operator: reaction to DCM's answer": untaint0["t"] - dcm["done"],
                 "operator: untaint (PATCH; a GET first when the Node moved on)": untaint1["done"] - untaint0["t"],
                 "simulated: device plugin restart": PLUGIN_RESTART * sc,
@@ -1000,7 +1004,8 @@ class Bench:
                  "each moving every node to the other memory mode (NPS1 <-> NPS4), with a fresh "
                  "operator. Per node the simulated stack takes "
                  f"{WORKLOAD_GRACE} s (workload pods' grace) + {self.ds_grace} s (device plugin pod's "
-                 f"grace, after the taint) + {DCM_MEMORY_CHANGE:.0f} s (DCM's memory-mode change) + "
+                 f"grace, after the taint) + {self.host_services:.0f} s (DCM stopping and starting its "
+                 f"host services) + {DCM_MEMORY_CHANGE:.0f} s (DCM's memory-mode change) + "
                  f"{PLUGIN_RESTART:.0f} s (device plugin restart) = {self.node_seconds():.0f} s at time "
                  "scale 1; the ideal schedule is waves x that x the time scale.")
         L.append("")
@@ -1338,7 +1343,8 @@ def run_bench(args, parallel):
             r["series"] = [[round(x["t"], 1), x["phases"], x["rss_kb"], x["cpu"]] for x in r["samples"][::10]]
         json.dump({"machine": b.machine(), "runs": [{k: v for k, v in r.items() if k != "samples"} for r in b.runs],
                    "manual": b.manual, "seconds": time.time() - t_start, "commit": b.commit, "date": b.date,
-                   "build": args.build, "ds_grace": b.ds_grace, "deployments": len(b.deployments),
+                   "build": args.build, "ds_grace": b.ds_grace,
+                   "host_services": b.host_services, "deployments": len(b.deployments),
                    "pdb_max_unavailable": b.pdb_max_unavailable, "namespaces": args.namespaces},
                   f, indent=1, default=str)
     log(f"report: {base}.md (chart {base}.png)")
@@ -1366,7 +1372,10 @@ def rerender(args):
     b.stored_machine = d["machine"]
     b.load_at_start = d["machine"].get("load_at_start")
     scale = first["time_scale"]
-    b.ds_grace = d.get("ds_grace", round(first["node_seconds"] / scale - WORKLOAD_GRACE - DCM_MEMORY_CHANGE - PLUGIN_RESTART))
+    # Reports from before the real-stack simulator have no host services.
+    b.host_services = d.get("host_services", 0.0)
+    b.ds_grace = d.get("ds_grace", round(first["node_seconds"] / scale - WORKLOAD_GRACE - b.host_services
+                                         - DCM_MEMORY_CHANGE - PLUGIN_RESTART))
     b.deployments = [None] * d.get("deployments", b.n if args.pods_per_node else 0)
     b.pdb_max_unavailable = d.get("pdb_max_unavailable", first.get("pdb_max_unavailable"))
     b.commit = args.commit or d.get("commit", "?")
