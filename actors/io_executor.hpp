@@ -46,33 +46,4 @@ kube::result<rapidjson::Document> set_dcm_taint(kube::client& api, const std::st
                                                 bool add, const controller::node_info* known,
                                                 const kube::patch_options& manager);
 
-/// A pool of io_executors (linked: they go when it goes) that hands each request to an
-/// executor with nothing to do, or, when all are busy, to the first to finish, in the
-/// order the requests came. (CAF's round-robin pool queued a write behind a slow one on
-/// a busy connection while others were idle.)
-caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> executors);
-
-/// The io handle the workers and supervisors use: hands node steps that evict or delete
-/// pods to `evictions`, the supervisors' writes of NodePartitionings to `items`, and every
-/// other node step to `writes` (each a pool of io_executors). The short writes a rollout
-/// waits on (cordon, taint, label, untaint, uncordon) then never queue behind evictions,
-/// which the API server may hold for 500 ms on a PDB conflict, nor behind the thousand
-/// creates that start a plan of a thousand nodes. A step that only evicts or deletes pods
-/// goes out as one request per pod, side by side, and is answered once, with every pod's
-/// outcome. Linked to the pools: they go when it goes.
-caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions,
-                        caf::actor items);
-
-/// Coalesces status writes per object (the latest within a short window wins), writes
-/// them through the status subresource, and records Events (aggregated). Routes each
-/// object to one of eight detached status writers and its Events to one of two event
-/// writers, each with a connection of its own: an object's writes stay in order, and a
-/// burst (fifty nodes at once) is written side by side.
-/// `persist_atom, item, status` writes an item's status at once (replacing what is pending
-/// for it) and answers "" or the error: a worker persists the phase it entered before it
-/// changes the node, so a restarted operator finds the run where the node is. Both come
-/// at high priority (a persist goes ahead of queued flushes): an item's statuses then
-/// arrive in the order they were sent, and none older is written after a persist.
-caf::behavior status_writer(caf::event_based_actor* self, io_config config);
-
 } // namespace gpu_partitioner::actors

@@ -1,9 +1,11 @@
 // gpu-partitioner: rolls AMD GPU partition profiles across Kubernetes nodes safely.
 #include "actors/io_executor.hpp"
+#include "actors/io_router.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
 #include "actors/operator_root.hpp"
+#include "actors/status_writer.hpp"
 #include "actors/watcher.hpp"
 #include "kube/leader_election.hpp"
 #include "metrics/server.hpp"
@@ -158,10 +160,10 @@ int parse(int argc, char** argv, flags& f) {
 } // namespace
 
 int main(int argc, char** argv) {
-  // Two malloc arenas, not glibc's default of eight per core: some thirty threads (watches,
-  // writers, executors) each took an arena of its own, and freed memory stayed spread
-  // over them. At 300 nodes this took peak RSS from 47.3 to 41.4 MiB, with no more CPU
-  // (README, Measured). MALLOC_ARENA_MAX in the environment still decides, if set.
+  // Two malloc arenas, not glibc's default of eight per core: with some thirty threads
+  // (watches, writers, executors) each in an arena of its own, freed memory stays spread
+  // over them (docs/performance.md, Memory). MALLOC_ARENA_MAX in the environment still
+  // decides, if set.
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr)
     mallopt(M_ARENA_MAX, 2);
   flags f;
@@ -294,7 +296,8 @@ int main(int argc, char** argv) {
         std::chrono::milliseconds(static_cast<long long>(f.dcm_config_sync * 1000));
     settings.identity = identity;
     root = system.spawn(actors::operator_root, settings, io_pool, writer);
-    watcher = system.spawn(actors::watcher, actors::watcher_config{connection.value(), root});
+    watcher = system.spawn(actors::watcher, actors::watcher_config{connection.value(), root,
+                                                                   f.dcm_namespace, f.dcm_name});
   };
 
   std::atomic<bool> elector_stop{false};

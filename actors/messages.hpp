@@ -4,6 +4,7 @@
 // are plain structs (and shared pointers to immutable ones); no rapidjson type crosses
 // an actor boundary.
 
+#include "controller/cluster_view.hpp"
 #include "controller/node_machine.hpp"
 #include "controller/observed.hpp"
 #include "controller/rollout_governor.hpp"
@@ -24,7 +25,7 @@ namespace gpu_partitioner::actors {
 
 // -- what the Watcher observed --
 
-using config_map_data = std::map<std::string, std::string>;
+using controller::config_map_data;
 
 /// One change seen by a watch: an object of one kind, or its deletion (by key).
 struct observation {
@@ -46,72 +47,8 @@ struct observation {
   protocol::wall_clock::time_point received{};
 };
 
-/// Between Draining and Verifying: the node belongs to its plan until it lands.
-inline bool in_flight(const protocol::node_partitioning& item) {
-  using p = protocol::node_phase;
-  auto phase = item.status.phase.value_or(p::pending);
-  return phase == p::draining || phase == p::applying || phase == p::waiting_operator ||
-         phase == p::verifying;
-}
-
-/// Everything observed, immutable once published; shared by every actor that reads it.
-struct cluster_snapshot {
-  template <class T>
-  using by_key = std::map<std::string, std::shared_ptr<const T>>;
-  /// The large collections (a node, pod set, budget or item each per node) are
-  /// shared_maps: a new view shares their storage with the last one.
-  controller::shared_map<controller::node_info> nodes;
-  /// node name -> (namespace/name -> pod). A node's pods are shared by the views that
-  /// hold them and replaced, not changed, once published: a new view copies a pointer per
-  /// node, not every pod.
-  controller::shared_map<by_key<controller::pod_info>> pods_by_node;
-  /// A node's pods, to change: a new copy in their place (a published view never changes
-  /// under its readers; a node has a few pods).
-  by_key<controller::pod_info>& pods_to_edit(const std::string& node) {
-    auto& slot = pods_by_node[node];
-    auto copy = slot ? std::make_shared<by_key<controller::pod_info>>(*slot)
-                     : std::make_shared<by_key<controller::pod_info>>();
-    slot = copy;
-    return *copy;
-  }
-  controller::shared_map<controller::pdb_info> pdbs;
-  by_key<protocol::partitioning_plan> plans;
-  /// Plans that exist but did not decode: name -> why.
-  std::map<std::string, std::string> invalid_plans;
-  by_key<protocol::partitioning_profile> profiles;
-  std::map<std::string, std::string> invalid_profiles;
-  controller::shared_map<protocol::node_partitioning> items;
-  by_key<config_map_data> config_maps;
-  /// DCM's Events (source amd-device-config-manager) by the node they came from: the kind,
-  /// namespace and name of the object they are about, type, reason, message, time, host,
-  /// and the profile they answer. Shared and replaced per node, as pods_by_node.
-  controller::shared_map<by_key<config_map_data>> dcm_events_by_node;
-  by_key<config_map_data>& dcm_events_to_edit(const std::string& node) {
-    auto& slot = dcm_events_by_node[node];
-    auto copy = slot ? std::make_shared<by_key<config_map_data>>(*slot)
-                     : std::make_shared<by_key<config_map_data>>();
-    slot = copy;
-    return *copy;
-  }
-  /// Every watch has listed once.
-  bool synced = false;
-  // -- what changed since the previous snapshot (a worker looks again only if its part did) --
-  /// Nodes whose Node object, pods or DCM Events changed, with the arrival of the earliest
-  /// such change (reaction latency starts there).
-  std::map<std::string, protocol::wall_clock::time_point> node_changes;
-  /// NodePartitionings, by name.
-  std::set<std::string> item_changes;
-  bool pdbs_changed = false;
-  /// Plans (not their status), profiles, ConfigMaps, or the caches just synced: every
-  /// worker looks again.
-  bool shared_changed = false;
-  /// A node came, went or changed its labels: the plans' node selections may differ.
-  bool nodes_relabelled = false;
-  /// A NodePartitioning came, went, or changed its metadata or spec, or began or ended its
-  /// flight: what the supervisors create, update or delete may differ. (Not every change of
-  /// phase: working out a plan again takes a walk over every node and item.)
-  bool item_specs_changed = false;
-};
+using controller::in_flight;
+using cluster_snapshot = controller::cluster_view;
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 
 /// The latest view of a plan, set by its supervisor before it tells the workers what
@@ -211,3 +148,5 @@ CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, flush_atom, "flush")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, stop_atom, "stop")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, persist_atom, "persist")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, phase_atom, "phase")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, payload_atom, "payload")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, listed_atom, "listed")

@@ -4,7 +4,9 @@
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
-#include "controller/dcm_payload.hpp"
+#include "controller/node_inputs.hpp"
+#include "controller/read_your_writes.hpp"
+#include "controller/write_order.hpp"
 #include "kube/resource.hpp"
 #include "protocol/codec/quote.hpp"
 
@@ -53,113 +55,11 @@ struct worker_state {
   std::optional<protocol::wall_clock::time_point> change_at;
 };
 
-// A profile's payload (data["profile.json"] of its ConfigMap), or why there is none.
-std::optional<std::string> payload_of(const cluster_snapshot& view,
-                                      const protocol::partitioning_profile& profile,
-                                      std::string* problem) {
-  const auto& ref = profile.spec.operator_payload;
-  auto cm = view.config_maps.find(ref.namespace_ + "/" + ref.name);
-  if (cm == view.config_maps.end()) {
-    if (problem)
-      *problem = "ConfigMap " + ref.namespace_ + "/" + ref.name + " not found";
-    return std::nullopt;
-  }
-  auto data = cm->second->find("profile.json");
-  if (data == cm->second->end()) {
-    if (problem)
-      *problem = "ConfigMap " + ref.namespace_ + "/" + ref.name + " has no data[\"profile.json\"]";
-    return std::nullopt;
-  }
-  return data->second;
-}
-
-/// What must be in the item's status before the node is changed: the phase and when the
-/// run started (the mark a restarted operator recognises its own label by).
-std::string run_marker(protocol::node_phase phase, const std::string& started_at) {
-  return std::string(protocol::codec::to_string(phase)) + "@" + started_at;
-}
-std::string run_marker(const protocol::node_partitioning_status& st) {
-  return run_marker(st.phase.value_or(protocol::node_phase::pending), st.started_at);
-}
-
-controller::resolved_profile resolve_profile(const cluster_snapshot& view,
-                                             const std::string& name) {
-  controller::resolved_profile r;
-  r.name = name;
-  auto it = view.profiles.find(name);
-  if (it == view.profiles.end()) {
-    if (auto bad = view.invalid_profiles.find(name); bad != view.invalid_profiles.end())
-      r.invalid = bad->second;
-    return r;
-  }
-  r.found = true;
-  r.spec = it->second->spec;
-  r.dcm_name = protocol::dcm_profile_name(*it->second);
-  r.payload = payload_of(view, *it->second, &r.payload_problem);
-  // Another profile with this DCM name and a different payload DCM would accept: the two
-  // would overwrite each other's entry in DCM's config.
-  if (r.payload && !controller::payload_problem(*r.payload))
-    for (const auto& [other_name, other] : view.profiles) {
-      if (other_name == name || protocol::dcm_profile_name(*other) != r.dcm_name)
-        continue;
-      auto theirs = payload_of(view, *other, nullptr);
-      if (theirs && !controller::payload_problem(*theirs) &&
-          !controller::dcm_config_has(R"({"gpu-config-profiles":{"p":)" + *theirs + "}}", "p",
-                                      *r.payload))
-        r.dcm_name_rivals.push_back(other_name);
-    }
-  return r;
-}
-
-// The nodes other than `except` whose profile label holds `dcm_name`.
-std::vector<std::string> nodes_labelled(const cluster_snapshot& view, const std::string& dcm_name,
-                                        const std::string& except) {
-  std::vector<std::string> out;
-  for (const auto& [name, node] : view.nodes) {
-    auto it = node->labels.find(controller::dcm_profile_label);
-    if (name != except && it != node->labels.end() && it->second == dcm_name)
-      out.push_back(name);
-  }
-  return out;
-}
-
-// Whether the item's plan lets us act on it: it must name a live plan, by name and uid.
-controller::plan_standing standing_of(const cluster_snapshot& view,
-                                      const protocol::node_partitioning& item) {
-  controller::plan_standing st;
-  const auto& ref = item.spec.plan_ref;
-  auto plan = view.plans.find(ref.name);
-  if (plan == view.plans.end()) {
-    if (auto bad = view.invalid_plans.find(ref.name); bad != view.invalid_plans.end()) {
-      st.may_start = false;
-      st.problem = "PlanInvalid: PartitioningPlan \"" + ref.name + "\" is invalid (" + bad->second +
-                   "); no node starts until it is fixed";
-      return st;
-    }
-    st.owned = st.may_start = false;
-    st.problem = "PlanNotFound: spec.planRef: PartitioningPlan \"" + ref.name +
-                 "\" does not exist; the operator does not act on this item (delete it, or "
-                 "create the plan)";
-    return st;
-  }
-  if (plan->second->metadata.uid != ref.uid) {
-    st.owned = st.may_start = false;
-    st.problem = "PlanNotFound: spec.planRef: PartitioningPlan \"" + ref.name + "\" has uid " +
-                 plan->second->metadata.uid + ", not " + protocol::codec::quote(ref.uid) +
-                 "; the operator does not act on this item";
-    return st;
-  }
-  if (plan->second->metadata.deletion_timestamp) {
-    st.may_start = false;
-    st.problem = "PlanDeleting: PartitioningPlan \"" + ref.name + "\" is being deleted";
-  }
-  return st;
-}
-
 } // namespace
 
 caf::behavior node_worker(caf::event_based_actor* self, node_worker_config config) {
   auto s = std::make_shared<worker_state>();
+  const controller::dcm_settings dcm{config.dcm_namespace, config.dcm_name, config.dcm_config_sync};
   // Without the plan's latest view (a worker started on its own), the views it is sent
   // are its latest.
   const auto own_view = config.latest ? nullptr : std::make_shared<latest_view>();
@@ -208,109 +108,34 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       in.item.status = *s->status;
     in.now = protocol::wall_clock::now();
     if (auto node = view.nodes.find(in.item.spec.node_name); node != view.nodes.end()) {
-      // Read our own writes until the watch shows the version we wrote, or a later one.
-      // Versions are compared as numbers (Kubernetes 1.35 defines their order); a watch
-      // past the version we wrote over is not enough: another writer's update that landed
-      // between our read and our write is such a version too, without our change (a
-      // relabel sent again on it removed DCM's state label after DCM wrote it). A view
-      // older than our write stays older however long the watch takes (the API server's
-      // cache can lag behind etcd), so our write holds, refreshed by direct reads below.
-      // Where versions are not numbers, the old rule stands: the view again after 5 s.
-      bool caught_up = true;
-      bool ordered = false;
-      if (s->written_node) {
-        const auto order = kube::compare_resource_versions(node->second->resource_version,
-                                                           s->written_node->resource_version);
-        ordered = order.has_value();
-        caught_up = order ? *order >= 0 : node->second->resource_version != s->written_over;
-      }
-      if (!caught_up && (ordered || in.now - s->written_at < 5s)) {
+      // Read our own writes until the watch shows them (controller/read_your_writes).
+      controller::node_choice choice;
+      choice.caught_up = true;
+      if (s->written_node)
+        choice = controller::choose_node(*node->second, *s->written_node, s->written_over,
+                                         s->written_at, in.now, s->read_at, config.watch_lag_limit);
+      if (choice.own) {
         in.node = *s->written_node;
-        lagging = ordered && in.now - s->written_at >= config.watch_lag_limit &&
-                  in.now - s->read_at >= config.watch_lag_limit;
+        lagging = choice.read_directly;
       } else {
         in.node = *node->second;
         s->lag_logged = false;
         // The view has our write: our copy of the node is no longer needed (kept, it
         // would be a second copy of every node the rollout is done with).
-        if (caught_up)
+        if (choice.caught_up)
           s->written_node.reset();
       }
     }
-    if (auto pods = view.pods_by_node.find(in.item.spec.node_name); pods != view.pods_by_node.end())
-      for (const auto& [key, pod] : *pods->second)
-        in.pods.push_back(*pod);
-    // The budgets matter to a drain (and a dry run's preview) only, and only those covering
-    // a pod on the node; a large cluster has thousands.
-    if (in.item.spec.dry_run || in.item.status.phase == protocol::node_phase::draining)
-      for (const auto& [key, pdb] : view.pdbs)
-        if (std::any_of(in.pods.begin(), in.pods.end(),
-                        [&](const controller::pod_info& p) { return pdb->covers(p); }))
-          in.pdbs.push_back(*pdb);
-    in.profile = resolve_profile(view, in.item.spec.profile_ref.name);
-    in.plan = standing_of(view, in.item);
-    in.dcm.ns = config.dcm_namespace;
-    in.dcm.name = config.dcm_name;
-    in.dcm.sync = config.dcm_config_sync;
-    if (auto cm = view.config_maps.find(config.dcm_namespace + "/" + config.dcm_name);
-        cm != view.config_maps.end()) {
-      in.dcm.found = true;
-      if (auto data = cm->second->find("config.json"); data != cm->second->end())
-        in.dcm.config_json = data->second;
-      // When config.json last changed: our stamp (microseconds), when we saw it change, or
-      // the ConfigMap's creation (whole seconds, so up to a second later than it says).
-      for (const char* key : {config_created_key, config_written_key, config_changed_key})
-        if (auto at = cm->second->find(key); at != cm->second->end())
-          if (auto t = protocol::parse_time(at->second)) {
-            const auto when = key == config_created_key ? *t + std::chrono::seconds(1) : *t;
-            if (!in.dcm.written_at || when > *in.dcm.written_at)
-              in.dcm.written_at = when;
-          }
-    }
-    in.token = s->token;
-    in.evictions = s->evictions;
-    in.write_error = s->write_error;
-    in.resolved_write_error = s->resolved_write_error;
-    // DCM's Events from this node.
-    if (auto events = view.dcm_events_by_node.find(in.item.spec.node_name);
-        events != view.dcm_events_by_node.end())
-      for (const auto& [key, e] : *events->second) {
-        auto field = [&](const char* k) {
-          auto it = e->find(k);
-          return it == e->end() ? std::string{} : it->second;
-        };
-        controller::dcm_event_info info;
-        info.type = field("type");
-        info.reason = field("reason");
-        info.message = field("message");
-        info.profile = field("profile");
-        if (auto t = protocol::parse_time(field("time")))
-          info.time = *t;
-        in.dcm_events.push_back(std::move(info));
-      }
-    // What DCM's config may be given: every profile of the plan that DCM would not take
-    // as a changed meaning of a name nodes carry.
-    if (in.dcm.found && in.profile.found && in.profile.payload &&
-        controller::dcm_config_names(in.dcm.config_json, in.profile.dcm_name) &&
-        !controller::dcm_config_has(in.dcm.config_json, in.profile.dcm_name, *in.profile.payload))
-      in.dcm_name_holders = nodes_labelled(view, in.profile.dcm_name, in.item.spec.node_name);
-    const auto phase = in.item.status.phase.value_or(protocol::node_phase::pending);
-    const bool writes_dcm =
-        phase == protocol::node_phase::draining || phase == protocol::node_phase::applying;
-    if (auto plan = view.plans.find(in.item.spec.plan_ref.name);
-        writes_dcm && plan != view.plans.end())
-      for (const auto& entry : plan->second->spec.partitionings) {
-        const auto p = resolve_profile(view, entry.profile_ref.name);
-        if (!p.found || !p.payload || controller::payload_problem(*p.payload) ||
-            !p.dcm_name_rivals.empty() || in.plan_profiles.count(p.dcm_name))
-          continue;
-        if (controller::dcm_config_names(in.dcm.config_json, p.dcm_name) &&
-            !controller::dcm_config_has(in.dcm.config_json, p.dcm_name, *p.payload) &&
-            !nodes_labelled(view, p.dcm_name, in.item.spec.node_name).empty())
-          continue;
-        in.plan_profiles.emplace(p.dcm_name, *p.payload);
-      }
-
+    controller::worker_facts known;
+    known.token = s->token;
+    known.evictions = s->evictions;
+    known.write_error = s->write_error;
+    known.resolved_write_error = s->resolved_write_error;
+    in = controller::assemble_node_inputs(view, in.item, std::move(in.node), dcm, known, in.now);
+    // A profile just created names a ConfigMap whose watch is still listing: whether the
+    // payload exists is not known, and a missing one would fail preflight.
+    if (in.profile.payload_pending)
+      return;
     auto out = controller::step_node(in);
 
     if (out.status) {
@@ -375,22 +200,19 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (out.status && out.status->phase == protocol::node_phase::failed)
       facts.failed = true;
     facts.unavailable = in.node && (in.node->unschedulable || !in.node->ready);
-    // A run's end is written before its token goes back: the next node's run is never on
-    // record before this one's end, whichever status writer is the faster. So too when
-    // the record shows a run that this worker (started since) finds ended: the restore
-    // goes out before Succeeded is written, and an operator restarted in between finds
-    // the run over while the record still counts it in flight.
-    const bool releases =
-        (s->token || in_flight(*item_it->second)) && !out.in_flight && !out.wants_token;
+    // A run this worker holds, or that the record shows in flight (a worker started
+    // since finds it ended): its end goes on record before the token goes back.
+    const bool holds_run = s->token || in_flight(*item_it->second);
     if (!out.in_flight && !out.wants_token)
       s->token = false;
     auto report = [=] {
       self->send(config.governor, want_atom_v, config.item, facts, caf::actor{self});
     };
-    const std::string marker = s->status ? run_marker(*s->status) : std::string{};
-    if (run_marker(item_it->second->status) == marker)
+    const std::string marker = s->status ? controller::phase_record(*s->status) : std::string{};
+    if (controller::phase_record(item_it->second->status) == marker)
       s->persisted = marker; // the watch shows it written
-    const bool report_when_persisted = releases && s->status && s->persisted != marker && writer();
+    const auto sequence = controller::order_writes(out, s->status, s->persisted, holds_run);
+    const bool report_when_persisted = sequence.release_after_status && writer();
     if (!report_when_persisted && !s->release_pending)
       report();
     auto release_when_persisted = [=, node = in.item.spec.node_name] {
@@ -450,7 +272,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
                 if (!r.error.empty())
                   log_warning(r.error, config.plan, read.node);
                 if (r.node && s->written_node) {
-                  const auto order = kube::compare_resource_versions(
+                  const auto order = protocol::compare_resource_versions(
                       r.node->resource_version, s->written_node->resource_version);
                   if (order && *order >= 0) {
                     s->written_node = r.node;
@@ -520,18 +342,11 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
                   self->delayed_send(self, 1s, tick_atom_v, ++s->timer_generation);
                 });
       };
-      // Write ahead: a change to the node waits until the status that decided it (its
-      // phase, and when the run started) is written. Killed in between, a restarted
-      // operator would otherwise read an older phase, start the run over and, say,
-      // relabel a node whose DCM run is under way. Not where the phase on record is one
-      // the machine finds enough (node_step::enough_on_record): the status then follows
-      // with the others.
-      const bool enough = out.enough_on_record && s->status &&
-                          s->persisted == run_marker(*out.enough_on_record, s->status->started_at);
-      const bool waits_for_status =
-          (io.patch || io.taint || !io.removals.empty() || io.dcm) && !enough;
+      // Write ahead (controller/write_order): killed between a node change and the status
+      // that decided it, a restarted operator would read an older phase and, say,
+      // relabel a node whose DCM run is under way.
       auto status_writer = writer();
-      if (waits_for_status && s->status && s->persisted != marker && status_writer) {
+      if (sequence.status_first && status_writer) {
         persist(*s->status, marker, [=](const std::string& error) {
           if (!error.empty()) {
             failed(error);

@@ -1,6 +1,6 @@
 #pragma once
 
-// The operator's metrics (names and labels follow Prometheus conventions; the README
+// The operator's metrics (names and labels follow Prometheus conventions; docs/monitoring.md
 // lists them). One registry per process, shared by the actors.
 
 #include "kube/http_client.hpp"

@@ -5,6 +5,7 @@
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
 #include "actors/plan_supervisor.hpp"
+#include "kube/resource.hpp"
 
 #include <set>
 
@@ -217,6 +218,9 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
       },
       [=](synced_atom, const std::string& resource) {
         s->synced.insert(resource);
+        // DCM's ConfigMap has its own watch among the eight; the payloads' are listed_atom.
+        if (resource == kube::resources::config_maps().plural)
+          s->view.config_maps_listed.insert(s->dcm_key);
         s->view.shared_changed = true;
         if (s->synced.size() >= resource_count && !s->view.synced) {
           s->view.synced = true;
@@ -224,6 +228,15 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
           log_info("caches synced: " + std::to_string(s->view.nodes.size()) + " nodes, " +
                    std::to_string(s->view.plans.size()) + " plans");
         }
+        s->dirty = true;
+        schedule();
+      },
+      [=](listed_atom, const std::string& config_map, bool listed) {
+        if (listed)
+          s->view.config_maps_listed.insert(config_map);
+        else
+          s->view.config_maps_listed.erase(config_map);
+        s->view.shared_changed = true;
         s->dirty = true;
         schedule();
       },

@@ -4,9 +4,9 @@
 #include "actors/messages.hpp"
 #include "actors/node_worker.hpp"
 #include "actors/operator_metrics.hpp"
+#include "controller/item_reconcile.hpp"
 #include "controller/plan_resolution.hpp"
 #include "controller/plan_status.hpp"
-#include "protocol/desired_hash.hpp"
 
 #include <set>
 
@@ -31,57 +31,6 @@ struct supervisor_state {
   std::shared_ptr<latest_view> latest = std::make_shared<latest_view>();
   bool retry_pending = false;
 };
-
-/// `hashes`: desiredHash by profile, for this plan and view (the same for every node of a
-/// profile: computed once, not once per node).
-protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan,
-                                         const controller::selected_node& sel,
-                                         const cluster_snapshot& view,
-                                         std::map<std::string, std::string>& hashes) {
-  protocol::node_partitioning item;
-  item.metadata.name = plan.metadata.name + "-" + sel.node;
-  item.metadata.finalizers = {controller::item_finalizer};
-  protocol::owner_reference owner;
-  owner.api_version = std::string(protocol::api_version);
-  owner.kind = std::string(protocol::partitioning_plan::kind_name);
-  owner.name = plan.metadata.name;
-  owner.uid = plan.metadata.uid;
-  owner.controller = true;
-  owner.block_owner_deletion = true;
-  item.metadata.owner_references = {owner};
-  item.spec.plan_ref = {plan.metadata.name, plan.metadata.uid};
-  item.spec.node_name = sel.node;
-  item.spec.profile_ref.name = sel.profile;
-  item.spec.drain = plan.spec.rollout.drain;
-  item.spec.verification = plan.spec.verification;
-  item.spec.dry_run = plan.spec.dry_run;
-  if (auto known = hashes.find(sel.profile); known != hashes.end()) {
-    item.spec.desired_hash = known->second;
-    return item;
-  }
-  auto profile = view.profiles.find(sel.profile);
-  if (profile != view.profiles.end()) {
-    item.spec.desired_hash =
-        protocol::desired_hash(*profile->second, item.spec.drain, item.spec.verification);
-  } else {
-    // No profile yet: hash what is known; the item fails preflight (ProfileNotFound)
-    // and its hash changes once the profile appears.
-    protocol::partitioning_profile missing;
-    missing.metadata.name = sel.profile;
-    item.spec.desired_hash =
-        protocol::desired_hash(missing, item.spec.drain, item.spec.verification);
-  }
-  hashes[sel.profile] = item.spec.desired_hash;
-  return item;
-}
-
-bool spec_differs(const protocol::node_partitioning& have,
-                  const protocol::node_partitioning& want) {
-  return have.spec.desired_hash != want.spec.desired_hash ||
-         have.spec.dry_run != want.spec.dry_run || !(have.spec.drain == want.spec.drain) ||
-         !(have.spec.verification == want.spec.verification) ||
-         have.spec.profile_ref.name != want.spec.profile_ref.name;
-}
 
 /// The plan's phase as an enumeration gauge: 1 for its phase, 0 for the others.
 void publish_plan_phase(const std::string& plan, std::optional<protocol::plan_phase> phase) {
@@ -227,43 +176,30 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
               keep_items.insert(name);
             hold_all();
           } else {
-            std::vector<std::string> selected;
-            // Items not created yet, and which of their nodes are down (cordoned, NotReady):
-            // the governor need not wait to hear from them (a plan of a thousand nodes
-            // started 10 s late, after the last create).
-            std::vector<std::string> absent;
-            std::vector<std::string> absent_unavailable;
-            std::map<std::string, std::string> hashes;
-            for (const auto& sel : resolution.selected) {
-              selected.push_back(config.plan + "-" + sel.node);
-              auto want = desired_item(*plan, sel, *view, hashes);
-              keep_items.insert(want.metadata.name);
-              auto have = mine.find(want.metadata.name);
-              if (have == mine.end()) {
-                absent.push_back(want.metadata.name);
-                auto node = view->nodes.find(sel.node);
-                if (node != view->nodes.end() &&
-                    (node->second->unschedulable || !node->second->ready))
-                  absent_unavailable.push_back(want.metadata.name);
-                if (s->requested[want.metadata.name] != "create") {
-                  s->requested[want.metadata.name] = "create";
-                  write_item(want.metadata.name, item_io{item_io::op::create, want});
-                }
-              } else if (spec_differs(*have->second, want) && !in_flight(*have->second)) {
-                // A node in flight finishes first, then is re-evaluated.
-                if (s->requested[want.metadata.name] != want.spec.desired_hash) {
-                  s->requested[want.metadata.name] = want.spec.desired_hash;
-                  write_item(want.metadata.name, item_io{item_io::op::update_spec, want});
-                }
-              } else {
-                s->requested.erase(want.metadata.name);
+            auto changes = controller::reconcile_items(*plan, resolution, mine, *view);
+            keep_items = changes.keep;
+            for (auto& want : changes.create) {
+              const auto name = want.metadata.name;
+              if (s->requested[name] != "create") {
+                s->requested[name] = "create";
+                write_item(name, item_io{item_io::op::create, std::move(want)});
               }
             }
+            for (auto& want : changes.update) {
+              const auto name = want.metadata.name;
+              if (s->requested[name] != want.spec.desired_hash) {
+                s->requested[name] = want.spec.desired_hash;
+                write_item(name, item_io{item_io::op::update_spec, std::move(want)});
+              }
+            }
+            for (const auto& name : changes.unchanged)
+              s->requested.erase(name);
             controller::rollout_limits limits;
             limits.max_parallel = plan->spec.rollout.max_parallel;
             limits.max_unavailable = plan->spec.rollout.max_unavailable;
             limits.paused = plan->spec.paused;
-            self->send(s->governor, limits_atom_v, limits, selected, absent, absent_unavailable);
+            self->send(s->governor, limits_atom_v, limits, changes.selected, changes.absent,
+                       changes.absent_unavailable);
           }
         } else if (plan == nullptr || plan->metadata.deletion_timestamp) {
           hold_all(); // the plan is gone or being deleted
@@ -271,18 +207,15 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           keep_items.clear();
           resolution = {};
         }
-        // Items no longer selected (node gone, labels changed, plan deleted or invalid)
-        // are deleted; their finalizer returns the node to service.
-        for (const auto& [name, item] : mine) {
-          const bool plan_gone = plan == nullptr || plan->metadata.deletion_timestamp.has_value();
-          if ((plan_gone || !keep_items.count(name)) && !item->metadata.deletion_timestamp &&
-              view->invalid_plans.count(config.plan) == 0) {
-            if (!plan_gone && s->requested[name] != "remove") {
-              s->requested[name] = "remove";
-              write_item(name, item_io{item_io::op::remove, *item});
-            }
+        // Items no longer selected (node gone, labels changed) are deleted; their
+        // finalizer returns the node to service.
+        const bool plan_gone = plan == nullptr || plan->metadata.deletion_timestamp.has_value();
+        for (const auto& name : controller::items_to_remove(
+                 mine, keep_items, plan_gone, view->invalid_plans.count(config.plan) > 0))
+          if (s->requested[name] != "remove") {
+            s->requested[name] = "remove";
+            write_item(name, item_io{item_io::op::remove, *mine.at(name)});
           }
-        }
         // A worker per item of this plan, for as long as the item exists. Each is told of
         // the views with news for it (its node, pods or item; shared objects; PDBs while
         // draining); whenever it steps, it reads the latest view.

@@ -1,5 +1,6 @@
 #include "actors/watcher.hpp"
 
+#include "actors/crd_resources.hpp"
 #include "actors/decode.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
@@ -8,22 +9,33 @@
 #include "protocol/json.hpp"
 
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 namespace gpu_partitioner::actors {
 
 namespace {
 
-const kube::resource plans{"infrastructure.silogen.ai", "v1alpha1", "partitioningplans", false};
-const kube::resource profiles{"infrastructure.silogen.ai", "v1alpha1", "partitioningprofiles",
-                              false};
-const kube::resource items{"infrastructure.silogen.ai", "v1alpha1", "nodepartitionings", false};
+/// Lets a stream's deliveries through until it is retired: the watcher closes it and then
+/// tells the sink the ConfigMap is gone, so nothing of a retired stream can follow that.
+struct gate {
+  std::mutex m;
+  bool open = true;
+};
 
 // Decodes one kind of object into observations.
 class forwarder : public kube::watch_handler {
 public:
-  forwarder(caf::actor sink, observation::kind what, std::string resource)
-      : sink_(std::move(sink)), what_(what), resource_(std::move(resource)) {
+  /// `listed`: for one ConfigMap's stream, its namespace/name: the sink hears that it was
+  /// listed (listed_atom) instead of the resource's sync. `payloads`: for profiles, where
+  /// each profile's payload reference goes.
+  forwarder(caf::actor sink, observation::kind what, std::string resource,
+            std::shared_ptr<gate> g = nullptr, std::string listed = {},
+            caf::actor payloads = nullptr)
+      : sink_(std::move(sink)), what_(what), resource_(std::move(resource)), gate_(std::move(g)),
+        listed_(std::move(listed)), payloads_(std::move(payloads)) {
     // At 0 from the start, so that rate() and increase() see the first restart.
     for (const char* kind : {"relist", "reconnect"})
       process_metrics().watch_restarts.ensure({resource_, kind});
@@ -37,12 +49,20 @@ public:
     o.received = protocol::wall_clock::now();
     if (!o.deleted && d.object != nullptr)
       fill(o, *d.object);
-    caf::anon_send(sink_, observe_atom_v, std::move(o));
+    if (payloads_)
+      caf::anon_send(payloads_, payload_atom_v, o.key,
+                     o.profile ? o.profile->spec.operator_payload.namespace_ + "/" +
+                                     o.profile->spec.operator_payload.name
+                               : std::string{});
+    send(observe_atom_v, std::move(o));
   }
 
   void on_synced() override {
     synced_once_ = true;
-    caf::anon_send(sink_, synced_atom_v, resource_);
+    if (listed_.empty())
+      send(synced_atom_v, resource_);
+    else
+      send(listed_atom_v, listed_, true);
   }
 
   void on_restart(const std::string& note, bool relist) override {
@@ -56,6 +76,17 @@ public:
   }
 
 private:
+  template <class... Ts>
+  void send(Ts&&... xs) {
+    if (!gate_) {
+      caf::anon_send(sink_, std::forward<Ts>(xs)...);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(gate_->m);
+    if (gate_->open)
+      caf::anon_send(sink_, std::forward<Ts>(xs)...);
+  }
+
   template <class T>
   std::shared_ptr<const T> typed(const rapidjson::Value& v, observation& o) {
     auto decoded = protocol::from_json_value<T>(v);
@@ -119,6 +150,9 @@ private:
   caf::actor sink_;
   observation::kind what_;
   std::string resource_;
+  std::shared_ptr<gate> gate_;
+  std::string listed_;
+  caf::actor payloads_;
   bool synced_once_ = false; // touched by the watch's own thread only
 };
 
@@ -127,25 +161,55 @@ struct stream {
   observation::kind what;
 };
 
+/// The watch of one ConfigMap (a profile's payload).
+struct config_map_stream {
+  std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<gate> open = std::make_shared<gate>();
+};
+
 struct watcher_state {
   std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
   std::vector<std::thread> threads;
+  /// Payload ConfigMaps by namespace/name, and what each profile references.
+  std::map<std::string, config_map_stream> config_maps;
+  std::map<std::string, std::string> payload_of;
   ~watcher_state() {
     stop->store(true);
+    for (auto& [key, cm] : config_maps)
+      cm.stop->store(true);
     for (auto& t : threads)
       if (t.joinable())
         t.join();
   }
 };
 
+/// Runs one list+watch loop on a thread (and connection) of its own until `stop` is set
+/// (the watcher's end sets every stream's).
+std::thread run_stream(const watcher_config& config, stream s, std::shared_ptr<gate> g,
+                       std::string listed, caf::actor payloads,
+                       std::shared_ptr<std::atomic<bool>> stop) {
+  return std::thread([conn = config.connection, sink = config.sink, s = std::move(s),
+                      g = std::move(g), listed = std::move(listed), payloads = std::move(payloads),
+                      stop = std::move(stop)] {
+    kube::http_client http(conn, std::make_shared<kube::credentials>(conn));
+    http.set_observer(process_metrics().api_observer());
+    kube::client api(http);
+    forwarder handler(sink, s.what, s.options.what.plural, g, listed, payloads);
+    kube::list_watch loop(api, s.options, handler);
+    loop.run(*stop);
+  });
+}
+
 } // namespace
 
 caf::behavior watcher(caf::event_based_actor* self, watcher_config config) {
   auto state = std::make_shared<watcher_state>();
   std::vector<stream> streams;
-  auto add = [&](kube::resource r, observation::kind what, std::string field_selector = {}) {
+  auto add = [&](kube::resource r, observation::kind what, std::string field_selector = {},
+                 std::string ns = {}) {
     kube::list_watch_options o;
     o.what = std::move(r);
+    o.ns = std::move(ns);
     o.field_selector = std::move(field_selector);
     streams.push_back({o, what});
   };
@@ -153,26 +217,72 @@ caf::behavior watcher(caf::event_based_actor* self, watcher_config config) {
   add(kube::resources::nodes(), k::node);
   add(kube::resources::pods(), k::pod, "spec.nodeName!=");
   add(kube::resources::pod_disruption_budgets(), k::pdb);
-  add(kube::resources::config_maps(), k::config_map);
-  add(plans, k::plan);
-  add(profiles, k::profile);
-  add(items, k::item);
+  // ConfigMaps only by name: DCM's here, the profiles' payloads as profiles name them. A
+  // watch of every ConfigMap would hold every tenant's data.
+  add(kube::resources::config_maps(), k::config_map, "metadata.name=" + config.dcm_name,
+      config.dcm_namespace);
+  add(plans_resource, k::plan);
+  add(profiles_resource, k::profile);
+  add(items_resource, k::item);
   // DCM explains its failures in Events; the workers quote them.
   add(kube::resources::events(), k::dcm_event, "source=amd-device-config-manager");
-  for (auto& s : streams) {
-    state->threads.emplace_back(
-        [conn = config.connection, sink = config.sink, s, stop = state->stop] {
-          kube::http_client http(conn, std::make_shared<kube::credentials>(conn));
-          http.set_observer(process_metrics().api_observer());
-          kube::client api(http);
-          forwarder handler(sink, s.what, s.options.what.plural);
-          kube::list_watch loop(api, s.options, handler);
-          loop.run(*stop);
-        });
-  }
+  const auto me = caf::actor_cast<caf::actor>(self);
+  for (auto& s : streams)
+    state->threads.push_back(
+        run_stream(config, s, nullptr, {}, s.what == k::profile ? me : caf::actor{}, state->stop));
+  const std::string dcm_key = config.dcm_namespace + "/" + config.dcm_name;
   // The threads are joined when the actor's state goes with the behavior.
-  self->attach_functor([state] { state->stop->store(true); });
-  return {[state](tick_atom) {}};
+  self->attach_functor([state] {
+    state->stop->store(true);
+    for (auto& [key, cm] : state->config_maps)
+      cm.stop->store(true);
+  });
+  return {
+      [state](tick_atom) {},
+      // A profile's payload reference ("" once the profile is gone or does not decode):
+      // the set of payload ConfigMaps watched follows the profiles.
+      [=](payload_atom, const std::string& profile, const std::string& ref) {
+        if (ref.empty())
+          state->payload_of.erase(profile);
+        else
+          state->payload_of[profile] = ref;
+        std::set<std::string> wanted;
+        for (const auto& [p, r] : state->payload_of)
+          if (r != dcm_key && r.find('/') != std::string::npos)
+            wanted.insert(r);
+        for (auto it = state->config_maps.begin(); it != state->config_maps.end();) {
+          if (wanted.count(it->first)) {
+            ++it;
+            continue;
+          }
+          it->second.stop->store(true);
+          {
+            std::lock_guard<std::mutex> lock(it->second.open->m);
+            it->second.open->open = false;
+            observation gone;
+            gone.what = k::config_map;
+            gone.key = it->first;
+            gone.deleted = true;
+            gone.received = protocol::wall_clock::now();
+            caf::anon_send(config.sink, observe_atom_v, std::move(gone));
+            caf::anon_send(config.sink, listed_atom_v, it->first, false);
+          }
+          it = state->config_maps.erase(it);
+        }
+        for (const auto& key : wanted) {
+          if (state->config_maps.count(key))
+            continue;
+          auto& cm = state->config_maps[key];
+          const auto slash = key.find('/');
+          kube::list_watch_options o;
+          o.what = kube::resources::config_maps();
+          o.ns = key.substr(0, slash);
+          o.field_selector = "metadata.name=" + key.substr(slash + 1);
+          state->threads.push_back(
+              run_stream(config, {o, k::config_map}, cm.open, key, {}, cm.stop));
+        }
+      },
+  };
 }
 
 } // namespace gpu_partitioner::actors

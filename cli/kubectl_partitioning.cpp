@@ -2,6 +2,7 @@
 // `kubectl partitioning ...`). It reads plans and items with the operator's own client
 // and codecs, and writes only what a user would: spec.paused of a plan, and the retry
 // annotation of a Failed item.
+#include "actors/crd_resources.hpp"
 #include "cli/partitioning_cli.hpp"
 #include "kube/client.hpp"
 #include "kube/config.hpp"
@@ -17,11 +18,12 @@
 namespace cli = gpu_partitioner::cli;
 namespace kube = gpu_partitioner::kube;
 namespace protocol = gpu_partitioner::protocol;
+namespace actors = gpu_partitioner::actors;
 
 namespace {
 
-const kube::resource plans{"infrastructure.silogen.ai", "v1alpha1", "partitioningplans", false};
-const kube::resource items{"infrastructure.silogen.ai", "v1alpha1", "nodepartitionings", false};
+const kube::resource& plans = actors::plans_resource;
+const kube::resource& items = actors::items_resource;
 
 int fail(const std::string& message) {
   std::cerr << "error: " << message << "\n";

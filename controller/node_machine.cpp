@@ -1,5 +1,9 @@
 #include "controller/node_machine.hpp"
 
+#include "controller/drain.hpp"
+#include "controller/preflight.hpp"
+#include "controller/verification.hpp"
+
 #include "controller/dcm_payload.hpp"
 #include "controller/selector.hpp"
 #include "protocol/codec/pattern.hpp"
@@ -17,9 +21,8 @@ namespace codec = protocol::codec;
 
 namespace {
 
-// How often a waiting phase looks again; a PDB refusal is retried after 5 s (as kubectl).
+// How often a waiting phase looks again.
 constexpr std::chrono::milliseconds poll_interval = 1s;
-constexpr std::chrono::seconds eviction_retry = 5s;
 
 const char* phase_name(node_phase p) {
   switch (p) {
@@ -39,10 +42,6 @@ const char* phase_name(node_phase p) {
     return "Failed";
   }
   return "Pending";
-}
-
-std::string key_of(const pod_info& p) {
-  return p.ns + "/" + p.name;
 }
 
 std::optional<std::string> annotation(const node_info& node, const char* key) {
@@ -65,59 +64,6 @@ bool well_formed_record(const std::optional<std::string>& was_unschedulable) {
 std::string label(const node_info& node, const char* key) {
   auto it = node.labels.find(key);
   return it == node.labels.end() ? std::string{} : it->second;
-}
-
-// A ready label is "key" (present) or "key=value".
-bool has_ready_label(const node_info& node, const std::string& spec) {
-  if (spec.empty())
-    return true;
-  auto eq = spec.find('=');
-  if (eq == std::string::npos)
-    return node.labels.count(spec) > 0;
-  auto it = node.labels.find(spec.substr(0, eq));
-  return it != node.labels.end() && it->second == spec.substr(eq + 1);
-}
-
-// An allocatable quantity as a whole number; extended resources are integers.
-std::optional<long long> whole(const std::string& quantity) {
-  if (quantity.empty() || quantity.size() > 18) // more digits would overflow
-    return std::nullopt;
-  long long v = 0;
-  for (char c : quantity) {
-    if (c < '0' || c > '9')
-      return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  return v;
-}
-
-std::string rival_finding(const resolved_profile& profile, const std::string& rival) {
-  return "DCMProfileNameConflict: PartitioningProfile \"" + rival + "\" uses DCM profile name " +
-         codec::quote(profile.dcm_name) + " too, with another payload; DCM holds one payload " +
-         "per name, so neither is applied until one of them is renamed";
-}
-
-std::string holders_finding(const node_inputs& in) {
-  std::string who;
-  const auto& h = in.dcm_name_holders;
-  for (std::size_t i = 0; i < h.size() && i < 5; ++i)
-    who += (i ? ", " : "") + h[i];
-  if (h.size() > 5)
-    who += " and " + std::to_string(h.size() - 5) + " more";
-  return "DCMProfileInUse: DCM's config holds another payload under " +
-         codec::quote(in.profile.dcm_name) + ", which node(s) " + who +
-         " carry: DCM runs every labelled node again when its config changes, so writing this "
-         "payload would repartition them without a drain; give the profile a new "
-         "spec.operatorPayload.profileName";
-}
-
-// Whether a DCM pod (the GPU operator's DaemonSet, in DCM's namespace) runs on the node.
-bool dcm_runs_on(const node_inputs& in) {
-  return std::any_of(in.pods.begin(), in.pods.end(), [&](const pod_info& p) {
-    auto it = p.labels.find(dcm_pod_label);
-    return p.ns == in.dcm.ns && it != p.labels.end() && it->second == dcm_pod_label_value &&
-           p.phase == "Running" && !p.deleting;
-  });
 }
 
 // The profiles DCM's config lacks (or holds otherwise), as one write of all the plan's:
@@ -259,15 +205,6 @@ bool restore_node(const node_info& node, status_editor& s, node_step& out, bool 
     return true;
   }
   return false;
-}
-
-std::vector<protocol::namespaced_name> pdbs_covering(const std::vector<pdb_info>& pdbs,
-                                                     const pod_info& pod) {
-  std::vector<protocol::namespaced_name> out;
-  for (const auto& pdb : pdbs)
-    if (pdb.covers(pod))
-      out.push_back({pdb.ns, pdb.name});
-  return out;
 }
 
 // At most a century: the clock counts nanoseconds, so a longer timeout (int64's maximum
@@ -431,119 +368,36 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   }
   s.condition("NodeCordoned", true, "Cordoned", "no new pods are scheduled to the node");
 
-  const auto evictable = evictable_pods(in.pods);
-  std::vector<protocol::namespaced_name> blocking_pdbs;
-  std::vector<protocol::blocking_pod> blocking;
-  // Progress counts each pod once: an evicted pod still terminating is evicted, not also
-  // left to evict.
-  int evicted = 0;
-  for (const auto& [key, mem] : in.evictions)
-    if (mem.done)
-      ++evicted;
-  int not_evicted = 0; // on the node, neither evicted by us nor being deleted
-  int uncounted = 0;   // on the node and not among the evicted (deleted by someone else)
-  for (const auto& pod : evictable) {
-    auto mem = in.evictions.find(key_of(pod));
-    const bool done = mem != in.evictions.end() && mem->second.done;
-    if (!done)
-      ++uncounted;
-    if (!done && !pod.deleting)
-      ++not_evicted;
-  }
-
+  const auto pass = plan_evictions(in.pods, in.pdbs, in.evictions, drain, in.now);
   if (past(s, drain.timeout_seconds)) {
-    std::string why = "the drain did not finish within " +
-                      std::to_string(timeout_of(drain.timeout_seconds)) + " s";
-    std::set<std::string> names;
-    for (const auto& pod : evictable)
-      for (const auto& pdb : pdbs_covering(in.pdbs, pod))
-        names.insert(pdb.namespace_ + "/" + pdb.name);
-    if (!names.empty()) {
-      why += ": blocked by PodDisruptionBudget";
-      for (const auto& n : names)
-        why += " " + n;
-    } else if (!evictable.empty()) {
-      why += ": " + std::to_string(evictable.size()) + " pod(s) still on the node";
-    }
-    fail_and_roll_back(in, s, out, "DrainTimeout", why);
+    fail_and_roll_back(
+        in, s, out, "DrainTimeout",
+        drain_timeout_reason(pass.evictable, in.pdbs, timeout_of(drain.timeout_seconds)));
     return;
   }
 
   if (drain.enabled && !node.has_dcm_taint()) {
-    const bool evict = drain.kind == protocol::eviction_kind::eviction && drain.respect_pdb;
-    for (const auto& pod : evictable) {
-      if (pod.deleting)
-        continue;
-      auto mem = in.evictions.find(key_of(pod));
-      // Evicted already, and the pods' watch has not shown the deletion yet (it may lag
-      // behind the other watches, say after the API server came back): asking again would
-      // be a duplicate. Only a pod still shown undeleted after the retry interval is.
-      if (mem != in.evictions.end() && mem->second.done && in.now - mem->second.at < eviction_retry)
-        continue;
-      if (mem != in.evictions.end() && mem->second.blocked) {
-        auto pdbs = pdbs_covering(in.pdbs, pod);
-        blocking_pdbs.insert(blocking_pdbs.end(), pdbs.begin(), pdbs.end());
-        std::string reason = mem->second.message;
-        if (!pdbs.empty())
-          reason = "PodDisruptionBudget " + pdbs.front().namespace_ + "/" + pdbs.front().name +
-                   " does not allow it now";
-        blocking.push_back({pod.ns, pod.name, reason});
-        // Retry after 5 s, or at once when the budget now allows a disruption.
-        const bool budget_open = std::any_of(in.pdbs.begin(), in.pdbs.end(), [&](const auto& pdb) {
-          return pdb.covers(pod) && pdb.disruptions_allowed > 0;
-        });
-        if (in.now - mem->second.at < eviction_retry && !budget_open)
-          continue;
-        // The budget already counts this very pod as disrupted: an eviction of it was
-        // approved, but the pod was never deleted (the evicting client died mid-request,
-        // say, an operator killed). The API server refuses every further eviction until it
-        // forgets that entry, after 2 minutes; finish the approved one by deleting the pod.
-        const bool approved = std::any_of(in.pdbs.begin(), in.pdbs.end(), [&](const auto& pdb) {
-          return pdb.covers(pod) && pdb.disrupted_pods.count(pod.name) > 0;
-        });
-        if (approved) {
-          out.removals.push_back({pod.ns, pod.name, pod.uid, false});
-          continue;
-        }
-      }
-      const bool again = mem != in.evictions.end() && mem->second.done;
-      out.removals.push_back({pod.ns, pod.name, pod.uid, evict, again});
-    }
-    std::sort(blocking_pdbs.begin(), blocking_pdbs.end(), [](const auto& a, const auto& b) {
-      return a.namespace_ != b.namespace_ ? a.namespace_ < b.namespace_ : a.name < b.name;
-    });
-    blocking_pdbs.erase(std::unique(blocking_pdbs.begin(), blocking_pdbs.end(),
-                                    [](const auto& a, const auto& b) {
-                                      return a.namespace_ == b.namespace_ && a.name == b.name;
-                                    }),
-                        blocking_pdbs.end());
-    s.status.drain.pods_evicted = evicted;
+    out.removals = pass.removals;
+    s.status.drain.pods_evicted = pass.evicted;
     s.status.drain.pods_total =
-        std::max<std::int32_t>(s.status.drain.pods_total, evicted + uncounted);
-    // A DaemonSet's pod that holds GPUs is not evicted (its controller puts it back at
-    // once); DCM will find the GPUs busy and retry until it is gone. Shown, not waited on.
-    auto shown = blocking;
-    for (const auto& pod : in.pods)
-      if (pod.daemon_set && pod.gpus > 0 && !pod.finished())
-        shown.push_back({pod.ns, pod.name,
-                         "a DaemonSet's pod holds GPUs: DCM finds them busy until it is gone"});
-    if (!shown.empty() && !(shown == s.original.drain.blocking_pods)) {
+        std::max<std::int32_t>(s.status.drain.pods_total, pass.evicted + pass.uncounted);
+    if (!pass.shown.empty() && !(pass.shown == s.original.drain.blocking_pods)) {
       std::string who;
-      for (const auto& b : shown)
+      for (const auto& b : pass.shown)
         who += (who.empty() ? "" : "; ") + b.namespace_ + "/" + b.name + ": " + b.reason;
       out.events.push_back({false, "Warning", "DrainBlocked", who});
     }
-    s.status.drain.pods_blocked = static_cast<std::int32_t>(blocking.size());
-    s.status.drain.blocking_pdbs = blocking_pdbs;
-    s.status.drain.blocking_pods = shown;
-    if (!evictable.empty()) {
-      if (!blocking.empty())
+    s.status.drain.pods_blocked = static_cast<std::int32_t>(pass.blocked.size());
+    s.status.drain.blocking_pdbs = pass.blocking_pdbs;
+    s.status.drain.blocking_pods = pass.shown;
+    if (!pass.evictable.empty()) {
+      if (!pass.blocked.empty())
         s.condition("Drained", false, "EvictionBlocked",
-                    std::to_string(blocking.size()) +
+                    std::to_string(pass.blocked.size()) +
                         " pod(s) blocked by a PodDisruptionBudget; retrying every 5 s");
-      else if (not_evicted > 0)
+      else if (pass.not_evicted > 0)
         s.condition("Drained", false, "Evicting",
-                    std::to_string(not_evicted) + " pod(s) left to evict");
+                    std::to_string(pass.not_evicted) + " pod(s) left to evict");
       // No count here: it would change, and be written, as each pod goes.
       else
         s.condition("Drained", false, "Terminating",
@@ -938,170 +792,6 @@ void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
 }
 
 } // namespace
-
-std::vector<pod_info> evictable_pods(const std::vector<pod_info>& pods) {
-  std::vector<pod_info> out;
-  // A pod that holds GPUs makes DCM find them busy whatever it tolerates.
-  for (const auto& p : pods)
-    if (!p.daemon_set && !p.mirror && !p.finished() && (!p.tolerates_dcm_taint() || p.gpus > 0))
-      out.push_back(p);
-  return out;
-}
-
-std::vector<std::string> preflight(const node_inputs& in) {
-  std::vector<std::string> findings;
-  const auto& profile = in.profile;
-  if (!profile.found) {
-    if (!profile.invalid.empty())
-      findings.push_back("ProfileInvalid: PartitioningProfile \"" + profile.name +
-                         "\" is invalid: " + profile.invalid);
-    else
-      findings.push_back("ProfileNotFound: PartitioningProfile \"" + profile.name +
-                         "\" does not exist");
-    return findings;
-  }
-  if (!profile.payload) {
-    findings.push_back("PayloadNotFound: " + profile.payload_problem);
-  } else if (auto problem = payload_problem(*profile.payload)) {
-    findings.push_back("PayloadInvalid: " + *problem);
-  }
-  // What the profile names must be something a node can carry; otherwise the node would
-  // fail only after it was drained (the label patch refused, the label never seen).
-  const std::string where = "ProfileInvalid: PartitioningProfile \"" + profile.name + "\" ";
-  if (!codec::is_label_value(profile.dcm_name))
-    findings.push_back(
-        where + "spec.operatorPayload.profileName: the DCM profile name " +
-        codec::quote(profile.dcm_name) + " (" + std::to_string(profile.dcm_name.size()) +
-        " characters" +
-        (profile.spec.operator_payload.profile_name ? "" : ", the profile's own name") +
-        ") is not a node label value (at most 63 characters); set "
-        "spec.operatorPayload.profileName");
-  const auto& ready = profile.spec.verification.ready_label;
-  if (!ready.empty() && !codec::is_label_requirement(ready))
-    findings.push_back(where + "spec.verification.readyLabel: " + codec::quote(ready) +
-                       " is not a node label key or key=value (a name of at most 63 "
-                       "characters)");
-  for (std::size_t i = 0; i < profile.spec.expected_resources.size(); ++i) {
-    const auto& name = profile.spec.expected_resources[i].name;
-    if (!codec::is_label_key(name))
-      findings.push_back(where + "spec.expectedResources[" + std::to_string(i) +
-                         "].name: " + codec::quote(name) + " is not a resource name");
-  }
-  for (const auto& rival : profile.dcm_name_rivals)
-    findings.push_back(rival_finding(profile, rival));
-  if (!in.dcm_name_holders.empty())
-    findings.push_back(holders_finding(in));
-  if (profile.payload && payload_mixes_styles(*profile.payload) &&
-      std::any_of(profile.spec.expected_resources.begin(), profile.spec.expected_resources.end(),
-                  [](const auto& r) { return r.name == "amd.com/gpu"; }))
-    findings.push_back(
-        "PayloadMixedStyles: " + where.substr(std::string("ProfileInvalid: ").size()) +
-        "puts GPUs in more than one compute/memory style but expects amd.com/gpu: "
-        "AMD's device plugin under its default single strategy exits on such a "
-        "node; use the mixed strategy's amd.com/<compute>_<memory> resources");
-  // DCM reads its profiles from this ConfigMap; without it (or with garbage in it) DCM
-  // cannot apply anything, so find out before the node is disturbed.
-  if (!in.dcm.found)
-    findings.push_back("DCMConfigNotFound: DCM's ConfigMap " + in.dcm.ns + "/" + in.dcm.name +
-                       " does not exist");
-  else if (!dcm_config_with(in.dcm.config_json, profile.dcm_name, "{}"))
-    findings.push_back("DCMConfigInvalid: " + in.dcm.ns + "/" + in.dcm.name +
-                       " config.json is not a JSON object with gpu-config-profiles");
-  if (in.node && profile.spec.target_selector &&
-      !matches(*profile.spec.target_selector, in.node->labels))
-    findings.push_back("TargetMismatch: node " + in.node->name +
-                       " does not match the targetSelector of profile " + profile.name);
-  if (in.node) {
-    // A node that reports no AMD GPU resource at all has nothing to partition: a CPU
-    // node, or one whose device plugin never ran. Draining it would gain nothing.
-    const bool gpus = std::any_of(in.node->allocatable.begin(), in.node->allocatable.end(),
-                                  [](const auto& r) { return r.first.rfind("amd.com/", 0) == 0; });
-    if (!gpus)
-      findings.push_back("NotAGPUNode: node " + in.node->name +
-                         " reports no amd.com/ resource in status.allocatable: it has no AMD "
-                         "GPUs, or their device plugin is not running");
-  }
-  // No AMD component sets a readiness label: one that is named must be a site's own, and
-  // a site's labeller has it on the node already. A key the node lacks before the run
-  // would never appear after it, and the node would fail verification cordoned. Checked
-  // only before a run: during one, the taint takes the labels of a node's GPU stack off.
-  const auto phase = in.item.status.phase.value_or(protocol::node_phase::pending);
-  const bool before_run = phase == protocol::node_phase::pending ||
-                          phase == protocol::node_phase::failed ||
-                          phase == protocol::node_phase::succeeded;
-  // A NotReady node's pods are what its kubelet last reported: DCM's is looked for once
-  // the node is Ready (it waits in Pending meanwhile).
-  if (in.node && in.node->ready && before_run && !dcm_runs_on(in))
-    findings.push_back("DCMNotRunning: no DCM pod runs on node " + in.node->name + " (a pod in " +
-                       in.dcm.ns + " labelled " + dcm_pod_label + "=" + dcm_pod_label_value +
-                       "): nothing would answer the profile label; check the DeviceConfig's "
-                       "spec.configManager and its selector");
-  if (in.node && before_run) {
-    const std::pair<const char*, std::string> named[] = {
-        {"the plan's spec.verification.gpuReadyLabel", in.item.spec.verification.gpu_ready_label},
-        {"the profile's spec.verification.readyLabel", ready}};
-    for (const auto& [field, spec] : named) {
-      const std::string key = spec.substr(0, spec.find('='));
-      if (!key.empty() && !in.node->labels.count(key))
-        findings.push_back("ReadyLabelMissing: " + std::string(field) + " names " +
-                           codec::quote(spec) + ", but node " + in.node->name + " has no label " +
-                           codec::quote(key) +
-                           " (AMD's GPU operator sets no readiness label; name one only where "
-                           "the site's own labeller sets it)");
-    }
-  }
-  return findings;
-}
-
-std::string verification_gap(const node_inputs& in) {
-  const auto& node = *in.node;
-  std::vector<std::string> gaps;
-  const std::string item_ready = in.item.spec.verification.gpu_ready_label;
-  const std::string profile_ready =
-      in.profile.found ? in.profile.spec.verification.ready_label : std::string{};
-  for (const auto& ready : {item_ready, profile_ready != item_ready ? profile_ready : ""})
-    if (!has_ready_label(node, ready))
-      gaps.push_back("ready label " + ready + " missing");
-  if (in.profile.found)
-    for (const auto& want : in.profile.spec.expected_resources) {
-      auto it = node.allocatable.find(want.name);
-      auto have = it == node.allocatable.end() ? std::nullopt : whole(it->second);
-      if (!have || *have != want.count)
-        gaps.push_back("expected " + want.name + "=" + std::to_string(want.count) + ", found " +
-                       (it == node.allocatable.end() ? std::string("none") : it->second));
-    }
-  // The labeller's partition label, where the node has it, names the GPUs' style; it
-  // keeps its old value while the labeller restarts after the taint goes.
-  if (in.profile.found && in.profile.payload)
-    if (auto style = payload_style(*in.profile.payload)) {
-      auto it = node.labels.find(partition_label);
-      if (it != node.labels.end() && it->second != *style)
-        gaps.push_back(std::string(partition_label) + " is " + codec::quote(it->second) +
-                       ", expected " + codec::quote(*style));
-    }
-  for (const auto& name : in.item.spec.verification.require_plugin_resources) {
-    auto it = node.allocatable.find(name);
-    auto have = it == node.allocatable.end() ? std::nullopt : whole(it->second);
-    if (!have || *have == 0)
-      gaps.push_back("plugin resource " + name + " not reported");
-  }
-  if (!in.profile.found)
-    gaps.push_back("profile " + in.profile.name +
-                   " no longer exists, so its expected resources cannot be checked");
-  std::string out;
-  for (const auto& g : gaps)
-    out += (out.empty() ? "" : "; ") + g;
-  return out;
-}
-
-bool in_target_state(const node_inputs& in) {
-  if (!in.node || !in.profile.found)
-    return false;
-  const auto& node = *in.node;
-  return label(node, dcm_profile_label) == in.profile.dcm_name &&
-         label(node, dcm_state_label) == "success" && !node.has_dcm_taint() &&
-         verification_gap(in).empty();
-}
 
 node_step step_node(const node_inputs& in) {
   node_step out;

@@ -48,6 +48,8 @@ struct resolved_profile {
   std::optional<std::string> payload;
   /// Why the payload is missing, when it is ("ConfigMap kube-amd-gpu/x not found").
   std::string payload_problem;
+  /// The payload's ConfigMap is still being listed: whether it exists is not known yet.
+  bool payload_pending = false;
   /// The profile exists but does not decode: why (its field and problem).
   std::string invalid;
   /// Other profiles that use the same DCM profile name with another valid payload: DCM
@@ -204,22 +206,5 @@ struct node_step {
 
 /// The one step function of the node state machine.
 node_step step_node(const node_inputs& in);
-
-// -- pieces the step is made of, exposed for tests and for dry runs --
-
-/// Preflight findings ("ProfileNotFound: ..."); empty when the node may start.
-std::vector<std::string> preflight(const node_inputs& in);
-
-/// The node already has the target partitioning: profile label, DCM success, ready
-/// labels, and the expected allocatable.
-bool in_target_state(const node_inputs& in);
-
-/// Pods that the taint would otherwise kill and a drain must evict: not tolerating
-/// amd-dcm=up:NoExecute, not DaemonSet pods, not mirror pods, not finished.
-std::vector<pod_info> evictable_pods(const std::vector<pod_info>& pods);
-
-/// Why the node does not verify yet ("expected amd.com/gpu=63, found 64"); empty when
-/// it does.
-std::string verification_gap(const node_inputs& in);
 
 } // namespace gpu_partitioner::controller

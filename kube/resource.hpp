@@ -1,5 +1,7 @@
 #pragma once
 
+#include "protocol/resource_version.hpp"
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,10 +39,7 @@ resource leases();
 resource pod_disruption_budgets();
 } // namespace resources
 
-/// Orders two resourceVersions of objects of one resource, as Kubernetes 1.35 defines it
-/// (KEP-5504, client-go's CompareResourceVersion): both positive integers without leading
-/// zeros, of any length. -1, 0 or 1; nothing when either is not such a number.
-std::optional<int> compare_resource_versions(const std::string& a, const std::string& b);
+using protocol::compare_resource_versions;
 
 /// Percent-encodes a query component (RFC 3986 unreserved characters pass as they are).
 std::string url_encode(const std::string& text);

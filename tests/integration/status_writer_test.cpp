@@ -2,9 +2,9 @@
 // a status sent before it, as a worker sends them, is never written after it (the
 // persist goes at high priority, ahead of queued flushes, and must not overtake it); and
 // statuses are coalesced; a stop writes what is pending.
-#include "actors/io_executor.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
+#include "actors/status_writer.hpp"
 #include "protocol/json.hpp"
 #include "tests/integration/support/cluster.hpp"
 

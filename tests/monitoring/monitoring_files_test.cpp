@@ -1,7 +1,7 @@
-// The monitoring files the Helm chart ships, against the operator's own registry and the
-// README: no rule or panel names a metric or label the operator does not export, the
-// README's metrics table is the registry's, alerts carry what routing and humans need, and
-// the dashboard's panels follow its data source variable.
+// The monitoring files the Helm chart ships, against the operator's own registry and
+// docs/monitoring.md: no rule or panel names a metric or label the operator does not
+// export, the docs' metrics table is the registry's, alerts carry what routing and humans
+// need, and the dashboard's panels follow its data source variable.
 #include "actors/operator_metrics.hpp"
 #include "tests/monitoring/support/expressions.hpp"
 
@@ -101,9 +101,9 @@ BOOST_AUTO_TEST_CASE(every_metric_and_label_the_rules_and_dashboard_select_is_ex
   }
 }
 
-BOOST_AUTO_TEST_CASE(the_readme_table_lists_every_metric_with_its_type_and_labels) {
+BOOST_AUTO_TEST_CASE(the_docs_table_lists_every_metric_with_its_type_and_labels) {
   const auto& r = actors::process_metrics().registry;
-  const auto readme = read_all("docs/install-and-metrics.md");
+  const auto readme = read_all("docs/monitoring.md");
   // | `name` | type | `label`, `label` (values) |
   static const std::regex row(R"(^\| `(gpu_partitioner_[a-z_]+)` \| ([a-z]+) \|(.*)\|\s*$)");
   static const std::regex label(R"(`([a-z_]+)`)");
@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(the_readme_table_lists_every_metric_with_its_type_and_label
     const std::string name = m[1];
     listed.insert(name);
     const auto* f = r.find(name);
-    BOOST_TEST_CONTEXT("README row " << name) {
+    BOOST_TEST_CONTEXT("docs/monitoring.md row " << name) {
       BOOST_TEST_REQUIRE(f != nullptr, "the operator does not export it");
       BOOST_TEST(m[2].str() == type_name(f->type()));
       std::vector<std::string> labels;
@@ -127,7 +127,8 @@ BOOST_AUTO_TEST_CASE(the_readme_table_lists_every_metric_with_its_type_and_label
     }
   }
   for (const auto& name : r.names())
-    BOOST_TEST(listed.count(name) == 1u, name << " is missing from the README's metrics table");
+    BOOST_TEST(listed.count(name) == 1u,
+               name << " is missing from the metrics table of docs/monitoring.md");
 }
 
 BOOST_AUTO_TEST_CASE(metric_names_follow_prometheus_conventions) {

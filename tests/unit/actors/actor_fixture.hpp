@@ -129,6 +129,8 @@ struct cluster_model {
     view.config_maps[std::string(dcm_ns) + "/" + dcm_cm] =
         std::make_shared<const ga::config_map_data>(
             ga::config_map_data{{"config.json", R"({"gpu-config-profiles":{}})"}});
+    view.config_maps_listed = {std::string(dcm_ns) + "/cpx-nps4",
+                               std::string(dcm_ns) + "/" + dcm_cm};
   }
 
   /// A node, with DCM's pod on it (the GPU operator's DaemonSet runs one on every GPU node).

@@ -5,6 +5,7 @@
 // to the requester.
 #include "actor_fixture.hpp"
 #include "actors/io_executor.hpp"
+#include "actors/io_router.hpp"
 
 #include <boost/test/unit_test.hpp>
 

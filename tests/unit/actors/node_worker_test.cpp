@@ -185,6 +185,25 @@ BOOST_FIXTURE_TEST_CASE(a_pending_worker_asks_the_governor_and_writes_status_onl
   BOOST_TEST(!last_facts().in_flight);
 }
 
+// A profile just created names a ConfigMap whose watch has not listed yet: the worker
+// waits instead of failing preflight, and judges once the watch has listed.
+BOOST_FIXTURE_TEST_CASE(a_payload_still_being_listed_is_waited_for_not_failed, worker_fixture) {
+  const std::string payload = std::string(dcm_ns) + "/cpx-nps4";
+  cluster().view.config_maps.erase(payload);
+  cluster().view.config_maps_listed.erase(payload);
+  start();
+  show_view();
+  BOOST_TEST(written->statuses.empty(), "nothing is judged before the payload is listed");
+  BOOST_TEST(governed->wants.empty());
+  cluster().view.config_maps_listed.insert(payload);
+  show_view();
+  BOOST_TEST(written->last_phase(item_name) == "Failed");
+  BOOST_TEST_REQUIRE(!written->statuses.empty());
+  BOOST_TEST(written->statuses.back().second.last_error.find("PayloadNotFound") !=
+                 std::string::npos,
+             written->statuses.back().second.last_error);
+}
+
 // Found by the fault suite: an operator killed between a node write and the (coalesced,
 // later) status write restarted the run, and relabelled a node whose DCM run was under way.
 BOOST_FIXTURE_TEST_CASE(the_status_of_a_phase_is_written_before_the_node_is_changed,

@@ -389,6 +389,8 @@ struct root_fixture : actor_fixture {
     for (const char* r :
          {"nodes", "pods", "pdbs", "plans", "profiles", "items", "configmaps", "events"})
       caf::anon_send(root, ga::synced_atom_v, std::string(r));
+    // The profile's payload ConfigMap has been listed (and is not there).
+    caf::anon_send(root, ga::listed_atom_v, std::string(dcm_ns) + "/cpx-nps4", true);
     publish();
   }
 

@@ -3,7 +3,10 @@
 // restart; dry runs; deletion; and a seeded property test that drives the machine
 // through a small model of the cluster (node, pods, PDBs, DCM, device plugin) and
 // checks the safety rules at every step. Time is fixed (`t0` and offsets from it).
+#include "controller/drain.hpp"
 #include "controller/node_machine.hpp"
+#include "controller/preflight.hpp"
+#include "controller/verification.hpp"
 
 #include "controller/dcm_payload.hpp"
 

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <vector>
+
+namespace gpu_partitioner::actors {
+
+/// A pool of io_executors (linked: they go when it goes) that hands each request to an
+/// executor with nothing to do, or, when all are busy, to the first to finish, in the
+/// order the requests came. (CAF's round-robin pool queued a write behind a slow one on
+/// a busy connection while others were idle.)
+caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> executors);
+
+/// The io handle the workers and supervisors use: hands node steps that evict or delete
+/// pods to `evictions`, the supervisors' writes of NodePartitionings to `items`, and every
+/// other node step to `writes` (each a pool of io_executors). The short writes a rollout
+/// waits on (cordon, taint, label, untaint, uncordon) then never queue behind evictions,
+/// which the API server may hold for 500 ms on a PDB conflict, nor behind the thousand
+/// creates that start a plan of a thousand nodes. A step that only evicts or deletes pods
+/// goes out as one request per pod, side by side, and is answered once, with every pod's
+/// outcome. Linked to the pools: they go when it goes.
+caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions,
+                        caf::actor items);
+
+} // namespace gpu_partitioner::actors

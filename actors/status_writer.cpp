@@ -1,0 +1,210 @@
+#include "actors/status_writer.hpp"
+
+#include "actors/crd_resources.hpp"
+#include "actors/executor.hpp"
+#include "actors/log.hpp"
+#include "actors/messages.hpp"
+#include "kube/event_recorder.hpp"
+#include "protocol/json.hpp"
+
+#include <deque>
+#include <functional>
+#include <memory>
+
+namespace gpu_partitioner::actors {
+
+namespace {
+
+// Records (and aggregates) Events on a connection of its own, so that a burst of them
+// (ten per node, fifty nodes at once) never holds up a status write. Each writer
+// remembers the latest Events it wrote, to count repeats: one that recurs (a drain
+// blocked, retried every 5 s) stays remembered, as each repeat makes it the newest, while
+// a rollout's own Events never repeat and are let go past the bound.
+constexpr std::size_t remembered_events = 1024;
+caf::behavior event_writer(caf::event_based_actor*, io_config config) {
+  // The recorder writes through the executor's client: both live as long as the actor.
+  struct state {
+    explicit state(io_config c)
+        : x(std::move(c)), events(x.api, "gpu-partitioner", x.config.identity,
+                                  std::chrono::minutes(10), remembered_events) {}
+    executor x;
+    kube::event_recorder events;
+  };
+  auto s = std::make_shared<state>(std::move(config));
+  return {
+      [=](event_atom, const event_io& e) {
+        kube::event_spec spec;
+        spec.regarding = {e.api_version, e.kind, "", e.name, e.uid};
+        spec.type = e.type;
+        spec.reason = e.reason;
+        spec.message = e.message;
+        auto recorded = s->events.record(spec);
+        if (!recorded)
+          log_debug("event " + e.reason + " on " + e.name + ": " + recorded.error().describe());
+      },
+  };
+}
+
+// One of the status writers: the statuses of the objects routed to it, coalesced per
+// object, written in the order the objects first changed, a few per message.
+caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
+  struct state {
+    explicit state(io_config c) : x(std::move(c)) {}
+    executor x;
+    // Latest status per object, flushed in the order objects first changed in the window.
+    std::map<std::string, protocol::node_partitioning_status> items;
+    std::deque<std::string> item_order;
+    std::map<std::string, protocol::partitioning_plan_status> plans;
+    bool flush_pending = false;
+  };
+  auto s = std::make_shared<state>(std::move(config));
+  auto schedule = [=] {
+    if (!s->flush_pending) {
+      s->flush_pending = true;
+      self->delayed_send(self, std::chrono::milliseconds(100), flush_atom_v);
+    }
+  };
+  // The whole status, replaced in one JSON patch: fields that went away go away too.
+  // "" when written (or the object is gone); else the error, and whether to try again.
+  struct outcome {
+    std::string error;
+    bool retry = false;
+  };
+  auto write = [=](const kube::resource& r, const std::string& name,
+                   const std::string& status) -> outcome {
+    kube::patch_options o = s->x.manager;
+    o.subresource = "status";
+    auto done =
+        s->x.api.patch(r, "", name, kube::patch_type::json,
+                       "[{\"op\":\"add\",\"path\":\"/status\",\"value\":" + status + "}]", o);
+    if (!done && done.error().kind != kube::error_kind::not_found) {
+      const std::string error = "writing the status of " + name + ": " + done.error().describe();
+      log_warning(error);
+      return {error, kube::is_retryable(done.error())};
+    }
+    return {};
+  };
+  // Writes the statuses of up to `batch` objects (oldest change first) and the plans';
+  // a write that failed for a passing reason (the API server away) is kept, not lost, and
+  // true returned: it is written again a second later, unless a newer status replaces it.
+  auto write_some = [=](std::size_t batch) {
+    std::vector<std::pair<std::string, protocol::node_partitioning_status>> now;
+    while (now.size() < batch && !s->item_order.empty()) {
+      const std::string name = std::move(s->item_order.front());
+      s->item_order.pop_front();
+      auto it = s->items.find(name);
+      now.emplace_back(name, std::move(it->second));
+      s->items.erase(it);
+    }
+    auto plans = std::move(s->plans);
+    s->plans.clear();
+    bool again = false;
+    for (const auto& [name, st] : now)
+      if (write(items_resource, name, protocol::to_json(st)).retry) {
+        if (s->items.emplace(name, st).second)
+          s->item_order.push_back(name);
+        again = true;
+      }
+    for (const auto& [name, st] : plans)
+      if (write(plans_resource, name, protocol::to_json(st)).retry) {
+        s->plans.emplace(name, st);
+        again = true;
+      }
+    return again;
+  };
+  return {
+      [=](status_atom, const std::string& item, const protocol::node_partitioning_status& st) {
+        if (s->items.insert_or_assign(item, st).second)
+          s->item_order.push_back(item);
+        schedule();
+      },
+      [=](persist_atom, const std::string& item,
+          const protocol::node_partitioning_status& st) -> std::string {
+        if (s->items.erase(item) > 0)
+          s->item_order.erase(std::find(s->item_order.begin(), s->item_order.end(), item));
+        return write(items_resource, item, protocol::to_json(st)).error;
+      },
+      [=](plan_status_atom, const std::string& plan, const protocol::partitioning_plan_status& st) {
+        s->plans[plan] = st;
+        schedule();
+      },
+      [=](flush_atom) {
+        s->flush_pending = false;
+        // One object a message, oldest change first; the rest follow at once, after
+        // whatever else waits. A worker's write-ahead persist, at high priority, then
+        // waits for one write at most, not for a batch: with eight a message, persists
+        // waited 1.8 s (p99) behind fifty nodes' statuses, and every node step with them.
+        if (write_some(1)) {
+          s->flush_pending = true;
+          self->delayed_send(self, std::chrono::seconds(1), flush_atom_v);
+        } else if (!s->item_order.empty()) {
+          s->flush_pending = true;
+          self->send(self, flush_atom_v);
+        }
+      },
+      [=](flush_atom, stop_atom) {
+        // The operator stops: everything pending is written now, once.
+        write_some(s->items.size());
+        return true;
+      },
+  };
+}
+
+} // namespace
+
+caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
+  // Each object always goes to the same writer, so its statuses stay in order; objects
+  // on different writers are written side by side, on connections of their own.
+  constexpr std::size_t status_writers = 8;
+  constexpr std::size_t event_writers = 2;
+  std::vector<caf::actor> statuses;
+  std::vector<caf::actor> events;
+  for (std::size_t i = 0; i < status_writers; ++i)
+    statuses.push_back(self->spawn<caf::detached + caf::linked>(status_shard, config));
+  for (std::size_t i = 0; i < event_writers; ++i)
+    events.push_back(self->spawn<caf::detached + caf::linked>(event_writer, config));
+  auto pick = [](const std::vector<caf::actor>& writers, const std::string& key) {
+    return writers[std::hash<std::string>{}(key) % writers.size()];
+  };
+  return {
+      [=](status_atom a, const std::string& item, const protocol::node_partitioning_status& st) {
+        // At the persists' priority: a worker's statuses reach its writer in the order it
+        // sent them, so a write-ahead is never followed by an older status that it overtook.
+        self->send<caf::message_priority::high>(pick(statuses, item), a, item, st);
+      },
+      [=](persist_atom a, const std::string& item, const protocol::node_partitioning_status& st) {
+        // Asked on at high priority, ahead of the writer's queued flushes, and answered
+        // here. (CAF 0.17's delegate<high> re-marks the request so that its answer never
+        // reaches the asker: tests/integration:status_writer_test.)
+        auto rp = self->make_response_promise<std::string>();
+        self->request<caf::message_priority::high>(pick(statuses, item), caf::infinite, a, item, st)
+            .then([=](const std::string& error) mutable { rp.deliver(error); },
+                  [=](caf::error& e) mutable {
+                    rp.deliver("the status writer failed: " + self->system().render(e));
+                  });
+        return rp;
+      },
+      [=](plan_status_atom a, const std::string& plan,
+          const protocol::partitioning_plan_status& st) {
+        self->send(pick(statuses, plan), a, plan, st);
+      },
+      [=](event_atom a, const event_io& e) {
+        self->send(pick(events, e.kind + "/" + e.name), a, e);
+      },
+      [=](flush_atom a, stop_atom b) {
+        // The operator stops: each writer writes what it holds; answered once all have.
+        auto rp = self->make_response_promise<bool>();
+        auto left = std::make_shared<std::size_t>(statuses.size());
+        auto one_done = [=]() mutable {
+          if (--*left == 0)
+            rp.deliver(true);
+        };
+        for (const auto& shard : statuses)
+          self->request(shard, caf::infinite, a, b)
+              .then([=](bool) mutable { one_done(); }, [=](caf::error&) mutable { one_done(); });
+        return rp;
+      },
+  };
+}
+
+} // namespace gpu_partitioner::actors

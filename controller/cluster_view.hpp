@@ -1,0 +1,101 @@
+#pragma once
+
+// The cluster as the operator observed it: one immutable view, published by the operator's
+// root and read by every decision. Plain data: what the watches saw, decoded into the
+// structs of observed.hpp and the CRD types.
+
+#include "controller/observed.hpp"
+#include "controller/shared_map.hpp"
+#include "protocol/node_partitioning.hpp"
+#include "protocol/partitioning_plan.hpp"
+#include "protocol/partitioning_profile.hpp"
+#include "protocol/timestamp.hpp"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace gpu_partitioner::controller {
+
+/// A ConfigMap's data, plus (under keys no data key can be) what the decisions need of its
+/// metadata: when DCM's config.json last changed and when the ConfigMap was created.
+using config_map_data = std::map<std::string, std::string>;
+/// Our annotation on DCM's ConfigMap (dcm_config_written_annotation), as the watch read it.
+inline constexpr const char* config_written_key = "@written-at";
+/// The ConfigMap's creationTimestamp.
+inline constexpr const char* config_created_key = "@created";
+/// When the operator's root saw config.json change (by anyone: an admin's edit too).
+inline constexpr const char* config_changed_key = "@changed-at";
+
+/// Between Draining and Verifying: the node belongs to its plan until it lands.
+inline bool in_flight(const protocol::node_partitioning& item) {
+  using p = protocol::node_phase;
+  auto phase = item.status.phase.value_or(p::pending);
+  return phase == p::draining || phase == p::applying || phase == p::waiting_operator ||
+         phase == p::verifying;
+}
+
+/// Everything observed, immutable once published; shared by every actor that reads it.
+struct cluster_view {
+  template <class T>
+  using by_key = std::map<std::string, std::shared_ptr<const T>>;
+  /// The large collections (a node, pod set, budget or item each per node) are
+  /// shared_maps: a new view shares their storage with the last one.
+  shared_map<node_info> nodes;
+  /// node name -> (namespace/name -> pod). A node's pods are shared by the views that
+  /// hold them and replaced, not changed, once published: a new view copies a pointer per
+  /// node, not every pod.
+  shared_map<by_key<pod_info>> pods_by_node;
+  /// A node's pods, to change: a new copy in their place (a published view never changes
+  /// under its readers; a node has a few pods).
+  by_key<pod_info>& pods_to_edit(const std::string& node) {
+    auto& slot = pods_by_node[node];
+    auto copy =
+        slot ? std::make_shared<by_key<pod_info>>(*slot) : std::make_shared<by_key<pod_info>>();
+    slot = copy;
+    return *copy;
+  }
+  shared_map<pdb_info> pdbs;
+  by_key<protocol::partitioning_plan> plans;
+  /// Plans that exist but did not decode: name -> why.
+  std::map<std::string, std::string> invalid_plans;
+  by_key<protocol::partitioning_profile> profiles;
+  std::map<std::string, std::string> invalid_profiles;
+  shared_map<protocol::node_partitioning> items;
+  by_key<config_map_data> config_maps;
+  /// The payload ConfigMaps (namespace/name) whose watch has listed: one missing from
+  /// config_maps is known not to exist only once here. DCM's is listed with the view.
+  std::set<std::string> config_maps_listed;
+  /// DCM's Events (source amd-device-config-manager) by the node they came from: the kind,
+  /// namespace and name of the object they are about, type, reason, message, time, host,
+  /// and the profile they answer. Shared and replaced per node, as pods_by_node.
+  shared_map<by_key<config_map_data>> dcm_events_by_node;
+  by_key<config_map_data>& dcm_events_to_edit(const std::string& node) {
+    auto& slot = dcm_events_by_node[node];
+    auto copy = slot ? std::make_shared<by_key<config_map_data>>(*slot)
+                     : std::make_shared<by_key<config_map_data>>();
+    slot = copy;
+    return *copy;
+  }
+  /// Every watch has listed once.
+  bool synced = false;
+  // -- what changed since the previous snapshot (a worker looks again only if its part did) --
+  /// Nodes whose Node object, pods or DCM Events changed, with the arrival of the earliest
+  /// such change (reaction latency starts there).
+  std::map<std::string, protocol::wall_clock::time_point> node_changes;
+  /// NodePartitionings, by name.
+  std::set<std::string> item_changes;
+  bool pdbs_changed = false;
+  /// Plans (not their status), profiles, ConfigMaps, or the caches just synced: every
+  /// worker looks again.
+  bool shared_changed = false;
+  /// A node came, went or changed its labels: the plans' node selections may differ.
+  bool nodes_relabelled = false;
+  /// A NodePartitioning came, went, or changed its metadata or spec, or began or ended its
+  /// flight: what the supervisors create, update or delete may differ. (Not every change of
+  /// phase: working out a plan again takes a walk over every node and item.)
+  bool item_specs_changed = false;
+};
+
+} // namespace gpu_partitioner::controller

@@ -1,0 +1,93 @@
+#include "controller/item_reconcile.hpp"
+
+#include "controller/node_machine.hpp"
+#include "protocol/api_group.hpp"
+#include "protocol/desired_hash.hpp"
+
+namespace gpu_partitioner::controller {
+
+protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan,
+                                         const selected_node& sel, const cluster_view& view,
+                                         std::map<std::string, std::string>& hashes) {
+  protocol::node_partitioning item;
+  item.metadata.name = plan.metadata.name + "-" + sel.node;
+  item.metadata.finalizers = {item_finalizer};
+  protocol::owner_reference owner;
+  owner.api_version = std::string(protocol::api_version);
+  owner.kind = std::string(protocol::partitioning_plan::kind_name);
+  owner.name = plan.metadata.name;
+  owner.uid = plan.metadata.uid;
+  owner.controller = true;
+  owner.block_owner_deletion = true;
+  item.metadata.owner_references = {owner};
+  item.spec.plan_ref = {plan.metadata.name, plan.metadata.uid};
+  item.spec.node_name = sel.node;
+  item.spec.profile_ref.name = sel.profile;
+  item.spec.drain = plan.spec.rollout.drain;
+  item.spec.verification = plan.spec.verification;
+  item.spec.dry_run = plan.spec.dry_run;
+  if (auto known = hashes.find(sel.profile); known != hashes.end()) {
+    item.spec.desired_hash = known->second;
+    return item;
+  }
+  if (auto profile = view.profiles.find(sel.profile); profile != view.profiles.end()) {
+    item.spec.desired_hash =
+        protocol::desired_hash(*profile->second, item.spec.drain, item.spec.verification);
+  } else {
+    protocol::partitioning_profile missing;
+    missing.metadata.name = sel.profile;
+    item.spec.desired_hash =
+        protocol::desired_hash(missing, item.spec.drain, item.spec.verification);
+  }
+  hashes[sel.profile] = item.spec.desired_hash;
+  return item;
+}
+
+bool spec_differs(const protocol::node_partitioning& have,
+                  const protocol::node_partitioning& want) {
+  return have.spec.desired_hash != want.spec.desired_hash ||
+         have.spec.dry_run != want.spec.dry_run || !(have.spec.drain == want.spec.drain) ||
+         !(have.spec.verification == want.spec.verification) ||
+         have.spec.profile_ref.name != want.spec.profile_ref.name;
+}
+
+item_changes reconcile_items(const protocol::partitioning_plan& plan,
+                             const plan_resolution& resolution,
+                             const std::map<std::string, const protocol::node_partitioning*>& mine,
+                             const cluster_view& view) {
+  item_changes out;
+  std::map<std::string, std::string> hashes;
+  for (const auto& sel : resolution.selected) {
+    auto want = desired_item(plan, sel, view, hashes);
+    const auto& name = want.metadata.name;
+    out.selected.push_back(name);
+    out.keep.insert(name);
+    auto have = mine.find(name);
+    if (have == mine.end()) {
+      out.absent.push_back(name);
+      auto node = view.nodes.find(sel.node);
+      if (node != view.nodes.end() && (node->second->unschedulable || !node->second->ready))
+        out.absent_unavailable.push_back(name);
+      out.create.push_back(std::move(want));
+    } else if (spec_differs(*have->second, want) && !in_flight(*have->second)) {
+      out.update.push_back(std::move(want));
+    } else {
+      out.unchanged.push_back(name);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string>
+items_to_remove(const std::map<std::string, const protocol::node_partitioning*>& mine,
+                const std::set<std::string>& keep, bool plan_gone, bool plan_invalid) {
+  std::vector<std::string> out;
+  if (plan_gone || plan_invalid)
+    return out;
+  for (const auto& [name, item] : mine)
+    if (!keep.count(name) && !item->metadata.deletion_timestamp)
+      out.push_back(name);
+  return out;
+}
+
+} // namespace gpu_partitioner::controller

@@ -1,0 +1,61 @@
+#pragma once
+
+// A plan's NodePartitionings: the item each selected node should have, and what to create,
+// update and delete to get there from the items that exist.
+
+#include "controller/cluster_view.hpp"
+#include "controller/plan_resolution.hpp"
+#include "protocol/node_partitioning.hpp"
+#include "protocol/partitioning_plan.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gpu_partitioner::controller {
+
+/// The item `sel` should have: named <plan>-<node>, owned by the plan (blocking its
+/// deletion) with the operator's finalizer, carrying the plan's drain, verification and
+/// dry run, and the desiredHash of the profile as the view has it (of its name alone when
+/// it does not exist yet: the hash changes once it does). `hashes` memoises the hash per
+/// profile across the nodes of one plan and view.
+protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan,
+                                         const selected_node& sel, const cluster_view& view,
+                                         std::map<std::string, std::string>& hashes);
+
+/// Whether an existing item must be updated to match `want`.
+bool spec_differs(const protocol::node_partitioning& have, const protocol::node_partitioning& want);
+
+struct item_changes {
+  /// Items to create, in rollout order.
+  std::vector<protocol::node_partitioning> create;
+  /// Items whose spec changes. A node in flight finishes first: its item is left as it is
+  /// until it lands, and is then updated.
+  std::vector<protocol::node_partitioning> update;
+  /// Selected items that exist and need nothing (in flight with a changed spec included).
+  std::vector<std::string> unchanged;
+  /// Every item the plan keeps: the selected ones.
+  std::set<std::string> keep;
+  /// The selected items in rollout order; those not created yet; and of those, the ones
+  /// whose node is down (cordoned or NotReady), which count against maxUnavailable.
+  std::vector<std::string> selected;
+  std::vector<std::string> absent;
+  std::vector<std::string> absent_unavailable;
+};
+
+/// What a live, valid plan's items need, given its resolution and its items now (`mine`,
+/// by name).
+item_changes reconcile_items(const protocol::partitioning_plan& plan,
+                             const plan_resolution& resolution,
+                             const std::map<std::string, const protocol::node_partitioning*>& mine,
+                             const cluster_view& view);
+
+/// The items to delete: those not kept, not already being deleted. None while the plan is
+/// gone or being deleted (the garbage collector deletes its items) or invalid (a
+/// half-valid plan touches nothing).
+std::vector<std::string>
+items_to_remove(const std::map<std::string, const protocol::node_partitioning*>& mine,
+                const std::set<std::string>& keep, bool plan_gone, bool plan_invalid);
+
+} // namespace gpu_partitioner::controller

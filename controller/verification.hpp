@@ -1,0 +1,21 @@
+#pragma once
+
+// After DCM: whether the node shows what its profile expects (DESIGN.md section 4,
+// verification).
+
+#include "controller/node_machine.hpp"
+
+#include <string>
+
+namespace gpu_partitioner::controller {
+
+/// Why the node does not verify yet ("expected amd.com/gpu=63, found 64"; gaps joined by
+/// "; "); empty when it does: the ready labels named, the expected allocatable resources,
+/// the labeller's partition style where the node has it, the plugin's resources.
+std::string verification_gap(const node_inputs& in);
+
+/// The node already has the target partitioning: profile label, DCM's success, no taint,
+/// and nothing missing to verify.
+bool in_target_state(const node_inputs& in);
+
+} // namespace gpu_partitioner::controller

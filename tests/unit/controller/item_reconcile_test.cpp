@@ -1,0 +1,158 @@
+// controller::reconcile_items, desired_item and items_to_remove: a plan's NodePartitionings
+// against the items that exist. Create what is missing (noting which missing items' nodes
+// are down), update a changed spec unless the node is in flight, delete what left the
+// plan, and never delete while the plan is gone, being deleted or invalid.
+#include "controller/item_reconcile.hpp"
+
+#include "controller/node_machine.hpp"
+#include "protocol/desired_hash.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <string>
+
+namespace gc = gpu_partitioner::controller;
+namespace gp = gpu_partitioner::protocol;
+
+namespace {
+
+gp::partitioning_plan plan() {
+  gp::partitioning_plan p;
+  p.metadata.name = "p";
+  p.metadata.uid = "plan-uid";
+  p.spec.rollout.drain.timeout_seconds = 1200;
+  p.spec.verification.timeout_seconds = 300;
+  return p;
+}
+
+gc::plan_resolution selects(const std::vector<std::pair<std::string, std::string>>& nodes) {
+  gc::plan_resolution r;
+  for (const auto& [node, profile] : nodes)
+    r.selected.push_back({node, "entry", profile});
+  return r;
+}
+
+struct fixture {
+  gc::cluster_view view;
+  std::map<std::string, gp::node_partitioning> items;
+
+  fixture() {
+    for (const char* n : {"a", "b", "c"}) {
+      auto node = std::make_shared<gc::node_info>();
+      node->name = n;
+      view.nodes[n] = node;
+    }
+    auto profile = std::make_shared<gp::partitioning_profile>();
+    profile->metadata.name = "cpx";
+    profile->spec.operator_payload.name = "cpx-payload";
+    view.profiles["cpx"] = profile;
+  }
+  std::map<std::string, const gp::node_partitioning*> mine() const {
+    std::map<std::string, const gp::node_partitioning*> out;
+    for (const auto& [name, item] : items)
+      out[name] = &item;
+    return out;
+  }
+  /// An item as the plan wants it now, existing.
+  gp::node_partitioning& exists(const std::string& node, const std::string& profile = "cpx") {
+    std::map<std::string, std::string> hashes;
+    auto item = gc::desired_item(plan(), {node, "entry", profile}, view, hashes);
+    return items[item.metadata.name] = item;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(item_reconcile)
+
+BOOST_AUTO_TEST_CASE(the_desired_item_is_owned_by_the_plan_and_carries_its_policies) {
+  fixture f;
+  std::map<std::string, std::string> hashes;
+  const auto item = gc::desired_item(plan(), {"a", "entry", "cpx"}, f.view, hashes);
+  BOOST_TEST(item.metadata.name == "p-a");
+  BOOST_REQUIRE(item.metadata.finalizers.size() == 1u);
+  BOOST_TEST(item.metadata.finalizers[0] == gc::item_finalizer);
+  BOOST_REQUIRE(item.metadata.owner_references.size() == 1u);
+  const auto& owner = item.metadata.owner_references[0];
+  BOOST_TEST(owner.kind == "PartitioningPlan");
+  BOOST_TEST(owner.uid == "plan-uid");
+  BOOST_TEST(owner.controller.value_or(false));
+  BOOST_TEST(owner.block_owner_deletion.value_or(false));
+  BOOST_TEST(item.spec.plan_ref.uid == "plan-uid");
+  BOOST_TEST(item.spec.node_name == "a");
+  BOOST_TEST(item.spec.drain.timeout_seconds == 1200);
+  BOOST_TEST(item.spec.verification.timeout_seconds == 300);
+  BOOST_TEST(item.spec.desired_hash ==
+             gp::desired_hash(*f.view.profiles.at("cpx"), item.spec.drain, item.spec.verification));
+  BOOST_TEST(hashes.at("cpx") == item.spec.desired_hash, "memoised for the plan's other nodes");
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_profile_hashes_its_name_and_the_hash_changes_once_it_exists) {
+  fixture f;
+  std::map<std::string, std::string> before;
+  const auto missing = gc::desired_item(plan(), {"a", "entry", "later"}, f.view, before);
+  auto profile = std::make_shared<gp::partitioning_profile>();
+  profile->metadata.name = "later";
+  profile->spec.operator_payload.name = "later-payload";
+  f.view.profiles["later"] = profile;
+  std::map<std::string, std::string> after;
+  const auto found = gc::desired_item(plan(), {"a", "entry", "later"}, f.view, after);
+  BOOST_TEST(!missing.spec.desired_hash.empty());
+  BOOST_TEST(missing.spec.desired_hash != found.spec.desired_hash);
+  BOOST_TEST(gc::spec_differs(missing, found));
+}
+
+BOOST_AUTO_TEST_CASE(missing_items_are_created_in_order_and_their_down_nodes_noted) {
+  fixture f;
+  f.exists("b");
+  auto cordoned = std::make_shared<gc::node_info>(*f.view.nodes.at("c"));
+  cordoned->unschedulable = true;
+  f.view.nodes["c"] = cordoned;
+  const auto changes = gc::reconcile_items(
+      plan(), selects({{"a", "cpx"}, {"b", "cpx"}, {"c", "cpx"}}), f.mine(), f.view);
+  BOOST_REQUIRE(changes.create.size() == 2u);
+  BOOST_TEST(changes.create[0].metadata.name == "p-a");
+  BOOST_TEST(changes.create[1].metadata.name == "p-c");
+  BOOST_TEST(changes.update.empty());
+  BOOST_TEST(changes.unchanged == std::vector<std::string>{"p-b"});
+  BOOST_TEST(changes.selected == (std::vector<std::string>{"p-a", "p-b", "p-c"}));
+  BOOST_TEST(changes.absent == (std::vector<std::string>{"p-a", "p-c"}));
+  BOOST_TEST(changes.absent_unavailable == std::vector<std::string>{"p-c"});
+  BOOST_TEST(changes.keep.size() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_changed_spec_is_updated_unless_the_node_is_in_flight) {
+  fixture f;
+  f.exists("a").spec.desired_hash = "sha256:old";
+  f.exists("b").spec.desired_hash = "sha256:old";
+  f.items.at("p-b").status.phase = gp::node_phase::waiting_operator;
+  f.exists("c");
+  f.items.at("p-c").spec.dry_run = true; // the plan is no longer a dry run
+  const auto changes = gc::reconcile_items(
+      plan(), selects({{"a", "cpx"}, {"b", "cpx"}, {"c", "cpx"}}), f.mine(), f.view);
+  BOOST_REQUIRE(changes.update.size() == 2u);
+  BOOST_TEST(changes.update[0].metadata.name == "p-a");
+  BOOST_TEST(changes.update[0].spec.desired_hash != "sha256:old");
+  BOOST_TEST(changes.update[1].metadata.name == "p-c");
+  BOOST_TEST(!changes.update[1].spec.dry_run);
+  BOOST_TEST(changes.unchanged == std::vector<std::string>{"p-b"},
+             "a node in flight finishes first, then is updated");
+  BOOST_TEST(changes.create.empty());
+}
+
+BOOST_AUTO_TEST_CASE(items_that_left_the_plan_are_removed_unless_the_plan_cannot_say) {
+  fixture f;
+  f.exists("a");
+  f.exists("b");
+  f.exists("c").metadata.deletion_timestamp = "2027-01-15T08:00:00Z";
+  const std::set<std::string> keep{"p-a"};
+  BOOST_TEST(gc::items_to_remove(f.mine(), keep, false, false) == std::vector<std::string>{"p-b"},
+             "p-c is being deleted already");
+  BOOST_TEST(gc::items_to_remove(f.mine(), keep, true, false).empty(),
+             "a plan gone or being deleted: the garbage collector deletes its items");
+  BOOST_TEST(gc::items_to_remove(f.mine(), keep, false, true).empty(),
+             "an invalid plan touches nothing");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

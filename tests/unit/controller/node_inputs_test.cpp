@@ -1,0 +1,322 @@
+// controller::assemble_node_inputs and its parts: what one node's step reads from the
+// cluster view. A case per rule: the node's pods and only the budgets covering them, and
+// only while it drains; the profile with its payload, a payload still being listed, and
+// rival profiles; the plan's standing; when DCM's config last changed; DCM's Events from
+// the node; the profiles DCM's config may be given, and the nodes a changed meaning would
+// repartition.
+#include "controller/node_inputs.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace gc = gpu_partitioner::controller;
+namespace gp = gpu_partitioner::protocol;
+using namespace std::chrono_literals;
+
+namespace {
+
+const gp::wall_clock::time_point t0 = gp::wall_clock::from_time_t(1800000000);
+const std::string cpx =
+    R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":8}]})";
+const std::string spx =
+    R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"SPX","memoryPartition":"NPS1","numGPUsAssigned":8}]})";
+const gc::dcm_settings dcm{"kube-amd-gpu", "default-dcm-config", 90s};
+
+gc::config_map_data dcm_config(const std::string& profiles_json) {
+  return {{"config.json", R"({"gpu-config-profiles":)" + profiles_json + "}"}};
+}
+
+struct view_builder {
+  gc::cluster_view v;
+
+  view_builder() {
+    v.config_maps_listed.insert(dcm.ns + "/" + dcm.name);
+    config_map(dcm.ns, dcm.name, dcm_config("{}"));
+  }
+  view_builder& config_map(const std::string& ns, const std::string& name,
+                           gc::config_map_data data) {
+    v.config_maps[ns + "/" + name] = std::make_shared<const gc::config_map_data>(std::move(data));
+    v.config_maps_listed.insert(ns + "/" + name);
+    return *this;
+  }
+  view_builder& payload(const std::string& name, const std::string& json) {
+    return config_map("kube-amd-gpu", name, {{"profile.json", json}});
+  }
+  view_builder& profile(const std::string& name, const std::string& payload_cm,
+                        const std::string& dcm_name = {}) {
+    auto p = std::make_shared<gp::partitioning_profile>();
+    p->metadata.name = name;
+    p->spec.operator_payload.namespace_ = "kube-amd-gpu";
+    p->spec.operator_payload.name = payload_cm;
+    if (!dcm_name.empty())
+      p->spec.operator_payload.profile_name = dcm_name;
+    v.profiles[name] = p;
+    return *this;
+  }
+  view_builder& plan(const std::string& name, const std::vector<std::string>& profiles,
+                     const std::string& uid = "plan-uid") {
+    auto p = std::make_shared<gp::partitioning_plan>();
+    p->metadata.name = name;
+    p->metadata.uid = uid;
+    for (const auto& prof : profiles) {
+      gp::partitioning entry;
+      entry.name = prof;
+      entry.profile_ref.name = prof;
+      p->spec.partitionings.push_back(entry);
+    }
+    v.plans[name] = p;
+    return *this;
+  }
+  view_builder& node(const std::string& name, const std::string& profile_label = {}) {
+    auto n = std::make_shared<gc::node_info>();
+    n->name = name;
+    if (!profile_label.empty())
+      n->labels[gc::dcm_profile_label] = profile_label;
+    v.nodes[name] = n;
+    return *this;
+  }
+  view_builder& pod(const std::string& node, const std::string& name, const std::string& app) {
+    auto p = std::make_shared<gc::pod_info>();
+    p->ns = "team";
+    p->name = name;
+    p->node_name = node;
+    p->labels = {{"app", app}};
+    v.pods_to_edit(node)["team/" + name] = p;
+    return *this;
+  }
+  view_builder& pdb(const std::string& name, const std::string& app) {
+    auto b = std::make_shared<gc::pdb_info>();
+    b->ns = "team";
+    b->name = name;
+    b->match_labels = {{"app", app}};
+    v.pdbs["team/" + name] = b;
+    return *this;
+  }
+  view_builder& dcm_event(const std::string& node, const std::string& key,
+                          gc::config_map_data fields) {
+    v.dcm_events_to_edit(node)[key] =
+        std::make_shared<const gc::config_map_data>(std::move(fields));
+    return *this;
+  }
+};
+
+gp::node_partitioning item(const std::string& node, const std::string& profile,
+                           gp::node_phase phase = gp::node_phase::pending,
+                           const std::string& plan = "p", const std::string& uid = "plan-uid") {
+  gp::node_partitioning i;
+  i.metadata.name = plan + "-" + node;
+  i.spec.node_name = node;
+  i.spec.plan_ref.name = plan;
+  i.spec.plan_ref.uid = uid;
+  i.spec.profile_ref.name = profile;
+  i.status.phase = phase;
+  return i;
+}
+
+gc::node_inputs assemble(const gc::cluster_view& v, const gp::node_partitioning& i,
+                         const gc::worker_facts& facts = {}) {
+  std::optional<gc::node_info> node;
+  if (auto n = v.nodes.find(i.spec.node_name); n != v.nodes.end())
+    node = *n->second;
+  return gc::assemble_node_inputs(v, i, node, dcm, facts, t0);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(node_inputs)
+
+BOOST_AUTO_TEST_CASE(the_nodes_pods_are_read_and_budgets_only_while_it_drains) {
+  view_builder b;
+  b.plan("p", {"cpx"})
+      .profile("cpx", "cpx-payload")
+      .payload("cpx-payload", cpx)
+      .node("a")
+      .node("b");
+  b.pod("a", "web-1", "web").pod("b", "db-1", "db").pdb("web-budget", "web").pdb("db-budget", "db");
+  const auto pending = assemble(b.v, item("a", "cpx"));
+  BOOST_TEST(pending.pods.size() == 1u);
+  BOOST_TEST(pending.pods[0].name == "web-1");
+  BOOST_TEST(pending.pdbs.empty(), "budgets are read only while the node drains");
+  const auto draining = assemble(b.v, item("a", "cpx", gp::node_phase::draining));
+  BOOST_REQUIRE(draining.pdbs.size() == 1u);
+  BOOST_TEST(draining.pdbs[0].name == "web-budget", "only the budget covering a pod on the node");
+  auto preview = item("a", "cpx");
+  preview.spec.dry_run = true;
+  BOOST_TEST(assemble(b.v, preview).pdbs.size() == 1u, "a dry run previews the drain");
+}
+
+BOOST_AUTO_TEST_CASE(the_worker_facts_and_the_node_given_are_what_the_step_reads) {
+  view_builder b;
+  b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx).node("a");
+  gc::worker_facts facts;
+  facts.token = true;
+  facts.write_error = "PATCH nodes/a: 409";
+  facts.evictions["team/web-1"].blocked = true;
+  gc::node_info written;
+  written.name = "a";
+  written.resource_version = "42";
+  const auto in = gc::assemble_node_inputs(b.v, item("a", "cpx"), written, dcm, facts, t0);
+  BOOST_TEST(in.token);
+  BOOST_TEST(in.write_error == "PATCH nodes/a: 409");
+  BOOST_TEST(in.evictions.at("team/web-1").blocked);
+  BOOST_REQUIRE(in.node.has_value());
+  BOOST_TEST(in.node->resource_version == "42", "the node given, not the view's");
+  BOOST_TEST((in.now == t0));
+  const auto gone = gc::assemble_node_inputs(b.v, item("a", "cpx"), std::nullopt, dcm, facts, t0);
+  BOOST_TEST(!gone.node.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_profiles_payload_is_found_missing_or_still_being_listed) {
+  view_builder b;
+  b.profile("cpx", "cpx-payload").payload("cpx-payload", cpx);
+  auto found = gc::resolve_profile(b.v, "cpx");
+  BOOST_TEST(found.found);
+  BOOST_REQUIRE(found.payload.has_value());
+  BOOST_TEST(*found.payload == cpx);
+  BOOST_TEST(found.dcm_name == "cpx", "the profile's own name when profileName is not set");
+
+  b.profile("listing", "new-payload");
+  const auto listing = gc::resolve_profile(b.v, "listing");
+  BOOST_TEST(!listing.payload.has_value());
+  BOOST_TEST(listing.payload_pending, "its ConfigMap's watch has not listed yet");
+
+  b.v.config_maps_listed.insert("kube-amd-gpu/new-payload");
+  const auto missing = gc::resolve_profile(b.v, "listing");
+  BOOST_TEST(!missing.payload_pending);
+  BOOST_TEST(missing.payload_problem == "ConfigMap kube-amd-gpu/new-payload not found");
+
+  b.config_map("kube-amd-gpu", "empty", {{"other.json", "{}"}}).profile("empty", "empty");
+  BOOST_TEST(gc::resolve_profile(b.v, "empty").payload_problem ==
+             "ConfigMap kube-amd-gpu/empty has no data[\"profile.json\"]");
+
+  const auto absent = gc::resolve_profile(b.v, "nope");
+  BOOST_TEST(!absent.found);
+  BOOST_TEST(absent.invalid.empty());
+  b.v.invalid_profiles["bad"] = "spec.expectedResources: required";
+  BOOST_TEST(gc::resolve_profile(b.v, "bad").invalid == "spec.expectedResources: required");
+}
+
+BOOST_AUTO_TEST_CASE(profiles_that_give_one_dcm_name_different_payloads_are_rivals) {
+  view_builder b;
+  b.payload("cpx-payload", cpx).payload("spx-payload", spx);
+  b.profile("mine", "cpx-payload", "shared").profile("theirs", "spx-payload", "shared");
+  b.profile("same", "cpx-payload", "shared");
+  const auto r = gc::resolve_profile(b.v, "mine");
+  BOOST_REQUIRE(r.dcm_name_rivals.size() == 1u);
+  BOOST_TEST(r.dcm_name_rivals[0] == "theirs", "the same payload under the name is no rival");
+}
+
+BOOST_AUTO_TEST_CASE(the_plan_standing_names_why_the_operator_may_not_act) {
+  view_builder b;
+  b.plan("p", {"cpx"}, "uid-1");
+  BOOST_TEST(gc::standing_of(b.v, item("a", "cpx", gp::node_phase::pending, "p", "uid-1")).owned);
+
+  const auto other_uid =
+      gc::standing_of(b.v, item("a", "cpx", gp::node_phase::pending, "p", "uid-0"));
+  BOOST_TEST(!other_uid.owned);
+  BOOST_TEST(other_uid.problem.rfind(
+                 "PlanNotFound: spec.planRef: PartitioningPlan \"p\" has uid uid-1", 0) == 0u,
+             other_uid.problem);
+
+  const auto none = gc::standing_of(b.v, item("a", "cpx", gp::node_phase::pending, "gone"));
+  BOOST_TEST(!none.owned);
+  BOOST_TEST(!none.may_start);
+
+  b.v.invalid_plans["broken"] = "spec.rollout.maxParallel: must be at least 1";
+  const auto invalid = gc::standing_of(b.v, item("a", "cpx", gp::node_phase::pending, "broken"));
+  BOOST_TEST(invalid.owned, "an invalid plan still owns its items");
+  BOOST_TEST(!invalid.may_start);
+  BOOST_TEST(invalid.problem.rfind("PlanInvalid:", 0) == 0u);
+
+  auto deleting = std::make_shared<gp::partitioning_plan>(*b.v.plans.at("p"));
+  deleting->metadata.deletion_timestamp = "2027-01-15T08:00:00Z";
+  b.v.plans["p"] = deleting;
+  const auto del = gc::standing_of(b.v, item("a", "cpx", gp::node_phase::pending, "p", "uid-1"));
+  BOOST_TEST(del.owned);
+  BOOST_TEST(!del.may_start);
+  BOOST_TEST(del.problem == "PlanDeleting: PartitioningPlan \"p\" is being deleted");
+}
+
+BOOST_AUTO_TEST_CASE(dcm_config_written_at_is_the_latest_of_stamp_sight_and_creation) {
+  view_builder b;
+  auto data = dcm_config(R"({"cpx":{}})");
+  data[gc::config_created_key] = "2027-01-15T08:00:00Z";
+  b.config_map(dcm.ns, dcm.name, data);
+  auto state = gc::dcm_config_of(b.v, dcm);
+  BOOST_TEST(state.found);
+  BOOST_TEST(state.config_json == R"({"gpu-config-profiles":{"cpx":{}}})");
+  BOOST_REQUIRE(state.written_at.has_value());
+  BOOST_TEST((*state.written_at == *gp::parse_time("2027-01-15T08:00:01Z")),
+             "creation is in whole seconds: taken as a second later");
+
+  data[gc::config_written_key] = "2027-01-15T08:05:00.250000Z";
+  data[gc::config_changed_key] = "2027-01-15T08:04:00.000000Z";
+  b.config_map(dcm.ns, dcm.name, data);
+  state = gc::dcm_config_of(b.v, dcm);
+  BOOST_TEST((*state.written_at == *gp::parse_time("2027-01-15T08:05:00.250000Z")));
+
+  data[gc::config_changed_key] = "2027-01-15T08:06:00.000000Z";
+  b.config_map(dcm.ns, dcm.name, data);
+  BOOST_TEST((*gc::dcm_config_of(b.v, dcm).written_at == *gp::parse_time("2027-01-15T08:06:00Z")),
+             "an admin's edit the root saw counts too");
+
+  b.v.config_maps.erase(dcm.ns + "/" + dcm.name);
+  const auto gone = gc::dcm_config_of(b.v, dcm);
+  BOOST_TEST(!gone.found);
+  BOOST_TEST(gone.ns == dcm.ns);
+  BOOST_TEST((gone.sync == 90s));
+}
+
+BOOST_AUTO_TEST_CASE(dcm_events_from_the_node_are_read_with_the_profile_they_answer) {
+  view_builder b;
+  b.plan("p", {"cpx"})
+      .profile("cpx", "cpx-payload")
+      .payload("cpx-payload", cpx)
+      .node("a")
+      .node("b");
+  b.dcm_event("a", "kube-amd-gpu/ev-1",
+              {{"type", "Warning"},
+               {"reason", "PartitionRetrying"},
+               {"message", "{}"},
+               {"profile", "cpx"},
+               {"time", "2027-01-15T08:00:00Z"}});
+  b.dcm_event("b", "kube-amd-gpu/ev-2", {{"reason", "SuccessfullyPartitioned"}});
+  const auto in = assemble(b.v, item("a", "cpx"));
+  BOOST_REQUIRE(in.dcm_events.size() == 1u);
+  BOOST_TEST(in.dcm_events[0].reason == "PartitionRetrying");
+  BOOST_TEST(in.dcm_events[0].type == "Warning");
+  BOOST_TEST(in.dcm_events[0].profile == "cpx");
+  BOOST_TEST((in.dcm_events[0].time == *gp::parse_time("2027-01-15T08:00:00Z")));
+}
+
+BOOST_AUTO_TEST_CASE(the_plans_profiles_go_to_dcm_unless_they_would_change_a_name_in_use) {
+  view_builder b;
+  // DCM holds "spx" with another payload than the plan's; node c carries it.
+  b.config_map(dcm.ns, dcm.name, dcm_config(R"({"spx":)" + cpx + "}"));
+  b.plan("p", {"cpx", "spx", "broken"}).payload("cpx-payload", cpx).payload("spx-payload", spx);
+  b.profile("cpx", "cpx-payload").profile("spx", "spx-payload").profile("broken", "nowhere");
+  b.node("a").node("c", "spx");
+  const auto pending = assemble(b.v, item("a", "cpx"));
+  BOOST_TEST(pending.plan_profiles.empty(),
+             "only a node that drains or applies writes DCM's config");
+
+  const auto draining = assemble(b.v, item("a", "cpx", gp::node_phase::draining));
+  BOOST_REQUIRE(draining.plan_profiles.size() == 1u);
+  BOOST_TEST(draining.plan_profiles.at("cpx") == cpx);
+  BOOST_TEST(draining.dcm_name_holders.empty(), "cpx means nothing else in DCM's config");
+
+  const auto spx_item = assemble(b.v, item("a", "spx", gp::node_phase::draining));
+  BOOST_REQUIRE(spx_item.dcm_name_holders.size() == 1u);
+  BOOST_TEST(spx_item.dcm_name_holders[0] == "c", "c would be repartitioned undrained");
+
+  // Nobody carries spx: its new payload may go to DCM.
+  b.node("c");
+  const auto free = assemble(b.v, item("a", "cpx", gp::node_phase::applying));
+  BOOST_TEST(free.plan_profiles.count("spx") == 1u);
+  BOOST_TEST(free.plan_profiles.count("broken") == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
