@@ -48,6 +48,10 @@ struct observation {
 };
 
 using controller::in_flight;
+
+/// How many resources the Watcher lists, each answered by one synced_atom: the view is
+/// complete once every one has listed.
+inline constexpr std::size_t watched_resources = 8;
 using cluster_snapshot = controller::cluster_view;
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 
@@ -134,9 +138,8 @@ CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, observe_atom, "observe")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, synced_atom, "synced")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, tick_atom, "tick")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, view_atom, "view")
-CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, want_atom, "want")
+CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, report_atom, "report")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, grant_atom, "grant")
-CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, release_atom, "release")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, forget_atom, "forget")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, lost_atom, "lost")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, limits_atom, "limits")
@@ -147,6 +150,5 @@ CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, event_atom, "event")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, flush_atom, "flush")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, stop_atom, "stop")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, persist_atom, "persist")
-CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, phase_atom, "phase")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, payload_atom, "payload")
 CAF_ADD_ATOM(gpu_partitioner, gpu_partitioner::actors, listed_atom, "listed")

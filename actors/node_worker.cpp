@@ -206,7 +206,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (!out.in_flight && !out.wants_token)
       s->token = false;
     auto report = [=] {
-      self->send(config.governor, want_atom_v, config.item, facts, caf::actor{self});
+      self->send(config.governor, report_atom_v, config.item, facts, caf::actor{self});
     };
     const std::string marker = s->status ? controller::phase_record(*s->status) : std::string{};
     if (controller::phase_record(item_it->second->status) == marker)

@@ -1,5 +1,7 @@
 #include "actors/operator_metrics.hpp"
 
+#include "protocol/node_partitioning.hpp"
+
 namespace gpu_partitioner::actors {
 
 namespace {
@@ -58,9 +60,8 @@ operator_metrics::operator_metrics()
   // Known label values start at 0, so that rate() and increase() see the first one.
   for (const char* result : {"evicted", "pdb_blocked", "error"})
     evictions.ensure({result});
-  for (const char* phase :
-       {"Pending", "Draining", "Applying", "WaitingOperator", "Verifying", "Succeeded", "Failed"})
-    phase_seconds.ensure({phase});
+  for (const auto& phase : protocol::enum_names(protocol::codec::tag<protocol::node_phase>{}))
+    phase_seconds.ensure({std::string(phase.name)});
 }
 
 kube::request_observer operator_metrics::api_observer() {

@@ -28,8 +28,6 @@ struct root_state {
   std::map<std::string, caf::actor> supervisors;
 };
 
-constexpr std::size_t resource_count = 8;
-
 // Whether an object's metadata changed in a way that matters (generation, labels,
 // annotations, finalizers, deletion), not just its resourceVersion.
 bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b) {
@@ -222,7 +220,7 @@ caf::behavior operator_root(caf::event_based_actor* self, operator_settings sett
         if (resource == kube::resources::config_maps().plural)
           s->view.config_maps_listed.insert(s->dcm_key);
         s->view.shared_changed = true;
-        if (s->synced.size() >= resource_count && !s->view.synced) {
+        if (s->synced.size() >= watched_resources && !s->view.synced) {
           s->view.synced = true;
           process_metrics().synced = true;
           log_info("caches synced: " + std::to_string(s->view.nodes.size()) + " nodes, " +

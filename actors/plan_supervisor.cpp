@@ -48,13 +48,14 @@ void publish_plan_metrics(const std::string& plan, const protocol::partitioning_
                           bool dry_run) {
   auto& m = process_metrics();
   const auto& n = status.nodes;
-  const std::pair<const char*, std::int32_t> by_phase[] = {
-      {"Pending", n.pending},     {"Draining", n.draining},
-      {"Applying", n.applying},   {"WaitingOperator", n.waiting_operator},
-      {"Verifying", n.verifying}, {"Succeeded", n.succeeded},
-      {"Failed", n.failed}};
+  using p = protocol::node_phase;
+  const std::pair<p, std::int32_t> by_phase[] = {
+      {p::pending, n.pending},     {p::draining, n.draining},
+      {p::applying, n.applying},   {p::waiting_operator, n.waiting_operator},
+      {p::verifying, n.verifying}, {p::succeeded, n.succeeded},
+      {p::failed, n.failed}};
   for (const auto& [phase, count] : by_phase)
-    m.nodes.set({plan, phase}, count);
+    m.nodes.set({plan, std::string(protocol::codec::to_string(phase))}, count);
   m.progress.set({plan}, n.total > 0 ? double(n.succeeded) / n.total : 0.0);
   publish_plan_phase(plan, status.phase);
   m.dry_run.set({plan}, dry_run ? 1 : 0);
@@ -344,7 +345,7 @@ caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string p
           s->selected_heard += s->heard.count(item);
         grant();
       },
-      [=](want_atom, const std::string& item, const controller::governor_node& facts,
+      [=](report_atom, const std::string& item, const controller::governor_node& facts,
           const caf::actor& worker) {
         if (s->retired.count(worker.address()))
           return;

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 namespace gpu_partitioner::actors {
@@ -226,6 +227,9 @@ caf::behavior watcher(caf::event_based_actor* self, watcher_config config) {
   add(items_resource, k::item);
   // DCM explains its failures in Events; the workers quote them.
   add(kube::resources::events(), k::dcm_event, "source=amd-device-config-manager");
+  if (streams.size() != watched_resources)
+    throw std::logic_error("the watcher lists " + std::to_string(streams.size()) +
+                           " resources; messages.hpp says " + std::to_string(watched_resources));
   const auto me = caf::actor_cast<caf::actor>(self);
   for (auto& s : streams)
     state->threads.push_back(

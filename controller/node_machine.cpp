@@ -24,24 +24,8 @@ namespace {
 // How often a waiting phase looks again.
 constexpr std::chrono::milliseconds poll_interval = 1s;
 
-const char* phase_name(node_phase p) {
-  switch (p) {
-  case node_phase::pending:
-    return "Pending";
-  case node_phase::draining:
-    return "Draining";
-  case node_phase::applying:
-    return "Applying";
-  case node_phase::waiting_operator:
-    return "WaitingOperator";
-  case node_phase::verifying:
-    return "Verifying";
-  case node_phase::succeeded:
-    return "Succeeded";
-  case node_phase::failed:
-    return "Failed";
-  }
-  return "Pending";
+std::string_view phase_name(node_phase p) {
+  return codec::to_string(p);
 }
 
 std::optional<std::string> annotation(const node_info& node, const char* key) {
@@ -585,10 +569,14 @@ void fail_keeping_cordon(const node_inputs& in, status_editor& s, node_step& out
 
 // When the current run entered Applying (the label is written after): DCM's answers to
 // this request are no older. Events carry whole seconds.
+// When this run first handed its profile to DCM: DCM's answer is newer. Not the latest
+// entry into Applying: an operator restarted after the label was set enters Applying again
+// and goes on, and DCM may have answered in between. In whole seconds, as Events are.
 protocol::wall_clock::time_point applying_since(const status_editor& s) {
-  for (auto it = s.status.history.rbegin(); it != s.status.history.rend(); ++it)
-    if (it->phase == node_phase::applying)
-      if (auto t = protocol::parse_time(it->time))
+  const auto started = protocol::parse_time(s.status.started_at);
+  for (const auto& h : s.status.history)
+    if (h.phase == node_phase::applying)
+      if (auto t = protocol::parse_time(h.time); t && (!started || *t >= *started))
         return std::chrono::time_point_cast<std::chrono::seconds>(*t);
   return std::chrono::time_point_cast<std::chrono::seconds>(s.entered());
 }

@@ -426,7 +426,7 @@ struct governor_double_state {
 inline caf::behavior governor_double(caf::event_based_actor*,
                                      std::shared_ptr<governor_double_state> st) {
   return {
-      [=](ga::want_atom, const std::string& item, const gc::governor_node& facts,
+      [=](ga::report_atom, const std::string& item, const gc::governor_node& facts,
           const caf::actor&) {
         st->wants.push_back(
             {item, facts, st->writer ? st->writer->persisted_phases : std::vector<std::string>{}});

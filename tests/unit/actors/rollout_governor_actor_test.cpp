@@ -89,7 +89,7 @@ struct governor_fixture : actor_fixture {
     caf::anon_send(governor, ga::forget_atom_v, item, workers.at(item));
   }
   void want(const std::string& item, const gc::governor_node& facts) {
-    caf::anon_send(governor, ga::want_atom_v, item, facts, workers.at(item));
+    caf::anon_send(governor, ga::report_atom_v, item, facts, workers.at(item));
   }
   // Every item but `except` reports: settled, neither in flight nor asking.
   void others_report_settled(const std::set<std::string>& except) {
