@@ -569,15 +569,14 @@ void fail_keeping_cordon(const node_inputs& in, status_editor& s, node_step& out
 
 // When the current run entered Applying (the label is written after): DCM's answers to
 // this request are no older. Events carry whole seconds.
-// When this run first handed its profile to DCM: DCM's answer is newer. Not the latest
-// entry into Applying: an operator restarted after the label was set enters Applying again
-// and goes on, and DCM may have answered in between. In whole seconds, as Events are.
-protocol::wall_clock::time_point applying_since(const status_editor& s) {
-  const auto started = protocol::parse_time(s.status.started_at);
-  for (const auto& h : s.status.history)
-    if (h.phase == node_phase::applying)
-      if (auto t = protocol::parse_time(h.time); t && (!started || *t >= *started))
-        return std::chrono::time_point_cast<std::chrono::seconds>(*t);
+// DCM's answer to this run is newer than the run's start (the cordon): no DCM run for the
+// label this run sets can be older. Not the latest entry into Applying: an operator
+// restarted after the label was set enters Applying again, and DCM may have answered in
+// between; nor the first on record, as the label may go out before Applying is written.
+// In whole seconds, as Events are.
+protocol::wall_clock::time_point run_started_at(const status_editor& s) {
+  if (auto started = protocol::parse_time(s.status.started_at))
+    return std::chrono::time_point_cast<std::chrono::seconds>(*started);
   return std::chrono::time_point_cast<std::chrono::seconds>(s.entered());
 }
 
@@ -602,7 +601,7 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   // The state label is not tied to a request: a run for the previous label may finish
   // and write it after ours was set. DCM's Event names the profile it served: the newest
   // one for ours since this run's label is DCM's answer.
-  const auto since = applying_since(s);
+  const auto since = run_started_at(s);
   const dcm_event_info* answer = nullptr;
   for (const auto& e : in.dcm_events)
     if (e.profile == profile && e.time >= since && (!answer || e.time >= answer->time))
