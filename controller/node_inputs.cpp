@@ -138,10 +138,12 @@ node_inputs assemble_node_inputs(const cluster_view& view, const protocol::node_
   // The budgets matter to a drain (and a dry run's preview) only, and only those covering
   // a pod on the node; a large cluster has thousands.
   if (in.item.spec.dry_run || in.item.status.phase == protocol::node_phase::draining)
-    for (const auto& [key, pdb] : view.pdbs)
+    for (const auto& entry : view.pdbs) {
+      const auto& pdb = *entry.second;
       if (std::any_of(in.pods.begin(), in.pods.end(),
-                      [&](const pod_info& p) { return pdb->covers(p); }))
-        in.pdbs.push_back(*pdb);
+                      [&](const pod_info& p) { return pdb.covers(p); }))
+        in.pdbs.push_back(pdb);
+    }
   in.profile = resolve_profile(view, in.item.spec.profile_ref.name);
   in.plan = standing_of(view, in.item);
   in.dcm = dcm_config_of(view, dcm);
@@ -151,10 +153,11 @@ node_inputs assemble_node_inputs(const cluster_view& view, const protocol::node_
   in.resolved_write_error = facts.resolved_write_error;
   if (auto events = view.dcm_events_by_node.find(node_name);
       events != view.dcm_events_by_node.end())
-    for (const auto& [key, e] : *events->second) {
+    for (const auto& entry : *events->second) {
+      const auto& e = *entry.second;
       auto field = [&](const char* k) {
-        auto it = e->find(k);
-        return it == e->end() ? std::string{} : it->second;
+        auto it = e.find(k);
+        return it == e.end() ? std::string{} : it->second;
       };
       dcm_event_info info;
       info.type = field("type");

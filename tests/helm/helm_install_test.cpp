@@ -420,9 +420,10 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     // each kind of write the RBAC grants for this run. (A Node is read only when the
     // version a taint was written on had moved on, which a run may never see.)
     for (const auto& expected : std::vector<std::string>{
-             "list /nodes", "watch /nodes", "list /pods", "list /configmaps", "list /events",
-             "list policy/poddisruptionbudgets", "list infrastructure.silogen.ai/partitioningplans",
-             "patch /nodes", "create /pods/eviction ns:" + c.ns, "get /configmaps ns:" + c.ns,
+             "list /nodes", "watch /nodes", "list /pods", "list /configmaps ns:" + c.ns,
+             "list /events", "list policy/poddisruptionbudgets",
+             "list infrastructure.silogen.ai/partitioningplans", "patch /nodes",
+             "create /pods/eviction ns:" + c.ns, "get /configmaps ns:" + c.ns,
              "update /configmaps ns:" + c.ns, "create coordination.k8s.io/leases ns:" + rel.ns,
              "update coordination.k8s.io/leases ns:" + rel.ns, "create /events ns:default",
              "create infrastructure.silogen.ai/nodepartitionings",
