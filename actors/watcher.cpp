@@ -107,9 +107,12 @@ private:
     case k::pod:
       o.pod = std::make_shared<const controller::pod_info>(decode_pod(v));
       break;
-    case k::pdb:
-      o.pdb = std::make_shared<const controller::pdb_info>(decode_pdb(v));
+    case k::pdb: {
+      auto pdb = decode_pdb(v);
+      pdb.seen = o.received;
+      o.pdb = std::make_shared<const controller::pdb_info>(std::move(pdb));
       break;
+    }
     case k::config_map:
       o.data = std::make_shared<const config_map_data>(decode_config_map_data(v));
       break;

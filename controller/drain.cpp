@@ -67,8 +67,12 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
         reason = "PodDisruptionBudget " + covering.front().namespace_ + "/" +
                  covering.front().name + " does not allow it now";
       pass.blocked.push_back({pod.ns, pod.name, reason});
+      // Asked again at once when the budget allows a disruption now: news only if its
+      // status was seen after the refusal. Right after an API server restart the
+      // disruption controller's status lags; a stale "allowed" retried at once raced it.
+      const auto refused_at = mem->second.at;
       const bool budget_open = std::any_of(pdbs.begin(), pdbs.end(), [&](const auto& pdb) {
-        return pdb.covers(pod) && pdb.disruptions_allowed > 0;
+        return pdb.covers(pod) && pdb.disruptions_allowed > 0 && pdb.seen > refused_at;
       });
       if (now - mem->second.at < eviction_retry && !budget_open)
         continue;

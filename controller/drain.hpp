@@ -15,7 +15,7 @@
 namespace gpu_partitioner::controller {
 
 /// A refused eviction is asked again after this long (as kubectl drain does), or at once
-/// when its budget allows a disruption again.
+/// when its budget is seen to allow a disruption after the refusal.
 inline constexpr std::chrono::seconds eviction_retry{5};
 
 /// Pods a drain must evict, whatever they tolerate otherwise: not DaemonSet pods (their

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "protocol/timestamp.hpp"
+
 // What the operator has observed of the cluster's built-in objects, reduced to what the
 // decisions read. The Watcher fills these from list+watch streams; the decisions in this
 // folder take them (and the time) and return actions.
@@ -93,6 +95,9 @@ struct pdb_info {
   /// status.disruptedPods: pods whose eviction the API server approved (and counted
   /// against the budget) but has not yet seen deleted.
   std::set<std::string> disrupted_pods;
+  /// When the watch delivered this version: a budget that allows a disruption is news
+  /// only if seen after the eviction it refused (a view older than the refusal is stale).
+  protocol::wall_clock::time_point seen{};
 
   bool covers(const pod_info& pod) const;
 };

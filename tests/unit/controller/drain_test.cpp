@@ -124,8 +124,12 @@ BOOST_AUTO_TEST_CASE(a_refused_eviction_waits_5_s_unless_its_budget_opens) {
   BOOST_TEST(closed.blocked[0].reason == "PodDisruptionBudget team/web-pdb does not allow it now");
   BOOST_REQUIRE(closed.blocking_pdbs.size() == 1u);
   BOOST_TEST(closed.blocking_pdbs[0].name == "web-pdb");
-  const auto open =
-      gc::plan_evictions({pod("web-1")}, {budget("web-pdb", "web", 1)}, mem, {}, t0 + 1s);
+  auto allows = budget("web-pdb", "web", 1);
+  allows.seen = t0 - 1s;
+  const auto stale = gc::plan_evictions({pod("web-1")}, {allows}, mem, {}, t0 + 1s);
+  BOOST_TEST(stale.removals.empty(), "a budget seen before the refusal is no news");
+  allows.seen = t0 + 500ms;
+  const auto open = gc::plan_evictions({pod("web-1")}, {allows}, mem, {}, t0 + 1s);
   BOOST_TEST(open.removals.size() == 1u, "the budget allows one now");
   const auto retry =
       gc::plan_evictions({pod("web-1")}, {budget("web-pdb", "web")}, mem, {}, t0 + 5s);

@@ -783,9 +783,13 @@ BOOST_AUTO_TEST_CASE(a_blocked_pod_is_not_retried_before_5s_and_is_listed_with_i
 BOOST_AUTO_TEST_CASE(a_blocked_pod_is_retried_at_once_when_its_budget_opens) {
   world w;
   w.at(node_phase::draining).cordoned_by_us();
-  w.with(pod("web-0")).with(pdb("web-pdb", "web", 1));
+  auto budget = pdb("web-pdb", "web", 1);
+  budget.seen = t0 - 1s; // the view from before the refusal: stale
+  w.with(pod("web-0")).with(budget);
   w.in.evictions["team/web-0"] = {t0, true, false, "blocked"};
   w.later(1s);
+  BOOST_TEST(removals(w.step()).empty());
+  w.in.pdbs.back().seen = t0 + 500ms;
   const std::vector<std::string> want{"team/web-0:evict"};
   BOOST_TEST(removals(w.step()) == want, boost::test_tools::per_element());
 }
