@@ -101,24 +101,24 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     auto item_it = view.items.find(config.item);
     if (item_it == view.items.end())
       return;
-    controller::node_inputs in;
     bool lagging = false;
-    in.item = *item_it->second;
+    auto item = *item_it->second;
     if (s->status)
-      in.item.status = *s->status;
-    in.now = protocol::wall_clock::now();
-    if (auto node = view.nodes.find(in.item.spec.node_name); node != view.nodes.end()) {
+      item.status = *s->status;
+    const auto now = protocol::wall_clock::now();
+    std::optional<controller::node_info> decide_on;
+    if (auto node = view.nodes.find(item.spec.node_name); node != view.nodes.end()) {
       // Read our own writes until the watch shows them (controller/read_your_writes).
       controller::node_choice choice;
       choice.caught_up = true;
       if (s->written_node)
         choice = controller::choose_node(*node->second, *s->written_node, s->written_over,
-                                         s->written_at, in.now, s->read_at, config.watch_lag_limit);
+                                         s->written_at, now, s->read_at, config.watch_lag_limit);
       if (choice.own) {
-        in.node = *s->written_node;
+        decide_on = *s->written_node;
         lagging = choice.read_directly;
       } else {
-        in.node = *node->second;
+        decide_on = *node->second;
         s->lag_logged = false;
         // The view has our write: our copy of the node is no longer needed (kept, it
         // would be a second copy of every node the rollout is done with).
@@ -131,7 +131,8 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     known.evictions = s->evictions;
     known.write_error = s->write_error;
     known.resolved_write_error = s->resolved_write_error;
-    in = controller::assemble_node_inputs(view, in.item, std::move(in.node), dcm, known, in.now);
+    const auto in = controller::assemble_node_inputs(view, std::move(item), std::move(decide_on),
+                                                     dcm, known, now);
     // A profile just created names a ConfigMap whose watch is still listing: whether the
     // payload exists is not known, and a missing one would fail preflight.
     if (in.profile.payload_pending)

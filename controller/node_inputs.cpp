@@ -124,11 +124,11 @@ dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm
   return out;
 }
 
-node_inputs assemble_node_inputs(const cluster_view& view, const protocol::node_partitioning& item,
+node_inputs assemble_node_inputs(const cluster_view& view, protocol::node_partitioning item,
                                  std::optional<node_info> node, const dcm_settings& dcm,
                                  const worker_facts& facts, protocol::wall_clock::time_point now) {
   node_inputs in;
-  in.item = item;
+  in.item = std::move(item);
   in.now = now;
   in.node = std::move(node);
   const auto& node_name = in.item.spec.node_name;

@@ -52,7 +52,7 @@ dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm
 
 /// The inputs of step_node for `item` (its status as the worker last wrote it), deciding
 /// on `node` (the view's, or the worker's own write while the watch lags; nullopt: gone).
-node_inputs assemble_node_inputs(const cluster_view& view, const protocol::node_partitioning& item,
+node_inputs assemble_node_inputs(const cluster_view& view, protocol::node_partitioning item,
                                  std::optional<node_info> node, const dcm_settings& dcm,
                                  const worker_facts& facts, protocol::wall_clock::time_point now);
 
