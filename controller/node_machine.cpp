@@ -45,11 +45,6 @@ bool well_formed_record(const std::optional<std::string>& was_unschedulable) {
   return was_unschedulable && (*was_unschedulable == "true" || *was_unschedulable == "false");
 }
 
-std::string label(const node_info& node, const char* key) {
-  auto it = node.labels.find(key);
-  return it == node.labels.end() ? std::string{} : it->second;
-}
-
 // The profiles DCM's config lacks (or holds otherwise), as one write of all the plan's:
 // every write of the file runs DCM again on every labelled node, so as few as possible.
 std::optional<dcm_config_write> missing_profiles(const node_inputs& in) {
@@ -299,7 +294,7 @@ bool marked_by_this_run(const node_inputs& in, const status_editor& s) {
 
 // The node carries this run's profile label and mark.
 bool labelled_by_this_run(const node_inputs& in, const status_editor& s) {
-  return !label(*in.node, dcm_profile_label).empty() && marked_by_this_run(in, s);
+  return !in.node->label(dcm_profile_label).empty() && marked_by_this_run(in, s);
 }
 
 void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
@@ -461,7 +456,7 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   // The label is ours for this run when the annotation holds this run's mark: then DCM
   // is (or may be) at work, whatever happened to the profile since.
   const std::string mark = run_mark(in, s);
-  const std::string labelled = label(node, dcm_profile_label);
+  const std::string labelled = node.label(dcm_profile_label);
   if (labelled_by_this_run(in, s)) {
     s.condition("ProfileApplied", true, "LabelSet",
                 std::string(dcm_profile_label) + "=" + labelled + " is set");
@@ -536,7 +531,7 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
     return;
   }
   node_patch p;
-  if (label(node, dcm_profile_label) == profile) {
+  if (node.label(dcm_profile_label) == profile) {
     // DCM ignores a re-write of the same value: take the label off first (with this
     // run's mark, so that a restarted operator knows the drain was over).
     p.labels[dcm_profile_label] = std::nullopt;
@@ -606,7 +601,7 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   for (const auto& e : in.dcm_events)
     if (e.profile == profile && e.time >= since && (!answer || e.time >= answer->time))
       answer = &e;
-  const std::string state = label(*in.node, dcm_state_label);
+  const std::string state = in.node->label(dcm_state_label);
   // Without DCM's Events (lost, or not permitted) the state label alone decides, once
   // longer than any run of DCM's has passed (half the plan's verification timeout).
   const auto fallback = std::chrono::seconds(

@@ -10,6 +10,11 @@ bool node_info::has_dcm_taint() const {
   });
 }
 
+std::string node_info::label(const std::string& key) const {
+  auto it = labels.find(key);
+  return it == labels.end() ? std::string{} : it->second;
+}
+
 bool node_info::is_control_plane() const {
   static const char* roles[] = {"node-role.kubernetes.io/control-plane",
                                 "node-role.kubernetes.io/master"};

@@ -42,6 +42,8 @@ struct node_info {
   bool ready = true;
 
   bool has_dcm_taint() const;
+  /// The value of label `key`, "" when the node has none.
+  std::string label(const std::string& key) const;
   /// Labelled or tainted node-role.kubernetes.io/control-plane (or the older .../master).
   bool is_control_plane() const;
 };

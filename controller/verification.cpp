@@ -33,11 +33,6 @@ std::optional<long long> whole(const std::string& quantity) {
   return v;
 }
 
-std::string label(const node_info& node, const char* key) {
-  auto it = node.labels.find(key);
-  return it == node.labels.end() ? std::string{} : it->second;
-}
-
 } // namespace
 
 std::string verification_gap(const node_inputs& in) {
@@ -85,8 +80,8 @@ bool in_target_state(const node_inputs& in) {
   if (!in.node || !in.profile.found)
     return false;
   const auto& node = *in.node;
-  return label(node, dcm_profile_label) == in.profile.dcm_name &&
-         label(node, dcm_state_label) == "success" && !node.has_dcm_taint() &&
+  return node.label(dcm_profile_label) == in.profile.dcm_name &&
+         node.label(dcm_state_label) == "success" && !node.has_dcm_taint() &&
          verification_gap(in).empty();
 }
 
