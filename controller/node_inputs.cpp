@@ -48,12 +48,16 @@ resolved_profile resolve_profile(const cluster_view& view, const std::string& na
   r.dcm_name = protocol::dcm_profile_name(*it->second);
   r.payload = payload_of(view, *it->second, &r.payload_problem, &r.payload_pending);
   // Another profile with this DCM name and a different payload DCM would accept: the two
-  // would overwrite each other's entry in DCM's config.
+  // would overwrite each other's entry in DCM's config. A rival whose payload is still
+  // being listed leaves the answer unknown, and so the profile pending: preflight would
+  // otherwise pass a node that the rival's payload, arriving a moment later, fails mid-drain.
   if (r.payload && !payload_problem(*r.payload))
     for (const auto& [other_name, other] : view.profiles) {
       if (other_name == name || protocol::dcm_profile_name(*other) != r.dcm_name)
         continue;
-      auto theirs = payload_of(view, *other, nullptr);
+      bool listing = false;
+      auto theirs = payload_of(view, *other, nullptr, &listing);
+      r.payload_pending = r.payload_pending || listing;
       if (theirs && !payload_problem(*theirs) &&
           !dcm_config_has(R"({"gpu-config-profiles":{"p":)" + *theirs + "}}", "p", *r.payload))
         r.dcm_name_rivals.push_back(other_name);

@@ -48,7 +48,8 @@ struct resolved_profile {
   std::optional<std::string> payload;
   /// Why the payload is missing, when it is ("ConfigMap kube-amd-gpu/x not found").
   std::string payload_problem;
-  /// The payload's ConfigMap is still being listed: whether it exists is not known yet.
+  /// The payload's ConfigMap, or a DCM-name rival's, is still being listed: whether the
+  /// payload exists, or conflicts, is not known yet.
   bool payload_pending = false;
   /// The profile exists but does not decode: why (its field and problem).
   std::string invalid;

@@ -207,6 +207,15 @@ BOOST_AUTO_TEST_CASE(profiles_that_give_one_dcm_name_different_payloads_are_riva
   const auto r = gc::resolve_profile(b.v, "mine");
   BOOST_REQUIRE(r.dcm_name_rivals.size() == 1u);
   BOOST_TEST(r.dcm_name_rivals[0] == "theirs", "the same payload under the name is no rival");
+  BOOST_TEST(!r.payload_pending);
+
+  // A rival whose payload's watch is still listing: whether it conflicts is not known yet.
+  b.profile("new-rival", "new-payload", "shared");
+  const auto waiting = gc::resolve_profile(b.v, "mine");
+  BOOST_TEST(waiting.payload_pending, "a rival's payload not yet listed leaves mine pending");
+  BOOST_TEST(waiting.dcm_name_rivals.size() == 1u);
+  b.v.config_maps_listed.insert("kube-amd-gpu/new-payload");
+  BOOST_TEST(!gc::resolve_profile(b.v, "mine").payload_pending, "listed and absent: no rival");
 }
 
 BOOST_AUTO_TEST_CASE(the_plan_standing_names_why_the_operator_may_not_act) {
