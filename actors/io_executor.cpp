@@ -5,7 +5,7 @@
 
 namespace gpu_partitioner::actors {
 
-caf::behavior io_executor(caf::event_based_actor* self, io_config config) {
+io_actor::behavior_type io_executor(io_actor::pointer self, io_config config) {
   auto x = std::make_shared<executor>(std::move(config));
   (void)self;
   return {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/messages.hpp"
 #include "controller/observed.hpp"
 #include "kube/client.hpp"
 #include "kube/config.hpp"
@@ -19,11 +20,17 @@ struct io_config {
   std::string identity;
 };
 
+/// Every io handle (an executor, a pool of them, the router): a node step's writes,
+/// answered with what happened, and a supervisor's write of a NodePartitioning, answered
+/// with "" or the error.
+using io_actor = caf::typed_actor<caf::replies_to<io_atom, node_io>::with<node_io_result>,
+                                  caf::replies_to<io_atom, item_io>::with<std::string>>;
+
 /// A blocking writer on its own thread and connection (spawn it detached, several in a
 /// pool): performs a node step's writes in order (node patch, taint, evictions, DCM's
 /// ConfigMap, item metadata) and the supervisors' item writes, and answers with what
 /// happened.
-caf::behavior io_executor(caf::event_based_actor* self, io_config config);
+io_actor::behavior_type io_executor(io_actor::pointer self, io_config config);
 
 /// The check before the taint that ends a drain: the pods on `node` that the taint would
 /// remove, listed by the API server now (not as a watch shows them). "" when there are

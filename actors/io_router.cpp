@@ -13,8 +13,8 @@ namespace {
 // Asks executor `x` and passes its answer, or its failure, on to the original requester;
 // then `x` is free for the next request.
 template <class Answer, class Io, class Release>
-void ask_executor(caf::event_based_actor* self, caf::typed_response_promise<Answer> rp,
-                  const caf::actor& x, Io io, Release release) {
+void ask_executor(io_actor::pointer self, caf::typed_response_promise<Answer> rp,
+                  const io_actor& x, Io io, Release release) {
   self->request(x, caf::infinite, io_atom_v, std::move(io))
       .then(
           [=](Answer& answer) mutable {
@@ -29,10 +29,10 @@ void ask_executor(caf::event_based_actor* self, caf::typed_response_promise<Answ
 
 } // namespace
 
-caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> executors) {
+io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> executors) {
   struct state {
-    std::vector<caf::actor> idle;
-    std::deque<std::function<void(const caf::actor&)>> waiting;
+    std::vector<io_actor> idle;
+    std::deque<std::function<void(const io_actor&)>> waiting;
   };
   auto s = std::make_shared<state>();
   for (auto& x : executors) {
@@ -40,7 +40,7 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
     s->idle.push_back(std::move(x));
   }
   // An executor that answered takes the oldest waiting request, or waits for the next.
-  auto release = [s](const caf::actor& x) {
+  auto release = [s](const io_actor& x) {
     if (s->waiting.empty()) {
       s->idle.push_back(x);
       return;
@@ -49,7 +49,7 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
     s->waiting.pop_front();
     next(x);
   };
-  auto submit = [s](std::function<void(const caf::actor&)> job) {
+  auto submit = [s](std::function<void(const io_actor&)> job) {
     if (s->idle.empty()) {
       s->waiting.push_back(std::move(job));
       return;
@@ -61,7 +61,7 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
   };
   // Queues a request of any kind; `rp` answers its asker.
   auto enqueue = [=](auto io, auto rp) {
-    submit([=](const caf::actor& x) mutable { ask_executor(self, rp, x, std::move(io), release); });
+    submit([=](const io_actor& x) mutable { ask_executor(self, rp, x, std::move(io), release); });
     return rp;
   };
   return {
@@ -74,14 +74,14 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
   };
 }
 
-caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions,
-                        caf::actor items) {
+io_actor::behavior_type io_router(io_actor::pointer self, io_actor writes, io_actor evictions,
+                                  io_actor items) {
   self->link_to(writes);
   self->link_to(evictions);
   self->link_to(items);
   return {
       [=](io_atom, node_io& io) {
-        auto rp = self->make_response_promise();
+        auto rp = self->make_response_promise<node_io_result>();
         const bool only_removals = !io.patch && !io.taint && !io.dcm && !io.add_finalizer &&
                                    !io.remove_finalizer && !io.clear_retry && !io.read_node;
         if (io.removals.size() < 2 || !only_removals) {
@@ -125,7 +125,7 @@ caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::ac
         }
         return rp;
       },
-      [=](io_atom, item_io& io) { self->delegate(items, io_atom_v, std::move(io)); },
+      [=](io_atom, item_io& io) { return self->delegate(items, io_atom_v, std::move(io)); },
   };
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "actors/io_executor.hpp"
+
 #include <caf/all.hpp>
 
 #include <vector>
@@ -10,7 +12,7 @@ namespace gpu_partitioner::actors {
 /// executor with nothing to do, or, when all are busy, to the first to finish, in the
 /// order the requests came. (CAF's round-robin pool queued a write behind a slow one on
 /// a busy connection while others were idle.)
-caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> executors);
+io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> executors);
 
 /// The io handle the workers and supervisors use: hands node steps that evict or delete
 /// pods to `evictions`, the supervisors' writes of NodePartitionings to `items`, and every
@@ -20,7 +22,7 @@ caf::behavior io_pool(caf::event_based_actor* self, std::vector<caf::actor> exec
 /// creates that start a plan of a thousand nodes. A step that only evicts or deletes pods
 /// goes out as one request per pod, side by side, and is answered once, with every pod's
 /// outcome. Linked to the pools: they go when it goes.
-caf::behavior io_router(caf::event_based_actor* self, caf::actor writes, caf::actor evictions,
-                        caf::actor items);
+io_actor::behavior_type io_router(io_actor::pointer self, io_actor writes, io_actor evictions,
+                                  io_actor items);
 
 } // namespace gpu_partitioner::actors

@@ -279,15 +279,15 @@ int main(int argc, char** argv) {
   // the node writes' queue.
   // Each request goes to an executor with nothing to do (actors::io_pool).
   auto pool = [&](std::size_t connections) {
-    std::vector<caf::actor> executors;
+    std::vector<actors::io_actor> executors;
     for (std::size_t i = 0; i < connections; ++i)
       executors.push_back(system.spawn<caf::detached>(actors::io_executor, io));
     return system.spawn(actors::io_pool, std::move(executors));
   };
   auto io_pool = system.spawn(actors::io_router, pool(8), pool(16), pool(2));
 
-  caf::actor root;
-  caf::actor watcher;
+  actors::operator_root_actor root;
+  actors::watcher_actor watcher;
   auto start_acting = [&] {
     actors::operator_settings settings;
     settings.dcm_namespace = f.dcm_namespace;

@@ -4,6 +4,7 @@
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
+#include "actors/status_writer.hpp"
 #include "controller/node_inputs.hpp"
 #include "controller/read_your_writes.hpp"
 #include "controller/write_order.hpp"
@@ -57,14 +58,15 @@ struct worker_state {
 
 } // namespace
 
-caf::behavior node_worker(caf::event_based_actor* self, node_worker_config config) {
+node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
+                                             node_worker_config config) {
   auto s = std::make_shared<worker_state>();
   const controller::dcm_settings dcm{config.dcm_namespace, config.dcm_name, config.dcm_config_sync};
   // Without the plan's latest view (a worker started on its own), the views it is sent
   // are its latest.
   const auto own_view = config.latest ? nullptr : std::make_shared<latest_view>();
   const std::shared_ptr<const latest_view> latest = own_view ? own_view : config.latest;
-  auto writer = [config] { return caf::actor_cast<caf::actor>(config.writer); };
+  auto writer = [config] { return caf::actor_cast<status_writer_actor>(config.writer); };
   // A worker that ends (its item is gone) takes its series along.
   self->attach_functor([s, plan = config.plan] {
     if (!s->metric_node.empty())
@@ -207,7 +209,8 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
     if (!out.in_flight && !out.wants_token)
       s->token = false;
     auto report = [=] {
-      self->send(config.governor, report_atom_v, config.item, facts, caf::actor{self});
+      self->send(config.governor, report_atom_v, config.item, facts,
+                 caf::actor_cast<grant_receiver>(self));
     };
     const std::string marker = s->status ? controller::phase_record(*s->status) : std::string{};
     if (controller::phase_record(item_it->second->status) == marker)
@@ -257,7 +260,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
                         " s; reading the node from the API server until it does",
                     config.plan, io.node);
       }
-      auto executor = caf::actor_cast<caf::actor>(config.io);
+      auto executor = caf::actor_cast<io_actor>(config.io);
       if (!executor)
         return;
       node_io read;
@@ -291,7 +294,7 @@ caf::behavior node_worker(caf::event_based_actor* self, node_worker_config confi
       s->change_at.reset();
       s->waiting = false;
       const std::string observed_rv = in.node ? in.node->resource_version : std::string{};
-      auto executor = caf::actor_cast<caf::actor>(config.io);
+      auto executor = caf::actor_cast<io_actor>(config.io);
       if (!executor)
         return; // shutting down
       s->busy = true;

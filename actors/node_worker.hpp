@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/messages.hpp"
+#include "actors/rollout_governor.hpp"
 
 #include <caf/all.hpp>
 
@@ -20,9 +21,9 @@ struct node_worker_config {
   std::string dcm_name;
   /// Weak handles: a worker's pending timers keep the worker alive for a while after
   /// shutdown, and it must not keep the io threads waiting with it.
-  caf::actor_addr io;
-  caf::actor_addr writer;
-  caf::actor governor;
+  caf::actor_addr io;     // an io_actor
+  caf::actor_addr writer; // a status_writer_actor
+  governor_actor governor;
   /// The plan's latest view, which every step reads; the views sent to the worker then
   /// only say what changed, and are not kept. Without one (tests that show a worker
   /// particular views) the worker keeps the last view it was sent and steps on that.
@@ -32,9 +33,15 @@ struct node_worker_config {
   std::chrono::milliseconds watch_lag_limit{10000};
 };
 
+/// A NodeWorker: the governor's grants, the views with news for its item, and its own
+/// timers (tagged with a generation: only the latest armed one counts).
+using node_worker_actor = grant_receiver::extend<caf::reacts_to<view_atom, snapshot_ptr>,
+                                                 caf::reacts_to<tick_atom, std::uint64_t>>;
+
 /// Drives one NodePartitioning through the node state machine (controller/node_machine):
 /// on every new view, timer or finished write it builds the inputs, steps, and hands the
 /// writes to the io executors, one batch at a time.
-caf::behavior node_worker(caf::event_based_actor* self, node_worker_config config);
+node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
+                                             node_worker_config config);
 
 } // namespace gpu_partitioner::actors

@@ -25,7 +25,7 @@ struct root_state {
   bool dirty = false;
   bool tick_pending = false;
   std::chrono::steady_clock::time_point published{};
-  std::map<std::string, caf::actor> supervisors;
+  std::map<std::string, plan_supervisor_actor> supervisors;
 };
 
 // Whether an object's metadata changed in a way that matters (generation, labels,
@@ -176,8 +176,9 @@ void apply(root_state& s, const observation& o) {
 
 } // namespace
 
-caf::behavior operator_root(caf::event_based_actor* self, operator_settings settings, caf::actor io,
-                            caf::actor writer) {
+operator_root_actor::behavior_type operator_root(operator_root_actor::pointer self,
+                                                 operator_settings settings, io_actor io,
+                                                 status_writer_actor writer) {
   auto s = std::make_shared<root_state>();
   s->dcm_key = settings.dcm_namespace + "/" + settings.dcm_name;
   auto schedule = [self, s, settings] {

@@ -1,8 +1,12 @@
 #pragma once
 
-#include <chrono>
+#include "actors/io_executor.hpp"
+#include "actors/status_writer.hpp"
+#include "actors/watcher.hpp"
 
 #include <caf/all.hpp>
+
+#include <chrono>
 
 #include <string>
 
@@ -22,11 +26,15 @@ struct operator_settings {
   std::chrono::milliseconds publish_interval{50};
 };
 
+/// The root: the Watcher's sink, and `tick_atom` to publish the view that changed.
+using operator_root_actor = observation_sink::extend<caf::reacts_to<tick_atom>>;
+
 /// The root of the operator: it gathers the Watcher's observations into the current
 /// view of the cluster, publishes immutable snapshots of it, and runs one
 /// PlanSupervisor per PartitioningPlan. `io` performs writes; `writer` is the
 /// StatusWriter.
-caf::behavior operator_root(caf::event_based_actor* self, operator_settings settings, caf::actor io,
-                            caf::actor writer);
+operator_root_actor::behavior_type operator_root(operator_root_actor::pointer self,
+                                                 operator_settings settings, io_actor io,
+                                                 status_writer_actor writer);
 
 } // namespace gpu_partitioner::actors

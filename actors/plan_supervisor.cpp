@@ -15,8 +15,8 @@ namespace gpu_partitioner::actors {
 namespace {
 
 struct supervisor_state {
-  caf::actor governor;
-  std::map<std::string, caf::actor> workers; // item name -> worker
+  governor_actor governor;
+  std::map<std::string, node_worker_actor> workers; // item name -> worker
   /// Items we asked to create, delete or update, so a slow watch does not make us ask twice.
   std::map<std::string, std::string> requested; // item -> what (create/remove/hash)
   protocol::partitioning_plan_status last_status;
@@ -63,7 +63,8 @@ void publish_plan_metrics(const std::string& plan, const protocol::partitioning_
 
 } // namespace
 
-caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_config config) {
+plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::pointer self,
+                                                     plan_supervisor_config config) {
   auto s = std::make_shared<supervisor_state>();
   s->governor = self->spawn<caf::linked>(rollout_governor_actor, config.plan);
   // The supervisor ends when its plan and items are gone (or the operator stops): the
@@ -79,9 +80,8 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           log_error("the worker of " + it->first + " failed (" + self->system().render(msg.reason) +
                         "); restarting it",
                     config.plan);
-        // Its token stays: the node may be cordoned and mid-drain. The governor waits
-        // to hear from the new worker before it grants anything more.
-        self->send(s->governor, lost_atom_v, it->first);
+        // The governor, which monitors the worker, keeps its token: the node may be
+        // cordoned and mid-drain. It grants nothing more until the new worker reports.
         s->workers.erase(it);
         return;
       }
@@ -244,8 +244,8 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
         }
         for (auto it = s->workers.begin(); it != s->workers.end();) {
           if (!mine.count(it->first)) {
+            // The governor sees it go (user_shutdown: the item is gone) and forgets it.
             self->send_exit(it->second, caf::exit_reason::user_shutdown);
-            self->send(s->governor, forget_atom_v, it->first, it->second);
             it = s->workers.erase(it);
           } else {
             ++it;
@@ -277,108 +277,6 @@ caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_conf
           // already written must still show it.
           publish_plan_metrics(config.plan, status, plan->spec.dry_run);
         }
-      },
-  };
-}
-
-caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string plan) {
-  struct state {
-    controller::rollout_governor governor;
-    // Weak handles: workers hold the governor, so strong ones both ways would keep each
-    // other (and the io executors they name) alive after shutdown.
-    std::map<std::string, caf::actor_addr> workers;
-    // The plan's items, and those that have said where they stand: tokens go in name
-    // order only once every item has been heard from (or is known not to exist yet),
-    // whatever order they asked in.
-    std::set<std::string> selected;
-    std::set<std::string> heard;
-    // Selected items that do not exist yet (the supervisor is creating them): none can be
-    // in flight, so they hold nothing back but their turn. Tokens go to the items named
-    // before the first of them, and their nodes count as unavailable when they are.
-    std::set<std::string> absent;
-    /// How many of `selected` are in `heard` (checked on every report, so kept, not counted).
-    std::size_t selected_heard = 0;
-    /// Workers of forgotten items, until they are gone. The supervisor stops a worker and
-    /// tells the governor in two messages that race: a report the worker sent meanwhile
-    /// would bring its item back (a Failed one then held the whole rollout), so reports
-    /// from these are dropped. A worker's down message comes after all its reports.
-    std::set<caf::actor_addr> retired;
-  };
-  auto s = std::make_shared<state>();
-  auto grant = [=] {
-    if (s->selected_heard + s->absent.size() < s->selected.size())
-      return;
-    const std::string* before = s->absent.empty() ? nullptr : &*s->absent.begin();
-    for (const auto& item : s->governor.grant(before)) {
-      log_info("token granted (" + std::to_string(s->governor.in_flight()) + " in flight, " +
-                   std::to_string(s->governor.unavailable()) + " unavailable)",
-               plan, item);
-      if (auto it = s->workers.find(item); it != s->workers.end())
-        if (auto worker = caf::actor_cast<caf::actor>(it->second))
-          self->send(worker, grant_atom_v);
-    }
-  };
-  self->set_down_handler([=](caf::down_msg& msg) { s->retired.erase(msg.source); });
-  return {
-      [=](limits_atom, const controller::rollout_limits& limits,
-          const std::vector<std::string>& selected, const std::vector<std::string>& absent,
-          const std::vector<std::string>& absent_unavailable) {
-        s->governor.set_limits(limits);
-        s->selected = std::set<std::string>(selected.begin(), selected.end());
-        std::set<std::string> now_absent;
-        const std::set<std::string> down(absent_unavailable.begin(), absent_unavailable.end());
-        for (const auto& item : absent)
-          if (s->selected.count(item) && !s->heard.count(item)) {
-            now_absent.insert(item);
-            controller::governor_node facts;
-            facts.unavailable = down.count(item) > 0;
-            s->governor.observe(item, facts);
-          }
-        // One that is no longer absent either exists now (its worker will say where it
-        // stands) or left the plan: what was assumed of it goes.
-        for (const auto& item : s->absent)
-          if (!now_absent.count(item) && !s->heard.count(item))
-            s->governor.forget(item);
-        s->absent = std::move(now_absent);
-        s->selected_heard = 0;
-        for (const auto& item : s->selected)
-          s->selected_heard += s->heard.count(item);
-        grant();
-      },
-      [=](report_atom, const std::string& item, const controller::governor_node& facts,
-          const caf::actor& worker) {
-        if (s->retired.count(worker.address()))
-          return;
-        s->workers[item] = worker.address();
-        s->absent.erase(item);
-        if (s->heard.insert(item).second && s->selected.count(item))
-          ++s->selected_heard;
-        const bool held = s->governor.holds(item);
-        s->governor.observe(item, facts);
-        if (!facts.in_flight && held && !facts.wants_token)
-          s->governor.release(item);
-        grant();
-        // A restarted worker may ask again for a token it already holds.
-        if (facts.wants_token && held)
-          self->send(worker, grant_atom_v);
-      },
-      [=](lost_atom, const std::string& item) {
-        if (s->heard.erase(item) && s->selected.count(item))
-          --s->selected_heard;
-        s->workers.erase(item);
-      },
-      [=](forget_atom, const std::string& item, const caf::actor& worker) {
-        // A strong handle: the worker may have ended already, and only a live actor
-        // object can be monitored (its down message then comes at once, after its reports).
-        if (worker && s->retired.insert(worker.address()).second)
-          self->monitor(worker);
-        s->governor.forget(item);
-        s->workers.erase(item);
-        s->absent.erase(item);
-        if (s->heard.erase(item) && s->selected.count(item))
-          --s->selected_heard;
-        s->selected.erase(item);
-        grant();
       },
   };
 }

@@ -1,8 +1,13 @@
 #pragma once
 
-#include <chrono>
+#include "actors/io_executor.hpp"
+#include "actors/messages.hpp"
+#include "actors/rollout_governor.hpp"
+#include "actors/status_writer.hpp"
 
 #include <caf/all.hpp>
+
+#include <chrono>
 
 #include <string>
 
@@ -15,16 +20,19 @@ struct plan_supervisor_config {
   /// mounted file (--dcm-config-sync).
   std::chrono::milliseconds dcm_config_sync{90000};
   std::string dcm_name;
-  caf::actor io;
-  caf::actor writer;
+  io_actor io;
+  status_writer_actor writer;
 };
+
+/// A PlanSupervisor: the views of the cluster (`view_atom`), and `tick_atom` to look at
+/// the latest again after an item write failed.
+using plan_supervisor_actor =
+    caf::typed_actor<caf::reacts_to<view_atom, snapshot_ptr>, caf::reacts_to<tick_atom>>;
 
 /// One per PartitioningPlan: resolves its node set, owns its NodePartitionings (creates,
 /// updates, deletes them), runs a NodeWorker per item and the plan's RolloutGovernor,
 /// and writes the plan's status.
-caf::behavior plan_supervisor(caf::event_based_actor* self, plan_supervisor_config config);
-
-/// The RolloutGovernor of one plan: grants drain tokens under the plan's limits.
-caf::behavior rollout_governor_actor(caf::event_based_actor* self, std::string plan);
+plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::pointer self,
+                                                     plan_supervisor_config config);
 
 } // namespace gpu_partitioner::actors

@@ -1,10 +1,11 @@
 #include "actors/status_writer.hpp"
 
+#include "actors/event_writer.hpp"
+
 #include "actors/crd_resources.hpp"
 #include "actors/executor.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
-#include "kube/event_recorder.hpp"
 #include "protocol/json.hpp"
 
 #include <deque>
@@ -15,39 +16,17 @@ namespace gpu_partitioner::actors {
 
 namespace {
 
-// Records (and aggregates) Events on a connection of its own, so that a burst of them
-// (ten per node, fifty nodes at once) never holds up a status write. Each writer
-// remembers the latest Events it wrote, to count repeats: one that recurs (a drain
-// blocked, retried every 5 s) stays remembered, as each repeat makes it the newest, while
-// a rollout's own Events never repeat and are let go past the bound.
-constexpr std::size_t remembered_events = 1024;
-caf::behavior event_writer(caf::event_based_actor*, io_config config) {
-  // The recorder writes through the executor's client: both live as long as the actor.
-  struct state {
-    explicit state(io_config c)
-        : x(std::move(c)), events(x.api, "gpu-partitioner", x.config.identity,
-                                  std::chrono::minutes(10), remembered_events) {}
-    executor x;
-    kube::event_recorder events;
-  };
-  auto s = std::make_shared<state>(std::move(config));
-  return {
-      [=](event_atom, const event_io& e) {
-        kube::event_spec spec;
-        spec.regarding = {e.api_version, e.kind, "", e.name, e.uid};
-        spec.type = e.type;
-        spec.reason = e.reason;
-        spec.message = e.message;
-        auto recorded = s->events.record(spec);
-        if (!recorded)
-          log_debug("event " + e.reason + " on " + e.name + ": " + recorded.error().describe());
-      },
-  };
-}
-
 // One of the status writers: the statuses of the objects routed to it, coalesced per
 // object, written in the order the objects first changed, a few per message.
-caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
+using status_shard_actor = caf::typed_actor<
+    caf::reacts_to<status_atom, std::string, protocol::node_partitioning_status>,
+    caf::replies_to<persist_atom, std::string, protocol::node_partitioning_status>::with<
+        std::string>,
+    caf::reacts_to<plan_status_atom, std::string, protocol::partitioning_plan_status>,
+    caf::reacts_to<flush_atom>, caf::replies_to<flush_atom, stop_atom>::with<bool>>;
+
+status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
+                                               io_config config) {
   struct state {
     explicit state(io_config c) : x(std::move(c)) {}
     executor x;
@@ -152,18 +131,19 @@ caf::behavior status_shard(caf::event_based_actor* self, io_config config) {
 
 } // namespace
 
-caf::behavior status_writer(caf::event_based_actor* self, io_config config) {
+status_writer_actor::behavior_type status_writer(status_writer_actor::pointer self,
+                                                 io_config config) {
   // Each object always goes to the same writer, so its statuses stay in order; objects
   // on different writers are written side by side, on connections of their own.
   constexpr std::size_t status_writers = 8;
   constexpr std::size_t event_writers = 2;
-  std::vector<caf::actor> statuses;
-  std::vector<caf::actor> events;
+  std::vector<status_shard_actor> statuses;
+  std::vector<event_writer_actor> events;
   for (std::size_t i = 0; i < status_writers; ++i)
     statuses.push_back(self->spawn<caf::detached + caf::linked>(status_shard, config));
   for (std::size_t i = 0; i < event_writers; ++i)
     events.push_back(self->spawn<caf::detached + caf::linked>(event_writer, config));
-  auto pick = [](const std::vector<caf::actor>& writers, const std::string& key) {
+  auto pick = [](const auto& writers, const std::string& key) {
     return writers[std::hash<std::string>{}(key) % writers.size()];
   };
   return {

@@ -1,21 +1,33 @@
 #pragma once
 
 #include "actors/io_executor.hpp"
+#include "actors/messages.hpp"
 
 #include <caf/all.hpp>
 
 namespace gpu_partitioner::actors {
+
+/// The StatusWriter: statuses of items (`status_atom`, coalesced; `persist_atom`, written
+/// at once and answered with "" or the error), statuses of plans, Events, and, as the
+/// operator stops, `flush_atom, stop_atom`: everything pending written, then `true`.
+using status_writer_actor = caf::typed_actor<
+    caf::reacts_to<status_atom, std::string, protocol::node_partitioning_status>,
+    caf::replies_to<persist_atom, std::string, protocol::node_partitioning_status>::with<
+        std::string>,
+    caf::reacts_to<plan_status_atom, std::string, protocol::partitioning_plan_status>,
+    caf::reacts_to<event_atom, event_io>, caf::replies_to<flush_atom, stop_atom>::with<bool>>;
 
 /// Coalesces status writes per object (the latest within a short window wins), writes
 /// them through the status subresource, and records Events (aggregated). Routes each
 /// object to one of eight detached status writers and its Events to one of two event
 /// writers, each with a connection of its own: an object's writes stay in order, and a
 /// burst (fifty nodes at once) is written side by side.
-/// `persist_atom, item, status` writes an item's status at once (replacing what is pending
-/// for it) and answers "" or the error: a worker persists the phase it entered before it
-/// changes the node, so a restarted operator finds the run where the node is. Both come
-/// at high priority (a persist goes ahead of queued flushes): an item's statuses then
-/// arrive in the order they were sent, and none older is written after a persist.
-caf::behavior status_writer(caf::event_based_actor* self, io_config config);
+/// A persist replaces what is pending for the item: a worker persists the phase it entered
+/// before it changes the node, so a restarted operator finds the run where the node is.
+/// Statuses and persists come at high priority (a persist goes ahead of queued flushes):
+/// an item's statuses then arrive in the order they were sent, and none older is written
+/// after a persist.
+status_writer_actor::behavior_type status_writer(status_writer_actor::pointer self,
+                                                 io_config config);
 
 } // namespace gpu_partitioner::actors

@@ -32,9 +32,9 @@ public:
   /// `listed`: for one ConfigMap's stream, its namespace/name: the sink hears that it was
   /// listed (listed_atom) instead of the resource's sync. `payloads`: for profiles, where
   /// each profile's payload reference goes.
-  forwarder(caf::actor sink, observation::kind what, std::string resource,
+  forwarder(observation_sink sink, observation::kind what, std::string resource,
             std::shared_ptr<gate> g = nullptr, std::string listed = {},
-            caf::actor payloads = nullptr)
+            watcher_actor payloads = {})
       : sink_(std::move(sink)), what_(what), resource_(std::move(resource)), gate_(std::move(g)),
         listed_(std::move(listed)), payloads_(std::move(payloads)) {
     // At 0 from the start, so that rate() and increase() see the first restart.
@@ -151,12 +151,12 @@ private:
     }
   }
 
-  caf::actor sink_;
+  observation_sink sink_;
   observation::kind what_;
   std::string resource_;
   std::shared_ptr<gate> gate_;
   std::string listed_;
-  caf::actor payloads_;
+  watcher_actor payloads_;
   bool synced_once_ = false; // touched by the watch's own thread only
 };
 
@@ -190,7 +190,7 @@ struct watcher_state {
 /// Runs one list+watch loop on a thread (and connection) of its own until `stop` is set
 /// (the watcher's end sets every stream's).
 std::thread run_stream(const watcher_config& config, stream s, std::shared_ptr<gate> g,
-                       std::string listed, caf::actor payloads,
+                       std::string listed, watcher_actor payloads,
                        std::shared_ptr<std::atomic<bool>> stop) {
   return std::thread([conn = config.connection, sink = config.sink, s = std::move(s),
                       g = std::move(g), listed = std::move(listed), payloads = std::move(payloads),
@@ -206,7 +206,7 @@ std::thread run_stream(const watcher_config& config, stream s, std::shared_ptr<g
 
 } // namespace
 
-caf::behavior watcher(caf::event_based_actor* self, watcher_config config) {
+watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config config) {
   auto state = std::make_shared<watcher_state>();
   std::vector<stream> streams;
   auto add = [&](kube::resource r, observation::kind what, std::string field_selector = {},
@@ -233,10 +233,10 @@ caf::behavior watcher(caf::event_based_actor* self, watcher_config config) {
   if (streams.size() != watched_resources)
     throw std::logic_error("the watcher lists " + std::to_string(streams.size()) +
                            " resources; messages.hpp says " + std::to_string(watched_resources));
-  const auto me = caf::actor_cast<caf::actor>(self);
+  const auto me = caf::actor_cast<watcher_actor>(self);
   for (auto& s : streams)
     state->threads.push_back(
-        run_stream(config, s, nullptr, {}, s.what == k::profile ? me : caf::actor{}, state->stop));
+        run_stream(config, s, nullptr, {}, s.what == k::profile ? me : watcher_actor{}, state->stop));
   const std::string dcm_key = config.dcm_namespace + "/" + config.dcm_name;
   // The threads are joined when the actor's state goes with the behavior.
   self->attach_functor([state] {
@@ -245,7 +245,6 @@ caf::behavior watcher(caf::event_based_actor* self, watcher_config config) {
       cm.stop->store(true);
   });
   return {
-      [state](tick_atom) {},
       // A profile's payload reference ("" once the profile is gone or does not decode):
       // the set of payload ConfigMaps watched follows the profiles.
       [=](payload_atom, const std::string& profile, const std::string& ref) {

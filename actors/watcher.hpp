@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/messages.hpp"
 #include "kube/config.hpp"
 
 #include <caf/all.hpp>
@@ -8,10 +9,22 @@
 
 namespace gpu_partitioner::actors {
 
+/// What the Watcher tells its sink: each change it observes, that a resource has listed
+/// (`synced_atom`, with its plural), and that a payload ConfigMap's stream has listed, or
+/// was closed (`listed_atom`, namespace/name, true or false).
+using observation_sink = caf::typed_actor<caf::reacts_to<observe_atom, observation>,
+                                          caf::reacts_to<synced_atom, std::string>,
+                                          caf::reacts_to<listed_atom, std::string, bool>>;
+
+/// The Watcher hears of each profile's payload reference (`payload_atom`, the profile's
+/// name and namespace/name of its ConfigMap, "" once none).
+using watcher_actor =
+    caf::typed_actor<caf::reacts_to<payload_atom, std::string, std::string>>;
+
 struct watcher_config {
   kube::connection_config connection;
   /// Every observation and sync notice goes here.
-  caf::actor sink;
+  observation_sink sink;
   /// DCM's ConfigMap, the one ConfigMap watched from the start.
   std::string dcm_namespace;
   std::string dcm_name;
@@ -24,6 +37,6 @@ struct watcher_config {
 /// watched one by one as the profiles come and go (`listed_atom` once each has listed,
 /// and a deletion when none names it any more). Aborted within a second when the actor
 /// exits.
-caf::behavior watcher(caf::event_based_actor* self, watcher_config config);
+watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config config);
 
 } // namespace gpu_partitioner::actors

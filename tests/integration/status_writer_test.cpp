@@ -51,7 +51,7 @@ struct writer_fixture {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg.set("logger.verbosity", caf::atom("quiet"))};
   caf::scoped_actor self{sys};
-  caf::actor writer;
+  ga::status_writer_actor writer;
 
   writer_fixture() {
     BOOST_REQUIRE(c.api.create(

@@ -6,7 +6,10 @@
 // small model of the cluster: it applies a node step's writes to it and, like the
 // Watcher would, shows the requester the new snapshot before it answers.
 
+#include "actors/io_executor.hpp"
 #include "actors/messages.hpp"
+#include "actors/rollout_governor.hpp"
+#include "actors/status_writer.hpp"
 #include "controller/dcm_payload.hpp"
 #include "protocol/desired_hash.hpp"
 
@@ -19,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -310,33 +314,43 @@ struct io_double_state {
   std::string item_error;
   /// Hold answers back until deliver_atom (one batch in flight is then observable).
   bool hold = false;
-  std::vector<std::pair<ga::node_io, caf::response_promise>> held;
+  std::vector<std::tuple<ga::node_io, caf::typed_response_promise<ga::node_io_result>,
+                         caf::strong_actor_ptr>>
+      held;
   /// Show the requester the new snapshot before answering, as the watch would.
   bool publish = true;
   /// The plan's latest view, if the requester reads one: set before it is told.
   std::shared_ptr<ga::latest_view> latest;
 };
 
-inline caf::behavior io_double(caf::event_based_actor* self, std::shared_ptr<io_double_state> st) {
-  auto perform = [=](const ga::node_io& io, caf::response_promise rp) {
+/// An io handle the test can also tell to deliver what it holds.
+using io_double_actor = ga::io_actor::extend<caf::reacts_to<deliver_atom>>;
+
+inline io_double_actor::behavior_type io_double(io_double_actor::pointer self,
+                                                std::shared_ptr<io_double_state> st) {
+  auto perform = [=](const ga::node_io& io, caf::typed_response_promise<ga::node_io_result> rp,
+                     const caf::strong_actor_ptr& requester) {
     auto r = st->cluster.apply(io);
     if (st->publish)
-      if (auto to = caf::actor_cast<caf::actor>(rp.next())) {
+      if (auto to = caf::actor_cast<caf::actor>(requester)) {
         auto view = st->cluster.snapshot();
         if (st->latest)
           st->latest->set(view);
-        self->send(to, ga::view_atom_v, view);
+        caf::anon_send(to, ga::view_atom_v, view);
       }
     rp.deliver(r);
   };
   return {
       [=](ga::io_atom, const ga::node_io& io) {
         st->node_requests.push_back(io);
-        auto rp = self->make_response_promise();
+        // Before the promise, which takes the sender out of the message.
+        auto requester = self->current_sender();
+        auto rp = self->make_response_promise<ga::node_io_result>();
         if (st->hold)
-          st->held.emplace_back(io, rp);
+          st->held.emplace_back(io, rp, requester);
         else
-          perform(io, rp);
+          perform(io, rp, requester);
+        return rp;
       },
       [=](ga::io_atom, const ga::item_io& io) -> std::string {
         st->item_requests.push_back(io);
@@ -345,8 +359,8 @@ inline caf::behavior io_double(caf::event_based_actor* self, std::shared_ptr<io_
       [=](deliver_atom) {
         auto held = std::move(st->held);
         st->held.clear();
-        for (auto& [io, rp] : held)
-          perform(io, rp);
+        for (auto& [io, rp, requester] : held)
+          perform(io, rp, requester);
       },
   };
 }
@@ -384,8 +398,8 @@ struct writer_double_state {
   }
 };
 
-inline caf::behavior writer_double(caf::event_based_actor* self,
-                                   std::shared_ptr<writer_double_state> st) {
+inline ga::status_writer_actor::behavior_type
+writer_double(ga::status_writer_actor::pointer self, std::shared_ptr<writer_double_state> st) {
   return {
       [=](ga::status_atom, const std::string& item, const gp::node_partitioning_status& s) {
         st->statuses.emplace_back(item, s);
@@ -405,7 +419,7 @@ inline caf::behavior writer_double(caf::event_based_actor* self,
         st->plan_statuses.push_back(s);
         st->plan_writers[plan] = caf::actor_cast<caf::actor_addr>(self->current_sender());
       },
-      [=](ga::flush_atom) {},
+      [=](ga::flush_atom, ga::stop_atom) { return true; },
   };
 }
 
@@ -423,16 +437,16 @@ struct governor_double_state {
   std::shared_ptr<const writer_double_state> writer;
 };
 
-inline caf::behavior governor_double(caf::event_based_actor*,
-                                     std::shared_ptr<governor_double_state> st) {
+inline ga::governor_actor::behavior_type governor_double(ga::governor_actor::pointer,
+                                                         std::shared_ptr<governor_double_state> st) {
   return {
       [=](ga::report_atom, const std::string& item, const gc::governor_node& facts,
-          const caf::actor&) {
+          const ga::grant_receiver&) {
         st->wants.push_back(
             {item, facts, st->writer ? st->writer->persisted_phases : std::vector<std::string>{}});
       },
-      [=](ga::forget_atom, const std::string&, const caf::actor&) {},
-      [=](ga::limits_atom, const gc::rollout_limits&, const std::vector<std::string>&) {},
+      [=](ga::limits_atom, const gc::rollout_limits&, const std::vector<std::string>&,
+          const std::vector<std::string>&, const std::vector<std::string>&) {},
   };
 }
 
@@ -464,9 +478,9 @@ struct actor_fixture {
   }
 
   template <class... Ts>
-  caf::actor spawn(Ts&&... xs) {
+  auto spawn(Ts&&... xs) {
     auto a = sys.spawn(std::forward<Ts>(xs)...);
-    spawned.push_back(a);
+    spawned.push_back(caf::actor_cast<caf::actor>(a));
     return a;
   }
 
@@ -488,7 +502,8 @@ struct exit_record {
   caf::error reason;
 };
 
-inline std::shared_ptr<exit_record> watch(const caf::actor& a) {
+template <class Handle>
+std::shared_ptr<exit_record> watch(const Handle& a) {
   auto rec = std::make_shared<exit_record>();
   a->attach_functor([rec](const caf::error& reason) {
     rec->down = true;

@@ -31,10 +31,10 @@ struct router_fixture : actor_fixture {
   std::shared_ptr<io_double_state> write_state = quiet();
   std::shared_ptr<io_double_state> evict_state = quiet();
   std::shared_ptr<io_double_state> item_state = quiet();
-  caf::actor writes = spawn(io_double, write_state);
-  caf::actor evictions = spawn(io_double, evict_state);
-  caf::actor items = spawn(io_double, item_state);
-  caf::actor router = spawn(ga::io_router, writes, evictions, items);
+  io_double_actor writes = spawn(io_double, write_state);
+  io_double_actor evictions = spawn(io_double, evict_state);
+  io_double_actor items = spawn(io_double, item_state);
+  ga::io_actor router = spawn(ga::io_router, writes, evictions, items);
 };
 
 } // namespace
@@ -45,7 +45,7 @@ BOOST_FIXTURE_TEST_CASE(evictions_and_other_writes_go_to_separate_pools, router_
   auto answers = std::make_shared<int>(0);
   // The router is passed as an argument: CAF 0.17.6 dereferences a null argument tuple
   // when it starts a function actor spawned without any (UBSan reports it).
-  auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
+  auto requester = [=](caf::event_based_actor* self, ga::io_actor to) -> caf::behavior {
     ga::node_io cordon;
     cordon.item = std::string(plan_name) + "-gpu-1";
     cordon.node = "gpu-1";
@@ -79,7 +79,7 @@ BOOST_FIXTURE_TEST_CASE(a_nodes_pods_are_evicted_side_by_side_and_answered_once,
   evict_state->hold = true;
   auto answers = std::make_shared<std::vector<ga::node_io_result>>();
   const auto changed_at = gp::wall_clock::now() - std::chrono::milliseconds(40);
-  auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
+  auto requester = [=](caf::event_based_actor* self, ga::io_actor to) -> caf::behavior {
     ga::node_io evict;
     evict.item = std::string(plan_name) + "-gpu-1";
     evict.node = "gpu-1";
@@ -119,7 +119,7 @@ BOOST_FIXTURE_TEST_CASE(a_nodes_pods_are_evicted_side_by_side_and_answered_once,
 
 BOOST_FIXTURE_TEST_CASE(removals_with_other_writes_stay_one_request, router_fixture) {
   auto answers = std::make_shared<int>(0);
-  auto requester = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
+  auto requester = [=](caf::event_based_actor* self, ga::io_actor to) -> caf::behavior {
     ga::node_io io;
     io.item = std::string(plan_name) + "-gpu-1";
     io.node = "gpu-1";
@@ -168,7 +168,7 @@ ga::node_io write_for(const std::string& node) {
 }
 
 // Sends the pool one node write per name; counts the answers.
-caf::behavior requester(caf::event_based_actor* self, caf::actor pool,
+caf::behavior requester(caf::event_based_actor* self, ga::io_actor pool,
                         std::vector<std::string> nodes, std::shared_ptr<int> answers) {
   for (const auto& n : nodes)
     self->request(pool, caf::infinite, ga::io_atom_v, write_for(n))
@@ -190,7 +190,7 @@ BOOST_FIXTURE_TEST_CASE(a_request_waits_only_while_every_executor_is_busy, actor
   auto b_state = holding();
   auto a = spawn(io_double, a_state);
   auto b = spawn(io_double, b_state);
-  auto pool = spawn(ga::io_pool, std::vector<caf::actor>{a, b});
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{a, b});
   auto answers = std::make_shared<int>(0);
   spawn(requester, pool, std::vector<std::string>{"gpu-1", "gpu-2", "gpu-3"}, answers);
   sched.run();
@@ -213,7 +213,7 @@ BOOST_FIXTURE_TEST_CASE(a_request_waits_only_while_every_executor_is_busy, actor
 BOOST_FIXTURE_TEST_CASE(waiting_requests_go_out_in_the_order_they_came, actor_fixture) {
   auto st = holding();
   auto x = spawn(io_double, st);
-  auto pool = spawn(ga::io_pool, std::vector<caf::actor>{x});
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{x});
   auto answers = std::make_shared<int>(0);
   spawn(requester, pool, std::vector<std::string>{"gpu-1", "gpu-2", "gpu-3", "gpu-4"}, answers);
   sched.run();
@@ -230,9 +230,9 @@ BOOST_FIXTURE_TEST_CASE(item_writes_are_answered_through_the_pool, actor_fixture
   auto st = std::make_shared<io_double_state>();
   st->publish = false;
   st->item_error = "refused";
-  auto pool = spawn(ga::io_pool, std::vector<caf::actor>{spawn(io_double, st)});
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{spawn(io_double, st)});
   auto answer = std::make_shared<std::string>();
-  auto asker = [=](caf::event_based_actor* self, caf::actor to) -> caf::behavior {
+  auto asker = [=](caf::event_based_actor* self, ga::io_actor to) -> caf::behavior {
     self->request(to, caf::infinite, ga::io_atom_v, ga::item_io{})
         .then([=](const std::string& error) { *answer = error; });
     return {[](ga::tick_atom) {}};
@@ -246,7 +246,7 @@ BOOST_FIXTURE_TEST_CASE(item_writes_are_answered_through_the_pool, actor_fixture
 BOOST_FIXTURE_TEST_CASE(the_executors_go_with_the_pool, actor_fixture) {
   auto a = spawn(io_double, std::make_shared<io_double_state>());
   auto b = spawn(io_double, std::make_shared<io_double_state>());
-  auto pool = spawn(ga::io_pool, std::vector<caf::actor>{a, b});
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{a, b});
   sched.run();
   auto wa = watch(a);
   auto wb = watch(b);

@@ -26,10 +26,10 @@ struct worker_fixture : actor_fixture {
   std::shared_ptr<io_double_state> io_state = std::make_shared<io_double_state>();
   std::shared_ptr<writer_double_state> written = std::make_shared<writer_double_state>();
   std::shared_ptr<governor_double_state> governed = std::make_shared<governor_double_state>();
-  caf::actor io = spawn(io_double, io_state);
-  caf::actor writer = spawn(writer_double, written);
-  caf::actor governor = spawn(governor_double, governed);
-  caf::actor worker;
+  io_double_actor io = spawn(io_double, io_state);
+  ga::status_writer_actor writer = spawn(writer_double, written);
+  ga::governor_actor governor = spawn(governor_double, governed);
+  ga::node_worker_actor worker;
   std::chrono::milliseconds watch_lag_limit{10000};
   std::shared_ptr<ga::latest_view> latest = std::make_shared<ga::latest_view>();
 

@@ -22,9 +22,9 @@ namespace {
 struct supervisor_fixture : actor_fixture {
   std::shared_ptr<io_double_state> io_state = std::make_shared<io_double_state>();
   std::shared_ptr<writer_double_state> written = std::make_shared<writer_double_state>();
-  caf::actor io = spawn(io_double, io_state);
-  caf::actor writer = spawn(writer_double, written);
-  caf::actor supervisor;
+  io_double_actor io = spawn(io_double, io_state);
+  ga::status_writer_actor writer = spawn(writer_double, written);
+  ga::plan_supervisor_actor supervisor;
 
   cluster_model& cluster() { return io_state->cluster; }
 
@@ -359,9 +359,9 @@ namespace {
 struct root_fixture : actor_fixture {
   std::shared_ptr<io_double_state> io_state = std::make_shared<io_double_state>();
   std::shared_ptr<writer_double_state> written = std::make_shared<writer_double_state>();
-  caf::actor io = spawn(io_double, io_state);
-  caf::actor writer = spawn(writer_double, written);
-  caf::actor root;
+  io_double_actor io = spawn(io_double, io_state);
+  ga::status_writer_actor writer = spawn(writer_double, written);
+  ga::operator_root_actor root;
 
   root_fixture() {
     ga::operator_settings settings;

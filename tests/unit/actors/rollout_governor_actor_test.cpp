@@ -4,7 +4,7 @@
 // more than maxParallel at once under any interleaving of requests and releases, and in
 // name order.
 #include "actor_fixture.hpp"
-#include "actors/plan_supervisor.hpp"
+#include "actors/rollout_governor.hpp"
 
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -29,8 +29,8 @@ struct grant_log {
 };
 
 // Stands in for a NodeWorker: records the grants it receives.
-caf::behavior grant_recorder(caf::event_based_actor*, std::shared_ptr<grant_log> log,
-                             std::string item) {
+ga::grant_receiver::behavior_type grant_recorder(ga::grant_receiver::pointer,
+                                                std::shared_ptr<grant_log> log, std::string item) {
   return {
       [=](ga::grant_atom) {
         log->grants[item]++;
@@ -68,9 +68,9 @@ std::string node(int i) {
 }
 
 struct governor_fixture : actor_fixture {
-  caf::actor governor = spawn(ga::rollout_governor_actor, std::string(plan_name));
+  ga::governor_actor governor = spawn(ga::rollout_governor_actor, std::string(plan_name));
   std::shared_ptr<grant_log> log = std::make_shared<grant_log>();
-  std::map<std::string, caf::actor> workers;
+  std::map<std::string, ga::grant_receiver> workers;
   std::vector<std::string> selected;
 
   explicit governor_fixture(int n = 6) {
@@ -85,8 +85,10 @@ struct governor_fixture : actor_fixture {
                   const std::vector<std::string>& absent_down = {}) {
     caf::anon_send(governor, ga::limits_atom_v, l, selected, absent, absent_down);
   }
-  void forget(const std::string& item) {
-    caf::anon_send(governor, ga::forget_atom_v, item, workers.at(item));
+  // The supervisor stops the worker of an item that is gone (user_shutdown); a worker
+  // fails with any other reason.
+  void stop(const std::string& item, caf::exit_reason reason = caf::exit_reason::user_shutdown) {
+    caf::anon_send_exit(workers.at(item), reason);
   }
   void want(const std::string& item, const gc::governor_node& facts) {
     caf::anon_send(governor, ga::report_atom_v, item, facts, workers.at(item));
@@ -234,24 +236,46 @@ BOOST_FIXTURE_TEST_CASE(the_latest_limits_message_names_the_items_waited_for, go
   BOOST_TEST(log->order == second, boost::test_tools::per_element());
 }
 
-// An item forgotten (its worker stopped) is no longer waited for.
-BOOST_FIXTURE_TEST_CASE(a_forgotten_item_is_not_waited_for, governor_fixture) {
+// A worker stopped by its supervisor (its item is gone) gives its token back: the governor
+// monitors the workers that report.
+BOOST_FIXTURE_TEST_CASE(a_stopped_workers_token_goes_to_the_next, governor_fixture) {
   set_limits(limits(1));
-  for (int i : {1, 2, 3, 4, 5})
-    want(node(i), asking());
+  others_report_settled({node(0), node(1)});
+  want(node(0), flying()); // found in flight: it holds the only token
+  want(node(1), asking());
   sched.run();
   BOOST_TEST(log->order.empty());
-  forget(node(0));
+  selected.erase(selected.begin()); // its node was deleted: the item goes
+  set_limits(limits(1));
+  stop(node(0));
   sched.run();
   const std::vector<std::string> first{node(1)};
   BOOST_TEST(log->order == first, boost::test_tools::per_element());
 }
 
-// The supervisor stops a worker and tells the governor in two messages that race: a
-// report the stopped worker sent in between (its node deleted, so Failed) must not bring
-// its item back. Before, it did, and held every later token (a Failed node stops the
-// rollout): the CI flake of the faults suite's node-deletion case.
-BOOST_FIXTURE_TEST_CASE(a_report_from_a_forgotten_items_worker_is_dropped, governor_fixture) {
+// A worker that fails keeps its token (its node may be cordoned, mid-drain) until the
+// worker started in its place says where the item stands.
+BOOST_FIXTURE_TEST_CASE(a_failed_workers_token_waits_for_its_successor, governor_fixture) {
+  set_limits(limits(1));
+  others_report_settled({node(0), node(1)});
+  want(node(0), flying());
+  want(node(1), asking());
+  sched.run();
+  stop(node(0), caf::exit_reason::kill);
+  sched.run();
+  BOOST_TEST(log->order.empty(), "the failed worker's token is still held");
+  workers[node(0)] = spawn(grant_recorder, log, node(0)); // the restarted worker
+  want(node(0), finished());
+  sched.run();
+  const std::vector<std::string> first{node(1)};
+  BOOST_TEST(log->order == first, boost::test_tools::per_element());
+}
+
+// A report the stopped worker sent before it stopped (its node deleted, so Failed) comes
+// before its down message, which then takes the item out: it does not come back to hold
+// every later token (a Failed node stops the rollout).
+BOOST_FIXTURE_TEST_CASE(a_report_sent_before_the_worker_stopped_does_not_bring_it_back,
+                        governor_fixture) {
   set_limits(limits(1));
   others_report_settled({node(0), node(1), node(2)});
   want(node(0), flying());
@@ -261,10 +285,10 @@ BOOST_FIXTURE_TEST_CASE(a_report_from_a_forgotten_items_worker_is_dropped, gover
   BOOST_TEST(log->order.empty());   // node(0) holds the token
   selected.erase(selected.begin()); // its node was deleted: the item goes
   set_limits(limits(1));
-  forget(node(0));
   gc::governor_node gone;
   gone.failed = true;
-  want(node(0), gone); // sent by the worker before it stopped, arriving after the forget
+  want(node(0), gone); // in the governor's mailbox before the worker's down message
+  stop(node(0));
   sched.run();
   const std::vector<std::string> first{node(1)};
   BOOST_TEST(log->order == first, boost::test_tools::per_element());
@@ -275,20 +299,15 @@ BOOST_FIXTURE_TEST_CASE(a_report_from_a_forgotten_items_worker_is_dropped, gover
   BOOST_TEST(log->order == second, boost::test_tools::per_element());
 }
 
-// The supervisor forgets an item as it stops the item's worker: the worker may have ended
-// before the governor reads the forget (a plan deleted stops a thousand at once). The
-// forget carries the worker itself, so it can still be monitored (watching an ended actor
-// by its address alone crashed the operator). Later an item of the same name (its node
-// came back) has a new worker, and that one is heard.
-BOOST_FIXTURE_TEST_CASE(a_forgotten_items_worker_may_have_ended_and_a_new_one_is_heard,
-                        governor_fixture) {
+// An item of the same name as a stopped one (its node came back) has a new worker, and
+// that one is heard, though the old worker ended before the governor read its down.
+BOOST_FIXTURE_TEST_CASE(a_new_worker_for_a_stopped_items_name_is_heard, governor_fixture) {
   set_limits(limits(1));
   others_report_settled({node(0)});
   want(node(0), flying());
   sched.run();
-  forget(node(0));
-  caf::anon_send_exit(workers.at(node(0)), caf::exit_reason::user_shutdown);
-  workers.erase(node(0)); // only the forget holds it now
+  stop(node(0));
+  workers.erase(node(0));
   sched.run();
   workers[node(0)] = spawn(grant_recorder, log, node(0));
   set_limits(limits(1));
