@@ -83,26 +83,27 @@ plan_standing standing_of(const cluster_view& view, const protocol::node_partiti
   if (plan == view.plans.end()) {
     if (auto bad = view.invalid_plans.find(ref.name); bad != view.invalid_plans.end()) {
       st.may_start = false;
-      st.problem = "PlanInvalid: PartitioningPlan \"" + ref.name + "\" is invalid (" + bad->second +
-                   "); no node starts until it is fixed";
+      st.problem = {"PlanInvalid", "PartitioningPlan \"" + ref.name + "\" is invalid (" +
+                                       bad->second + "); no node starts until it is fixed"};
       return st;
     }
     st.owned = st.may_start = false;
-    st.problem = "PlanNotFound: spec.planRef: PartitioningPlan \"" + ref.name +
-                 "\" does not exist; the operator does not act on this item (delete it, or "
-                 "create the plan)";
+    st.problem = {"PlanNotFound", "spec.planRef: PartitioningPlan \"" + ref.name +
+                                      "\" does not exist; the operator does not act on this "
+                                      "item (delete it, or create the plan)"};
     return st;
   }
   if (plan->second->metadata.uid != ref.uid) {
     st.owned = st.may_start = false;
-    st.problem = "PlanNotFound: spec.planRef: PartitioningPlan \"" + ref.name + "\" has uid " +
-                 plan->second->metadata.uid + ", not " + protocol::codec::quote(ref.uid) +
-                 "; the operator does not act on this item";
+    st.problem = {"PlanNotFound", "spec.planRef: PartitioningPlan \"" + ref.name +
+                                      "\" has uid " + plan->second->metadata.uid + ", not " +
+                                      protocol::codec::quote(ref.uid) +
+                                      "; the operator does not act on this item"};
     return st;
   }
   if (plan->second->metadata.deletion_timestamp) {
     st.may_start = false;
-    st.problem = "PlanDeleting: PartitioningPlan \"" + ref.name + "\" is being deleted";
+    st.problem = {"PlanDeleting", "PartitioningPlan \"" + ref.name + "\" is being deleted"};
   }
   return st;
 }

@@ -203,7 +203,7 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   if (!in.plan.may_start) {
     const auto& p = in.plan.problem;
-    s.condition("Started", false, p.substr(0, p.find(':')), p);
+    s.condition("Started", false, p.reason, p.text());
     out.requeue = 10s;
     return;
   }
@@ -220,7 +220,8 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
     for (const auto& [ns, name] : blocking)
       preview.blocking_pdbs.push_back({ns, name});
     preview.already_in_target_state = findings.empty() && in_target_state(in);
-    preview.findings = findings;
+    for (const auto& f : findings)
+      preview.findings.push_back(f.text());
     s.status.preview = preview;
     s.condition("DryRun", true, "DryRun",
                 "dry run: " + std::to_string(preview.pods_to_evict.size()) +
@@ -230,8 +231,8 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   }
   s.status.preview.reset();
   if (!findings.empty()) {
-    const std::string& first = findings.front();
-    s.condition("Preflight", false, first.substr(0, first.find(':')), first);
+    const auto first = findings.front().text();
+    s.condition("Preflight", false, findings.front().reason, first);
     s.error(first);
     s.enter(node_phase::failed, "PreflightFailed", first, true);
     return;
@@ -280,6 +281,12 @@ void fail_and_roll_back(const node_inputs& in, status_editor& s, node_step& out,
   out.events.push_back({true, "Warning", reason, message});
 }
 
+// Why a node that passed preflight cannot go on: what preflight finds now.
+std::string why_profile_unavailable(const node_inputs& in) {
+  const auto findings = preflight(in);
+  return findings.empty() ? "the profile's payload is gone" : findings.front().text();
+}
+
 // The mark a run writes beside the profile label: the label is this run's when the node's
 // annotation holds it.
 std::string run_mark(const node_inputs& in, const status_editor& s) {
@@ -314,9 +321,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   // The profile (or its payload) went away: the plan no longer says what this node is to
   // become, so stop draining it and give it back.
   if (!in.profile.found || !in.profile.payload) {
-    auto findings = preflight(in);
-    fail_and_roll_back(in, s, out, "ProfileUnavailable",
-                       findings.empty() ? "the profile's payload is gone" : findings.front());
+    fail_and_roll_back(in, s, out, "ProfileUnavailable", why_profile_unavailable(in));
     return;
   }
   // The plan's profiles go to DCM's config now, while the node drains: DCM sees them only
@@ -472,41 +477,27 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
       payload_problem(*in.profile.payload)) {
     // Preflight passed earlier; the profile, its payload or DCM's ConfigMap went away
     // since. The GPUs were not touched yet: give the node back.
-    auto findings = preflight(in);
-    const std::string why = findings.empty() ? "the profile's payload is gone" : findings.front();
-    restore_node(node, s, out, gpus_unsettled(s.status));
-    s.error(why);
-    s.enter(node_phase::failed, "ProfileUnavailable", why + "; the node was returned to service",
-            true);
+    fail_and_roll_back(in, s, out, "ProfileUnavailable", why_profile_unavailable(in));
     return;
   }
   const auto timeout = in.item.spec.verification.timeout_seconds;
   if (past(s, timeout)) {
     // The profile never reached DCM (its ConfigMap cannot be written, say): nothing on
     // the GPUs changed, so the node goes back to service.
-    const std::string why = "the profile could not be handed to DCM within " +
-                            std::to_string(timeout_of(timeout)) + " s" +
-                            (in.write_error.empty() ? "" : ": " + in.write_error);
-    restore_node(node, s, out, gpus_unsettled(s.status));
-    s.error(why);
-    s.enter(node_phase::failed, "ApplyTimeout", why + "; the node was returned to service", true);
+    fail_and_roll_back(in, s, out, "ApplyTimeout",
+                       "the profile could not be handed to DCM within " +
+                           std::to_string(timeout_of(timeout)) + " s" +
+                           (in.write_error.empty() ? "" : ": " + in.write_error));
     return;
   }
   if (!in.profile.dcm_name_rivals.empty()) {
     // Writing now would replace another profile's payload under the same DCM name.
-    const std::string why = rival_finding(in.profile, in.profile.dcm_name_rivals.front());
-    restore_node(node, s, out, gpus_unsettled(s.status));
-    s.error(why);
-    s.enter(node_phase::failed, "ProfileUnavailable", why + "; the node was returned to service",
-            true);
+    fail_and_roll_back(in, s, out, "ProfileUnavailable",
+                       rival_finding(in.profile, in.profile.dcm_name_rivals.front()).text());
     return;
   }
   if (!in.dcm_name_holders.empty()) {
-    const std::string why = holders_finding(in);
-    restore_node(node, s, out, gpus_unsettled(s.status));
-    s.error(why);
-    s.enter(node_phase::failed, "ProfileUnavailable", why + "; the node was returned to service",
-            true);
+    fail_and_roll_back(in, s, out, "ProfileUnavailable", holders_finding(in).text());
     return;
   }
   if (!dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
@@ -735,8 +726,8 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
     } else {
       // The cause may have changed (DCM's ConfigMap came back, but invalid): say what it
       // is now, not what it was.
-      const std::string& first = findings.front();
-      s.condition("Preflight", false, first.substr(0, first.find(':')), first);
+      const auto first = findings.front().text();
+      s.condition("Preflight", false, findings.front().reason, first);
       s.error(first);
       out.requeue = 10s;
     }
@@ -798,7 +789,7 @@ node_step step_node(const node_inputs& in) {
     }
     // Not an item of a live plan: say so, and do nothing else (no finalizer either).
     const auto& p = in.plan.problem;
-    s.condition("Owned", false, p.substr(0, p.find(':')), p);
+    s.condition("Owned", false, p.reason, p.text());
     s.finish();
     return out;
   }

@@ -6,6 +6,7 @@
 // look again. Every step is idempotent: a controller restarted at any instant re-reads
 // the same state and continues.
 
+#include "controller/finding.hpp"
 #include "controller/observed.hpp"
 #include "protocol/node_partitioning.hpp"
 #include "protocol/partitioning_profile.hpp"
@@ -65,8 +66,8 @@ struct plan_standing {
   bool owned = true;
   /// The plan may start nodes: false while it is invalid or being deleted.
   bool may_start = true;
-  /// Why not, "Reason: message", for the item's conditions.
-  std::string problem;
+  /// Why not, for the item's conditions.
+  finding problem;
 };
 
 /// On DCM's ConfigMap: when the operator last changed its config.json. DCM reads the

@@ -24,64 +24,70 @@ bool dcm_runs_on(const node_inputs& in) {
 
 } // namespace
 
-std::string rival_finding(const resolved_profile& profile, const std::string& rival) {
-  return "DCMProfileNameConflict: PartitioningProfile \"" + rival + "\" uses DCM profile name " +
-         codec::quote(profile.dcm_name) + " too, with another payload; DCM holds one payload " +
-         "per name, so neither is applied until one of them is renamed";
+finding rival_finding(const resolved_profile& profile, const std::string& rival) {
+  return {"DCMProfileNameConflict",
+          "PartitioningProfile \"" + rival + "\" uses DCM profile name " +
+              codec::quote(profile.dcm_name) + " too, with another payload; DCM holds one " +
+              "payload per name, so neither is applied until one of them is renamed"};
 }
 
-std::string holders_finding(const node_inputs& in) {
+finding holders_finding(const node_inputs& in) {
   std::string who;
   const auto& h = in.dcm_name_holders;
   for (std::size_t i = 0; i < h.size() && i < 5; ++i)
     who += (i ? ", " : "") + h[i];
   if (h.size() > 5)
     who += " and " + std::to_string(h.size() - 5) + " more";
-  return "DCMProfileInUse: DCM's config holds another payload under " +
-         codec::quote(in.profile.dcm_name) + ", which node(s) " + who +
-         " carry: DCM runs every labelled node again when its config changes, so writing this "
-         "payload would repartition them without a drain; give the profile a new "
-         "spec.operatorPayload.profileName";
+  return {"DCMProfileInUse",
+          "DCM's config holds another payload under " + codec::quote(in.profile.dcm_name) +
+              ", which node(s) " + who +
+              " carry: DCM runs every labelled node again when its config changes, so writing "
+              "this payload would repartition them without a drain; give the profile a new "
+              "spec.operatorPayload.profileName"};
 }
 
-std::vector<std::string> preflight(const node_inputs& in) {
-  std::vector<std::string> findings;
+std::vector<finding> preflight(const node_inputs& in) {
+  std::vector<finding> findings;
   const auto& profile = in.profile;
   if (!profile.found) {
     if (!profile.invalid.empty())
-      findings.push_back("ProfileInvalid: PartitioningProfile \"" + profile.name +
-                         "\" is invalid: " + profile.invalid);
+      findings.push_back({"ProfileInvalid",
+                          "PartitioningProfile \"" + profile.name + "\" is invalid: " +
+                              profile.invalid});
     else
-      findings.push_back("ProfileNotFound: PartitioningProfile \"" + profile.name +
-                         "\" does not exist");
+      findings.push_back(
+          {"ProfileNotFound", "PartitioningProfile \"" + profile.name + "\" does not exist"});
     return findings;
   }
   if (!profile.payload) {
-    findings.push_back("PayloadNotFound: " + profile.payload_problem);
+    findings.push_back({"PayloadNotFound", profile.payload_problem});
   } else if (auto problem = payload_problem(*profile.payload)) {
-    findings.push_back("PayloadInvalid: " + *problem);
+    findings.push_back({"PayloadInvalid", *problem});
   }
   // What the profile names must be something a node can carry; otherwise the node would
   // fail only after it was drained (the label patch refused, the label never seen).
-  const std::string where = "ProfileInvalid: PartitioningProfile \"" + profile.name + "\" ";
+  const std::string where = "PartitioningProfile \"" + profile.name + "\" ";
   if (!codec::is_label_value(profile.dcm_name))
     findings.push_back(
-        where + "spec.operatorPayload.profileName: the DCM profile name " +
-        codec::quote(profile.dcm_name) + " (" + std::to_string(profile.dcm_name.size()) +
-        " characters" +
-        (profile.spec.operator_payload.profile_name ? "" : ", the profile's own name") +
-        ") is not a node label value (at most 63 characters); set "
-        "spec.operatorPayload.profileName");
+        {"ProfileInvalid",
+         where + "spec.operatorPayload.profileName: the DCM profile name " +
+             codec::quote(profile.dcm_name) + " (" + std::to_string(profile.dcm_name.size()) +
+             " characters" +
+             (profile.spec.operator_payload.profile_name ? "" : ", the profile's own name") +
+             ") is not a node label value (at most 63 characters); set "
+             "spec.operatorPayload.profileName"});
   const auto& ready = profile.spec.verification.ready_label;
   if (!ready.empty() && !codec::is_label_requirement(ready))
-    findings.push_back(where + "spec.verification.readyLabel: " + codec::quote(ready) +
-                       " is not a node label key or key=value (a name of at most 63 "
-                       "characters)");
+    findings.push_back({"ProfileInvalid", where + "spec.verification.readyLabel: " +
+                                              codec::quote(ready) +
+                                              " is not a node label key or key=value (a name "
+                                              "of at most 63 characters)"});
   for (std::size_t i = 0; i < profile.spec.expected_resources.size(); ++i) {
     const auto& name = profile.spec.expected_resources[i].name;
     if (!codec::is_label_key(name))
-      findings.push_back(where + "spec.expectedResources[" + std::to_string(i) +
-                         "].name: " + codec::quote(name) + " is not a resource name");
+      findings.push_back({"ProfileInvalid", where + "spec.expectedResources[" +
+                                                std::to_string(i) + "].name: " +
+                                                codec::quote(name) + " is not a resource name"});
   }
   for (const auto& rival : profile.dcm_name_rivals)
     findings.push_back(rival_finding(profile, rival));
@@ -91,31 +97,34 @@ std::vector<std::string> preflight(const node_inputs& in) {
       std::any_of(profile.spec.expected_resources.begin(), profile.spec.expected_resources.end(),
                   [](const auto& r) { return r.name == "amd.com/gpu"; }))
     findings.push_back(
-        "PayloadMixedStyles: " + where.substr(std::string("ProfileInvalid: ").size()) +
-        "puts GPUs in more than one compute/memory style but expects amd.com/gpu: "
-        "AMD's device plugin under its default single strategy exits on such a "
-        "node; use the mixed strategy's amd.com/<compute>_<memory> resources");
+        {"PayloadMixedStyles",
+         where + "puts GPUs in more than one compute/memory style but expects amd.com/gpu: "
+                 "AMD's device plugin under its default single strategy exits on such a "
+                 "node; use the mixed strategy's amd.com/<compute>_<memory> resources"});
   // DCM reads its profiles from this ConfigMap; without it (or with garbage in it) DCM
   // cannot apply anything, so find out before the node is disturbed.
   if (!in.dcm.found)
-    findings.push_back("DCMConfigNotFound: DCM's ConfigMap " + in.dcm.ns + "/" + in.dcm.name +
-                       " does not exist");
+    findings.push_back({"DCMConfigNotFound",
+                        "DCM's ConfigMap " + in.dcm.ns + "/" + in.dcm.name + " does not exist"});
   else if (!dcm_config_with(in.dcm.config_json, profile.dcm_name, "{}"))
-    findings.push_back("DCMConfigInvalid: " + in.dcm.ns + "/" + in.dcm.name +
-                       " config.json is not a JSON object with gpu-config-profiles");
+    findings.push_back({"DCMConfigInvalid",
+                        in.dcm.ns + "/" + in.dcm.name +
+                            " config.json is not a JSON object with gpu-config-profiles"});
   if (in.node && profile.spec.target_selector &&
       !matches(*profile.spec.target_selector, in.node->labels))
-    findings.push_back("TargetMismatch: node " + in.node->name +
-                       " does not match the targetSelector of profile " + profile.name);
+    findings.push_back({"TargetMismatch", "node " + in.node->name +
+                                              " does not match the targetSelector of profile " +
+                                              profile.name});
   if (in.node) {
     // A node that reports no AMD GPU resource at all has nothing to partition: a CPU
     // node, or one whose device plugin never ran. Draining it would gain nothing.
     const bool gpus = std::any_of(in.node->allocatable.begin(), in.node->allocatable.end(),
                                   [](const auto& r) { return r.first.rfind("amd.com/", 0) == 0; });
     if (!gpus)
-      findings.push_back("NotAGPUNode: node " + in.node->name +
-                         " reports no amd.com/ resource in status.allocatable: it has no AMD "
-                         "GPUs, or their device plugin is not running");
+      findings.push_back({"NotAGPUNode",
+                          "node " + in.node->name +
+                              " reports no amd.com/ resource in status.allocatable: it has no "
+                              "AMD GPUs, or their device plugin is not running"});
   }
   // No AMD component sets a readiness label: one that is named must be a site's own, and
   // a site's labeller has it on the node already. A key the node lacks before the run
@@ -128,10 +137,11 @@ std::vector<std::string> preflight(const node_inputs& in) {
   // A NotReady node's pods are what its kubelet last reported: DCM's is looked for once
   // the node is Ready (it waits in Pending meanwhile).
   if (in.node && in.node->ready && before_run && !dcm_runs_on(in))
-    findings.push_back("DCMNotRunning: no DCM pod runs on node " + in.node->name + " (a pod in " +
-                       in.dcm.ns + " labelled " + dcm_pod_label + "=" + dcm_pod_label_value +
-                       "): nothing would answer the profile label; check the DeviceConfig's "
-                       "spec.configManager and its selector");
+    findings.push_back({"DCMNotRunning",
+                        "no DCM pod runs on node " + in.node->name + " (a pod in " + in.dcm.ns +
+                            " labelled " + dcm_pod_label + "=" + dcm_pod_label_value +
+                            "): nothing would answer the profile label; check the "
+                            "DeviceConfig's spec.configManager and its selector"});
   if (in.node && before_run) {
     const std::pair<const char*, std::string> named[] = {
         {"the plan's spec.verification.gpuReadyLabel", in.item.spec.verification.gpu_ready_label},
@@ -139,11 +149,11 @@ std::vector<std::string> preflight(const node_inputs& in) {
     for (const auto& [field, spec] : named) {
       const std::string key = spec.substr(0, spec.find('='));
       if (!key.empty() && !in.node->labels.count(key))
-        findings.push_back("ReadyLabelMissing: " + std::string(field) + " names " +
-                           codec::quote(spec) + ", but node " + in.node->name + " has no label " +
-                           codec::quote(key) +
-                           " (AMD's GPU operator sets no readiness label; name one only where "
-                           "the site's own labeller sets it)");
+        findings.push_back({"ReadyLabelMissing",
+                            std::string(field) + " names " + codec::quote(spec) + ", but node " +
+                                in.node->name + " has no label " + codec::quote(key) +
+                                " (AMD's GPU operator sets no readiness label; name one only "
+                                "where the site's own labeller sets it)"});
     }
   }
   return findings;
