@@ -5,6 +5,7 @@
 #include "actors/operator_metrics.hpp"
 #include "controller/dcm_payload.hpp"
 #include "controller/drain.hpp"
+#include "kube/optimistic.hpp"
 #include "protocol/json.hpp"
 
 #include <rapidjson/stringbuffer.h>
@@ -60,115 +61,116 @@ kube::result<rapidjson::Document> executor::patch_node(const std::string& node,
 }
 
 std::string executor::write_dcm(const controller::dcm_config_write& w) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    auto current = api.get(kube::resources::config_maps(), w.ns, w.name);
-    if (!current && current.error().kind != kube::error_kind::not_found)
-      return "reading DCM's ConfigMap: " + current.error().describe();
-    std::string config_json;
-    std::string rv;
-    if (current) {
-      rv = kube::string_at(current.value()["metadata"], "resourceVersion");
-      if (const auto* data = kube::find_path(current.value(), {"data", "config.json"});
-          data && data->IsString())
-        config_json = data->GetString();
-    }
-    // Every profile of the write, into one new config.json (no write if none changes).
-    std::optional<std::string> updated = config_json;
-    bool changed = false;
-    for (const auto& [name, payload] : w.profiles) {
-      if (!updated || controller::dcm_config_has(*updated, name, payload))
-        continue;
-      updated = controller::dcm_config_with(*updated, name, payload);
-      changed = true;
-    }
-    if (updated && !changed && current)
-      return {};
-    if (!updated)
-      return "DCM's ConfigMap " + w.ns + "/" + w.name +
-             " does not hold a JSON object in config.json (nested at most " +
-             std::to_string(controller::dcm_json_max_depth) + " levels)";
-    // Every other key of the ConfigMap is kept: only data["config.json"] changes.
-    std::string body;
-    if (current) {
-      auto& doc = current.value();
-      auto& alloc = doc.GetAllocator();
-      if (!doc.HasMember("data") || !doc["data"].IsObject())
-        doc.AddMember("data", rapidjson::Value(rapidjson::kObjectType), alloc);
-      rapidjson::Value text(updated->c_str(), static_cast<rapidjson::SizeType>(updated->size()),
-                            alloc);
-      if (doc["data"].HasMember("config.json"))
-        doc["data"]["config.json"] = text;
-      else
-        doc["data"].AddMember("config.json", text, alloc);
-      // When config.json changed, for the label's wait for kubelet's delivery to DCM.
-      auto& meta = doc["metadata"];
-      if (!meta.HasMember("annotations") || !meta["annotations"].IsObject())
-        meta.AddMember("annotations", rapidjson::Value(rapidjson::kObjectType), alloc);
-      const std::string now = protocol::format_time_micro(protocol::wall_clock::now());
-      meta["annotations"].RemoveMember(controller::dcm_config_written_annotation);
-      meta["annotations"].AddMember(
-          rapidjson::Value(controller::dcm_config_written_annotation, alloc),
-          rapidjson::Value(now.c_str(), static_cast<rapidjson::SizeType>(now.size()), alloc),
-          alloc);
-      body = kube::to_json(doc);
-      auto put = api.update(kube::resources::config_maps(), w.ns, w.name, body);
-      if (put)
-        return {};
-      if (put.error().kind != kube::error_kind::conflict)
-        return "updating DCM's ConfigMap: " + put.error().describe();
-    } else {
-      body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":" +
-             json_string(w.name) + ",\"namespace\":" + json_string(w.ns) + ",\"annotations\":{" +
-             json_string(controller::dcm_config_written_annotation) + ":" +
-             json_string(protocol::format_time_micro(protocol::wall_clock::now())) +
-             "}},\"data\":{\"config.json\":" + json_string(*updated) + "}}";
-      auto made = api.create(kube::resources::config_maps(), w.ns, body);
-      if (made)
-        return {};
-      if (made.error().kind != kube::error_kind::already_exists)
-        return "creating DCM's ConfigMap: " + made.error().describe();
-    }
-    (void)rv;
-  }
-  return "DCM's ConfigMap kept changing under us; will retry";
+  return kube::retry_on_conflict(
+      [&](int) -> std::optional<std::string> {
+        auto current = api.get(kube::resources::config_maps(), w.ns, w.name);
+        if (!current && current.error().kind != kube::error_kind::not_found)
+          return "reading DCM's ConfigMap: " + current.error().describe();
+        std::string config_json;
+        if (current) {
+          if (const auto* data = kube::find_path(current.value(), {"data", "config.json"});
+              data && data->IsString())
+            config_json = data->GetString();
+        }
+        // Every profile of the write, into one new config.json (no write if none changes).
+        std::optional<std::string> updated = config_json;
+        bool changed = false;
+        for (const auto& [name, payload] : w.profiles) {
+          if (!updated || controller::dcm_config_has(*updated, name, payload))
+            continue;
+          updated = controller::dcm_config_with(*updated, name, payload);
+          changed = true;
+        }
+        if (updated && !changed && current)
+          return std::string();
+        if (!updated)
+          return "DCM's ConfigMap " + w.ns + "/" + w.name +
+                 " does not hold a JSON object in config.json (nested at most " +
+                 std::to_string(controller::dcm_json_max_depth) + " levels)";
+        // Every other key of the ConfigMap is kept: only data["config.json"] changes.
+        std::string body;
+        if (current) {
+          auto& doc = current.value();
+          auto& alloc = doc.GetAllocator();
+          if (!doc.HasMember("data") || !doc["data"].IsObject())
+            doc.AddMember("data", rapidjson::Value(rapidjson::kObjectType), alloc);
+          rapidjson::Value text(updated->c_str(), static_cast<rapidjson::SizeType>(updated->size()),
+                                alloc);
+          if (doc["data"].HasMember("config.json"))
+            doc["data"]["config.json"] = text;
+          else
+            doc["data"].AddMember("config.json", text, alloc);
+          // When config.json changed, for the label's wait for kubelet's delivery to DCM.
+          auto& meta = doc["metadata"];
+          if (!meta.HasMember("annotations") || !meta["annotations"].IsObject())
+            meta.AddMember("annotations", rapidjson::Value(rapidjson::kObjectType), alloc);
+          const std::string now = protocol::format_time_micro(protocol::wall_clock::now());
+          meta["annotations"].RemoveMember(controller::dcm_config_written_annotation);
+          meta["annotations"].AddMember(
+              rapidjson::Value(controller::dcm_config_written_annotation, alloc),
+              rapidjson::Value(now.c_str(), static_cast<rapidjson::SizeType>(now.size()), alloc),
+              alloc);
+          body = kube::to_json(doc);
+          auto put = api.update(kube::resources::config_maps(), w.ns, w.name, body);
+          if (put)
+            return std::string();
+          if (!kube::lost_race(put.error()))
+            return "updating DCM's ConfigMap: " + put.error().describe();
+        } else {
+          body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":" +
+                 json_string(w.name) + ",\"namespace\":" + json_string(w.ns) +
+                 ",\"annotations\":{" + json_string(controller::dcm_config_written_annotation) +
+                 ":" + json_string(protocol::format_time_micro(protocol::wall_clock::now())) +
+                 "}},\"data\":{\"config.json\":" + json_string(*updated) + "}}";
+          auto made = api.create(kube::resources::config_maps(), w.ns, body);
+          if (made)
+            return std::string();
+          if (made.error().kind != kube::error_kind::already_exists)
+            return "creating DCM's ConfigMap: " + made.error().describe();
+        }
+        return std::nullopt; // lost a race (or a create raced one): read again
+      },
+      [] { return std::string("DCM's ConfigMap kept changing under us; will retry"); });
 }
 
 std::string executor::finalizer(const std::string& item, bool add) {
   // Optimistic: the resourceVersion read goes with the patch, so a list changed in
   // between is refused (409 Conflict) and read again, and nobody's finalizer is lost.
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    auto current = api.get(items_resource, "", item);
-    if (!current)
-      return current.error().kind == kube::error_kind::not_found ? std::string{}
-                                                                 : current.error().describe();
-    std::vector<std::string> finalizers;
-    if (const auto* f = kube::find_path(current.value(), {"metadata", "finalizers"});
-        f && f->IsArray())
-      for (const auto& v : f->GetArray())
-        if (v.IsString())
-          finalizers.push_back(v.GetString());
-    auto it = std::find(finalizers.begin(), finalizers.end(), controller::item_finalizer);
-    if (add == (it != finalizers.end()))
-      return {};
-    if (add)
-      finalizers.push_back(controller::item_finalizer);
-    else
-      finalizers.erase(it);
-    std::string list = "[";
-    for (const auto& f : finalizers)
-      list += (list.size() > 1 ? "," : "") + json_string(f);
-    list += "]";
-    const std::string body =
-        "{\"metadata\":{\"resourceVersion\":" +
-        json_string(kube::string_at(current.value()["metadata"], "resourceVersion")) +
-        ",\"finalizers\":" + list + "}}";
-    auto patched = api.patch(items_resource, "", item, kube::patch_type::merge, body, manager);
-    if (patched || patched.error().kind == kube::error_kind::not_found)
-      return {};
-    if (patched.error().kind != kube::error_kind::conflict)
-      return "finalizer: " + patched.error().describe();
-  }
-  return "finalizer: the item kept changing under us; will retry";
+  return kube::retry_on_conflict(
+      [&](int) -> std::optional<std::string> {
+        auto current = api.get(items_resource, "", item);
+        if (!current)
+          return current.error().kind == kube::error_kind::not_found ? std::string{}
+                                                                     : current.error().describe();
+        std::vector<std::string> finalizers;
+        if (const auto* f = kube::find_path(current.value(), {"metadata", "finalizers"});
+            f && f->IsArray())
+          for (const auto& v : f->GetArray())
+            if (v.IsString())
+              finalizers.push_back(v.GetString());
+        auto it = std::find(finalizers.begin(), finalizers.end(), controller::item_finalizer);
+        if (add == (it != finalizers.end()))
+          return std::string();
+        if (add)
+          finalizers.push_back(controller::item_finalizer);
+        else
+          finalizers.erase(it);
+        std::string list = "[";
+        for (const auto& f : finalizers)
+          list += (list.size() > 1 ? "," : "") + json_string(f);
+        list += "]";
+        const std::string body =
+            "{\"metadata\":{\"resourceVersion\":" +
+            json_string(kube::string_at(current.value()["metadata"], "resourceVersion")) +
+            ",\"finalizers\":" + list + "}}";
+        auto patched = api.patch(items_resource, "", item, kube::patch_type::merge, body, manager);
+        if (patched || patched.error().kind == kube::error_kind::not_found)
+          return std::string();
+        if (!kube::lost_race(patched.error()))
+          return "finalizer: " + patched.error().describe();
+        return std::nullopt; // lost a race: read again
+      },
+      [] { return std::string("finalizer: the item kept changing under us; will retry"); });
 }
 
 node_io_result executor::perform(const node_io& io) {
@@ -300,46 +302,52 @@ std::string executor::perform(const item_io& io) {
 kube::result<rapidjson::Document> set_dcm_taint(kube::client& api, const std::string& node,
                                                 bool add, const controller::node_info* known,
                                                 const kube::patch_options& manager) {
-  for (int attempt = 0;; ++attempt) {
-    kube::result<rapidjson::Document> current = rapidjson::Document{};
-    controller::node_info info;
-    // The first try may use the version the step saw: the watch usually has the latest,
-    // and a read less per taint shortens a wave's burst of untaints.
-    const bool blind = attempt == 0 && known != nullptr && !known->resource_version.empty() &&
-                       add != known->has_dcm_taint();
-    if (blind) {
-      info = *known;
-    } else {
-      current = api.get(kube::resources::nodes(), "", node);
-      if (!current)
-        return current;
-      info = decode_node(current.value());
-    }
-    std::vector<controller::taint> taints;
-    for (const auto& t : info.taints)
-      if (!(t.key == controller::dcm_taint_key && t.effect == "NoExecute"))
-        taints.push_back(t);
-    if (add)
-      taints.push_back({controller::dcm_taint_key, controller::dcm_taint_value, "NoExecute"});
-    if (taints.size() == info.taints.size() && add == info.has_dcm_taint())
-      return current;
-    std::string list = "[";
-    for (const auto& t : taints)
-      list += (list.size() > 1 ? "," : "") + std::string("{\"key\":") + json_string(t.key) +
-              (t.value.empty() ? "" : ",\"value\":" + json_string(t.value)) +
-              ",\"effect\":" + json_string(t.effect) + "}";
-    list += "]";
-    const std::string body = "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":" +
-                             json_string(info.resource_version) +
-                             "},{\"op\":\"add\",\"path\":\"/spec/taints\",\"value\":" + list + "}]";
-    auto patched =
-        api.patch(kube::resources::nodes(), "", node, kube::patch_type::json, body, manager);
-    // A failed test is answered 422 (Invalid) or 409: someone else wrote; re-read.
-    if (patched || attempt >= 4 ||
-        (patched.error().kind != kube::error_kind::invalid &&
-         patched.error().kind != kube::error_kind::conflict))
-      return patched;
-  }
+  using outcome = kube::result<rapidjson::Document>;
+  // The last write refused as a race, the answer when every attempt lost one.
+  std::optional<outcome> last;
+  return kube::retry_on_conflict(
+      [&](int attempt) -> std::optional<outcome> {
+        kube::result<rapidjson::Document> current = rapidjson::Document{};
+        controller::node_info info;
+        // The first try may use the version the step saw: the watch usually has the latest,
+        // and a read less per taint shortens a wave's burst of untaints.
+        const bool blind = attempt == 0 && known != nullptr && !known->resource_version.empty() &&
+                           add != known->has_dcm_taint();
+        if (blind) {
+          info = *known;
+        } else {
+          current = api.get(kube::resources::nodes(), "", node);
+          if (!current)
+            return current;
+          info = decode_node(current.value());
+        }
+        std::vector<controller::taint> taints;
+        for (const auto& t : info.taints)
+          if (!(t.key == controller::dcm_taint_key && t.effect == "NoExecute"))
+            taints.push_back(t);
+        if (add)
+          taints.push_back({controller::dcm_taint_key, controller::dcm_taint_value, "NoExecute"});
+        if (taints.size() == info.taints.size() && add == info.has_dcm_taint())
+          return current;
+        std::string list = "[";
+        for (const auto& t : taints)
+          list += (list.size() > 1 ? "," : "") + std::string("{\"key\":") + json_string(t.key) +
+                  (t.value.empty() ? "" : ",\"value\":" + json_string(t.value)) +
+                  ",\"effect\":" + json_string(t.effect) + "}";
+        list += "]";
+        const std::string body =
+            "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":" +
+            json_string(info.resource_version) +
+            "},{\"op\":\"add\",\"path\":\"/spec/taints\",\"value\":" + list + "}]";
+        auto patched =
+            api.patch(kube::resources::nodes(), "", node, kube::patch_type::json, body, manager);
+        // A failed test is answered 422 (Invalid) or 409: someone else wrote; re-read.
+        if (patched || !kube::lost_race(patched.error()))
+          return patched;
+        last = std::move(patched);
+        return std::nullopt;
+      },
+      [&] { return std::move(*last); });
 }
 
 std::string removal_needless(kube::client& api, const std::string& ns, const std::string& name,

@@ -19,9 +19,9 @@ namespace gpu_partitioner::actors {
 /// A string as a JSON string literal (quotes and escapes), for hand-built patch bodies.
 std::string json_string(const std::string& s);
 
-/// One connection's blocking writes to the API server, each with its own handling of
-/// conflicts: the node patch, DCM's ConfigMap, the item's finalizer, a node step's writes
-/// in order, and the supervisors' item writes.
+/// One connection's blocking writes to the API server: the node patch, DCM's ConfigMap,
+/// the item's finalizer, a node step's writes in order, and the supervisors' item writes.
+/// Read-modify-write updates lose races under kube/optimistic.hpp's one policy.
 struct executor {
   io_config config;
   kube::http_client http;

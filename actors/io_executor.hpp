@@ -45,7 +45,7 @@ std::string removal_needless(kube::client& api, const std::string& ns, const std
 
 /// Adds (`add`) or removes amd-dcm=up:NoExecute on `node`. The taints have no merge key,
 /// so the list is replaced whole under a test of the resourceVersion it was read at; a
-/// failed test (someone else wrote) reads the node and tries again, up to five times.
+/// failed test (someone else wrote) reads the node and tries again (kube/optimistic.hpp).
 /// With `known` (the node as the caller saw it) and the taint to change there, the first
 /// try is made on that version without a read. Answers with the Node as written, or as
 /// read when there was nothing to change.

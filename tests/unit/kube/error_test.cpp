@@ -2,6 +2,7 @@
 // switch on, with the server's reason, message, causes and retry hint; and which
 // failures a retry can fix.
 #include "kube/error.hpp"
+#include "kube/optimistic.hpp"
 
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -288,6 +289,52 @@ BOOST_AUTO_TEST_CASE(result_holds_a_value_or_an_error) {
   BOOST_TEST(!bad.ok());
   BOOST_TEST(!static_cast<bool>(bad));
   BOOST_TEST(bad.error().message == "nope");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(optimistic)
+
+BOOST_AUTO_TEST_CASE(a_lost_race_is_a_conflict_or_a_failed_test) {
+  BOOST_TEST(kube::lost_race(kube::make_error(kube::error_kind::conflict, "409")));
+  BOOST_TEST(kube::lost_race(kube::make_error(kube::error_kind::invalid, "test failed")));
+  for (auto kind : {kube::error_kind::not_found, kube::error_kind::forbidden,
+                    kube::error_kind::transport, kube::error_kind::already_exists})
+    BOOST_TEST(!kube::lost_race(kube::make_error(kind, "")), kube::to_string(kind));
+}
+
+BOOST_AUTO_TEST_CASE(an_attempt_that_loses_a_race_is_run_again_up_to_the_limit) {
+  int runs = 0;
+  auto won_third = kube::retry_on_conflict(
+      [&](int i) -> std::optional<std::string> {
+        ++runs;
+        if (i < 2)
+          return std::nullopt;
+        return "written on attempt " + std::to_string(i);
+      },
+      [] { return std::string("gave up"); });
+  BOOST_TEST(won_third == "written on attempt 2");
+  BOOST_TEST(runs == 3);
+
+  runs = 0;
+  auto never = kube::retry_on_conflict(
+      [&](int) -> std::optional<std::string> {
+        ++runs;
+        return std::nullopt;
+      },
+      [] { return std::string("gave up"); });
+  BOOST_TEST(never == "gave up");
+  BOOST_TEST(runs == kube::conflict_attempts);
+
+  runs = 0;
+  auto failed_for_good = kube::retry_on_conflict(
+      [&](int) -> std::optional<std::string> {
+        ++runs;
+        return std::string("forbidden");
+      },
+      [] { return std::string("gave up"); });
+  BOOST_TEST(failed_for_good == "forbidden", "an outcome other than a lost race ends it");
+  BOOST_TEST(runs == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
