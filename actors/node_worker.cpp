@@ -5,6 +5,7 @@
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
 #include "actors/status_writer.hpp"
+#include "actors/worker_report.hpp"
 #include "controller/node_inputs.hpp"
 #include "controller/read_your_writes.hpp"
 #include "controller/write_order.hpp"
@@ -33,16 +34,15 @@ struct worker_state {
   protocol::wall_clock::time_point read_at{};
   /// The status that ends the run is being written; the governor hears once it is.
   bool release_pending = false;
-  std::map<std::string, controller::eviction_memory> evictions;
-  bool token = false;
+  /// What only this worker knows, for the step: its token, its evictions so far, its
+  /// last write's error (and the last one resolved).
+  controller::worker_facts facts;
   bool busy = false;
   /// The phase and start of the run last known written to the item's status ("" if
   /// unknown), so node changes are made only once the status that decided them is kept.
   std::string persisted;
-  /// Consecutive failed write batches, for back-off, and the last one's error.
+  /// Consecutive failed write batches, for back-off.
   int write_failures = 0;
-  std::string write_error;
-  std::string resolved_write_error;
   bool dirty = false;
   std::uint64_t timer_generation = 0;
   std::optional<protocol::node_phase> logged_phase;
@@ -128,13 +128,8 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
           s->written_node.reset();
       }
     }
-    controller::worker_facts known;
-    known.token = s->token;
-    known.evictions = s->evictions;
-    known.write_error = s->write_error;
-    known.resolved_write_error = s->resolved_write_error;
     const auto in = controller::assemble_node_inputs(view, std::move(item), std::move(decide_on),
-                                                     dcm, known, now);
+                                                     dcm, s->facts, now);
     // A profile just created names a ConfigMap whose watch is still listing: whether the
     // payload exists is not known, and a missing one would fail preflight.
     if (in.profile.payload_pending)
@@ -146,68 +141,19 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
       // At the priority of the write-ahead persists, so that none overtakes a status sent
       // before it (and that older status is then written after it).
       self->send<caf::message_priority::high>(writer(), status_atom_v, config.item, *out.status);
-      auto& m = process_metrics();
-      // The status keeps the last drain's figures after it ends (timed out, say); the
-      // gauge counts only pods blocking a drain under way.
-      const bool draining = out.status->phase == protocol::node_phase::draining;
-      m.blocked_pods.set({config.plan, in.item.spec.node_name},
-                         draining ? out.status->drain.pods_blocked : 0);
+      report_status(config.plan, in.item.spec.node_name, s->logged_phase, *out.status);
       s->metric_node = in.item.spec.node_name;
-      if (out.status->phase != s->logged_phase && s->logged_phase) {
-        // Leaving a phase: how long it took, from the history's timestamps.
-        const auto& h = out.status->history;
-        if (h.size() >= 2)
-          if (auto from = protocol::parse_time(h[h.size() - 2].time))
-            if (auto to = protocol::parse_time(h.back().time))
-              m.phase_seconds.observe(
-                  {std::string(protocol::codec::to_string(h[h.size() - 2].phase))},
-                  std::chrono::duration<double>(*to - *from).count());
-      }
-      if (out.status->phase != s->logged_phase && out.status->phase)
-        m.transitions.add(
-            {config.plan, std::string(protocol::codec::to_string(*out.status->phase))});
-      if (out.status->phase != s->logged_phase) {
-        s->logged_phase = out.status->phase;
-        const auto& h = out.status->history;
-        log_info(h.empty()
-                     ? std::string("status updated")
-                     : "phase " + std::string(protocol::codec::to_string(*out.status->phase)) +
-                           (h.back().message.empty() ? "" : ": " + h.back().message),
-                 config.plan, in.item.spec.node_name);
-      }
+      s->logged_phase = out.status->phase;
     }
-    for (const auto& e : out.events) {
-      event_io ev;
-      if (e.on_node) {
-        ev.api_version = "v1";
-        ev.kind = "Node";
-        ev.name = in.item.spec.node_name;
-        ev.uid = in.node ? in.node->uid : std::string{};
-      } else {
-        ev.api_version = std::string(protocol::api_version);
-        ev.kind = std::string(protocol::node_partitioning::kind_name);
-        ev.name = config.item;
-        ev.uid = in.item.metadata.uid;
-      }
-      ev.type = e.type;
-      ev.reason = e.reason;
-      ev.message = e.message;
-      self->send(writer(), event_atom_v, ev);
-    }
+    for (const auto& e : out.events)
+      self->send(writer(), event_atom_v, event_of(e, in));
     // Tell the governor where we stand; it answers with a grant when one is free.
-    controller::governor_node facts;
-    facts.in_flight = out.in_flight;
-    facts.wants_token = out.wants_token;
-    facts.failed = in.item.status.phase == protocol::node_phase::failed &&
-                   (!out.status || out.status->phase == protocol::node_phase::failed);
-    if (out.status && out.status->phase == protocol::node_phase::failed)
-      facts.failed = true;
-    facts.unavailable = in.node && (in.node->unschedulable || !in.node->ready);
+    const auto facts = controller::governor_facts(in, out);
     // A run this worker holds, or that the record shows in flight (a worker started
     // since finds it ended): its end goes on record before the token goes back.
-    const bool holds_run = s->token || in_flight(*item_it->second);
+    const bool holds_run = s->facts.token || in_flight(*item_it->second);
     if (!out.in_flight && !out.wants_token)
-      s->token = false;
+      s->facts.token = false;
     auto report = [=] {
       self->send(config.governor, report_atom_v, config.item, facts,
                  caf::actor_cast<grant_receiver>(self));
@@ -303,7 +249,7 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
         log_warning(error, config.plan, io.node);
         process_metrics().reconcile_errors.add({config.plan});
         // Back off (0.5 s doubling to 32 s) instead of retrying at once.
-        s->write_error = error;
+        s->facts.write_error = error;
         const int shift = std::min(s->write_failures++, 6);
         self->delayed_send(self, std::chrono::milliseconds(500 << shift), tick_atom_v,
                            ++s->timer_generation);
@@ -322,7 +268,7 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
                   }
                   auto& m = process_metrics();
                   for (const auto& [pod, outcome] : r.evictions) {
-                    s->evictions[pod] = outcome;
+                    s->facts.evictions[pod] = outcome;
                     m.evictions.add({outcome.blocked ? "pdb_blocked"
                                      : outcome.done  ? "evicted"
                                                      : "error"});
@@ -332,9 +278,9 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
                     return;
                   }
                   s->write_failures = 0;
-                  if (!s->write_error.empty())
-                    s->resolved_write_error = s->write_error;
-                  s->write_error.clear();
+                  if (!s->facts.write_error.empty())
+                    s->facts.resolved_write_error = s->facts.write_error;
+                  s->facts.write_error.clear();
                   // A weak reference: the handler must not keep the step (and the handles
                   // it names) alive after the worker is gone.
                   if (auto again = weak_step.lock())
@@ -406,8 +352,8 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
           (*step)();
       },
       [=](grant_atom) {
-        if (!s->token) {
-          s->token = true;
+        if (!s->facts.token) {
+          s->facts.token = true;
           (*step)();
         }
       },

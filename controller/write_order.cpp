@@ -30,4 +30,16 @@ write_order order_writes(const node_step& out,
   return order;
 }
 
+governor_node governor_facts(const node_inputs& in, const node_step& out) {
+  using protocol::node_phase;
+  governor_node facts;
+  facts.in_flight = out.in_flight;
+  facts.wants_token = out.wants_token;
+  const bool was_failed = in.item.status.phase == node_phase::failed;
+  const bool now_failed = out.status && out.status->phase == node_phase::failed;
+  facts.failed = now_failed || (was_failed && !out.status);
+  facts.unavailable = in.node && (in.node->unschedulable || !in.node->ready);
+  return facts;
+}
+
 } // namespace gpu_partitioner::controller

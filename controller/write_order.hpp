@@ -7,6 +7,7 @@
 // its token goes to the next node.
 
 #include "controller/node_machine.hpp"
+#include "controller/rollout_governor.hpp"
 #include "protocol/node_partitioning.hpp"
 
 #include <optional>
@@ -34,5 +35,9 @@ struct write_order {
 write_order order_writes(const node_step& out,
                          const std::optional<protocol::node_partitioning_status>& status,
                          const std::string& written, bool holds_run);
+
+/// What the governor is told of the node after a step: in flight, asking to start, Failed
+/// (as the item was and stays, or becomes), or unavailable (cordoned or NotReady).
+governor_node governor_facts(const node_inputs& in, const node_step& out);
 
 } // namespace gpu_partitioner::controller

@@ -118,3 +118,34 @@ BOOST_AUTO_TEST_CASE(without_a_status_nothing_waits_for_one) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// controller::governor_facts: what the governor hears of a node after a step.
+BOOST_AUTO_TEST_CASE(the_governor_hears_failed_in_flight_asking_and_unavailable) {
+  gc::node_inputs in;
+  gc::node_step out;
+  BOOST_TEST(!gc::governor_facts(in, out).failed);
+
+  in.item.status.phase = node_phase::failed;
+  BOOST_TEST(gc::governor_facts(in, out).failed, "Failed, and the step leaves it so");
+  out.status = in.item.status;
+  out.status->phase = node_phase::pending;
+  BOOST_TEST(!gc::governor_facts(in, out).failed, "a retry takes it out of Failed");
+  in.item.status.phase = node_phase::verifying;
+  out.status->phase = node_phase::failed;
+  BOOST_TEST(gc::governor_facts(in, out).failed, "the step fails it");
+
+  out.in_flight = true;
+  out.wants_token = true;
+  BOOST_TEST(gc::governor_facts(in, out).in_flight);
+  BOOST_TEST(gc::governor_facts(in, out).wants_token);
+
+  BOOST_TEST(!gc::governor_facts(in, out).unavailable, "no node: nothing to count");
+  in.node = gc::node_info{};
+  in.node->ready = true;
+  BOOST_TEST(!gc::governor_facts(in, out).unavailable);
+  in.node->unschedulable = true;
+  BOOST_TEST(gc::governor_facts(in, out).unavailable, "cordoned");
+  in.node->unschedulable = false;
+  in.node->ready = false;
+  BOOST_TEST(gc::governor_facts(in, out).unavailable, "NotReady");
+}
