@@ -127,4 +127,25 @@ std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value
   return data;
 }
 
+controller::dcm_event decode_dcm_event(const rapidjson::Value& v) {
+  controller::dcm_event e;
+  if (const auto* about = kube::find_path(v, {"involvedObject"})) {
+    e.about_kind = kube::string_at(*about, "kind");
+    e.about_namespace = kube::string_at(*about, "namespace");
+    e.about_name = kube::string_at(*about, "name");
+  }
+  if (const auto* source = kube::find_path(v, {"source"}))
+    e.host = kube::string_at(*source, "host");
+  e.info.type = kube::string_at(v, "type");
+  e.info.reason = kube::string_at(v, "reason");
+  e.info.message = kube::string_at(v, "message");
+  if (auto t = protocol::parse_time(kube::string_at(v, "lastTimestamp")))
+    e.info.time = *t;
+  rapidjson::Document status;
+  status.Parse(e.info.message.c_str(), e.info.message.size());
+  if (!status.HasParseError() && status.IsObject())
+    e.info.profile = kube::string_at(status, "SelectedProfile");
+  return e;
+}
+
 } // namespace gpu_partitioner::actors

@@ -23,5 +23,8 @@ controller::pdb_info decode_pdb(const rapidjson::Value& pdb);
 /// A ConfigMap's data, plus its creation and our annotation under the keys of
 /// controller/cluster_view.hpp.
 std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value& config_map);
+/// One of DCM's Events: its source host, what it is about, and what it says (with the
+/// profile it answers, SelectedProfile of the PartitionStatus JSON in its message).
+controller::dcm_event decode_dcm_event(const rapidjson::Value& event);
 
 } // namespace gpu_partitioner::actors

@@ -284,7 +284,7 @@ int main(int argc, char** argv) {
       executors.push_back(system.spawn<caf::detached>(actors::io_executor, io));
     return system.spawn(actors::io_pool, std::move(executors));
   };
-  auto io_pool = system.spawn(actors::io_router, pool(8), pool(16), pool(2));
+  auto router = system.spawn(actors::io_router, pool(8), pool(16), pool(2));
 
   actors::operator_root_actor root;
   actors::watcher_actor watcher;
@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
     settings.dcm_config_sync =
         std::chrono::milliseconds(static_cast<long long>(f.dcm_config_sync * 1000));
     settings.identity = identity;
-    root = system.spawn(actors::operator_root, settings, io_pool, writer);
+    root = system.spawn(actors::operator_root, settings, router, writer);
     watcher = system.spawn(actors::watcher, actors::watcher_config{connection.value(), root,
                                                                    f.dcm_namespace, f.dcm_name});
   };
@@ -358,7 +358,7 @@ int main(int argc, char** argv) {
         .receive([](bool) {}, [](caf::error&) {});
   }
   caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(io_pool, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
   elector_stop = true;
   if (elector_thread.joinable())
     elector_thread.join();

@@ -41,6 +41,7 @@ struct observation {
   std::shared_ptr<const protocol::partitioning_profile> profile;
   std::shared_ptr<const protocol::node_partitioning> item;
   std::shared_ptr<const config_map_data> data;
+  std::shared_ptr<const controller::dcm_event> event;
   /// An object that did not decode: the field and the problem.
   std::string problem;
   /// When the watch delivered it (the start of a reaction to it).

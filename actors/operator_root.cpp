@@ -111,21 +111,18 @@ void apply(root_state& s, const observation& o) {
     }
     if (o.deleted)
       break;
-    auto field = [&](const char* f) {
-      auto it = o.data->find(f);
-      return it == o.data->end() ? std::string{} : it->second;
-    };
-    std::string node = field("host");
-    if (node.empty() && field("kind") == "Node")
-      node = field("name");
-    if (node.empty() && field("kind") == "Pod")
-      if (auto pod = s.pod_nodes.find(field("namespace") + "/" + field("name"));
+    const auto& e = *o.event;
+    std::string node = e.host;
+    if (node.empty() && e.about_kind == "Node")
+      node = e.about_name;
+    if (node.empty() && e.about_kind == "Pod")
+      if (auto pod = s.pod_nodes.find(e.about_namespace + "/" + e.about_name);
           pod != s.pod_nodes.end())
         node = pod->second;
     if (node.empty())
       break;
     s.event_nodes[o.key] = node;
-    v.dcm_events_to_edit(node)[o.key] = o.data;
+    v.dcm_events_to_edit(node)[o.key] = o.event;
     v.node_changes.emplace(node, o.received);
     break;
   }

@@ -116,29 +116,9 @@ private:
     case k::config_map:
       o.data = std::make_shared<const config_map_data>(decode_config_map_data(v));
       break;
-    case k::dcm_event: {
-      config_map_data e;
-      if (const auto* about = kube::find_path(v, {"involvedObject"})) {
-        e["kind"] = kube::string_at(*about, "kind");
-        e["namespace"] = kube::string_at(*about, "namespace");
-        e["name"] = kube::string_at(*about, "name");
-      }
-      e["type"] = kube::string_at(v, "type");
-      e["reason"] = kube::string_at(v, "reason");
-      e["message"] = kube::string_at(v, "message");
-      e["time"] = kube::string_at(v, "lastTimestamp");
-      // DCM writes its Events about its own pod, from the node it runs on.
-      if (const auto* source = kube::find_path(v, {"source"}))
-        e["host"] = kube::string_at(*source, "host");
-      // The request it answers: SelectedProfile of DCM's PartitionStatus message.
-      rapidjson::Document status;
-      const std::string& message = e["message"];
-      status.Parse(message.c_str(), message.size());
-      if (!status.HasParseError() && status.IsObject())
-        e["profile"] = kube::string_at(status, "SelectedProfile");
-      o.data = std::make_shared<const config_map_data>(std::move(e));
+    case k::dcm_event:
+      o.event = std::make_shared<const controller::dcm_event>(decode_dcm_event(v));
       break;
-    }
     case k::plan:
       o.plan = typed<protocol::partitioning_plan>(v, o);
       break;

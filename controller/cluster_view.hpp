@@ -67,14 +67,13 @@ struct cluster_view {
   /// The payload ConfigMaps (namespace/name) whose watch has listed: one missing from
   /// config_maps is known not to exist only once here. DCM's is listed with the view.
   std::set<std::string> config_maps_listed;
-  /// DCM's Events (source amd-device-config-manager) by the node they came from: the kind,
-  /// namespace and name of the object they are about, type, reason, message, time, host,
-  /// and the profile they answer. Shared and replaced per node, as pods_by_node.
-  shared_map<by_key<config_map_data>> dcm_events_by_node;
-  by_key<config_map_data>& dcm_events_to_edit(const std::string& node) {
+  /// DCM's Events (source amd-device-config-manager) by the node they came from. Shared
+  /// and replaced per node, as pods_by_node.
+  shared_map<by_key<dcm_event>> dcm_events_by_node;
+  by_key<dcm_event>& dcm_events_to_edit(const std::string& node) {
     auto& slot = dcm_events_by_node[node];
-    auto copy = slot ? std::make_shared<by_key<config_map_data>>(*slot)
-                     : std::make_shared<by_key<config_map_data>>();
+    auto copy = slot ? std::make_shared<by_key<dcm_event>>(*slot)
+                     : std::make_shared<by_key<dcm_event>>();
     slot = copy;
     return *copy;
   }

@@ -158,21 +158,8 @@ node_inputs assemble_node_inputs(const cluster_view& view, protocol::node_partit
   in.resolved_write_error = facts.resolved_write_error;
   if (auto events = view.dcm_events_by_node.find(node_name);
       events != view.dcm_events_by_node.end())
-    for (const auto& entry : *events->second) {
-      const auto& e = *entry.second;
-      auto field = [&](const char* k) {
-        auto it = e.find(k);
-        return it == e.end() ? std::string{} : it->second;
-      };
-      dcm_event_info info;
-      info.type = field("type");
-      info.reason = field("reason");
-      info.message = field("message");
-      info.profile = field("profile");
-      if (auto t = protocol::parse_time(field("time")))
-        info.time = *t;
-      in.dcm_events.push_back(std::move(info));
-    }
+    for (const auto& entry : *events->second)
+      in.dcm_events.push_back(entry.second->info);
   // A payload that differs from what DCM's config holds under a name other nodes carry
   // would repartition them undrained.
   if (in.dcm.found && in.profile.found && in.profile.payload &&

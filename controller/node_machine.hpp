@@ -92,16 +92,6 @@ struct dcm_config_state {
   std::chrono::milliseconds sync{90000};
 };
 
-/// One of DCM's Events from the node (about its pod there), as the decisions read it.
-struct dcm_event_info {
-  std::string type; // Normal or Warning
-  std::string reason;
-  std::string message;
-  /// SelectedProfile of DCM's PartitionStatus message: which request it answers.
-  std::string profile;
-  protocol::wall_clock::time_point time{};
-};
-
 /// The outcome of the last eviction attempt for a pod, kept by the worker between steps.
 struct eviction_memory {
   protocol::wall_clock::time_point at{};

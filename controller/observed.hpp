@@ -104,4 +104,26 @@ struct pdb_info {
   bool covers(const pod_info& pod) const;
 };
 
+/// One of DCM's Events from the node (about its pod there), as the decisions read it.
+struct dcm_event_info {
+  std::string type; // Normal or Warning
+  std::string reason;
+  std::string message;
+  /// SelectedProfile of DCM's PartitionStatus message: which request it answers.
+  std::string profile;
+  protocol::wall_clock::time_point time{};
+};
+
+/// One of DCM's Events as the watch decodes it: where it came from and what it is
+/// about, to file it under its node, and what it says.
+struct dcm_event {
+  /// source.host: the node DCM runs on (DCM writes its Events about its own pod there).
+  std::string host;
+  /// involvedObject: the kind, namespace and name of what it is about.
+  std::string about_kind;
+  std::string about_namespace;
+  std::string about_name;
+  dcm_event_info info;
+};
+
 } // namespace gpu_partitioner::controller

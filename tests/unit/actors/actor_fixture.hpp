@@ -186,14 +186,17 @@ struct cluster_model {
   void dcm_says(gc::node_info& n, const std::string& state) {
     n.labels[gc::dcm_state_label] = state;
     const bool ok = state == "success";
+    gc::dcm_event e;
+    e.host = n.name;
+    e.info.type = ok ? "Normal" : "Warning";
+    e.info.reason = ok ? "SuccessfullyPartitioned" : "AMDSMIAPIFailure";
+    e.info.message = "{}";
+    e.info.profile = n.labels[gc::dcm_profile_label];
+    // Events carry whole seconds.
+    e.info.time = *gp::parse_time(gp::format_time(gp::wall_clock::now()));
     view.dcm_events_to_edit(
         n.name)[std::string(dcm_ns) + "/event-" + std::to_string(++events_written)] =
-        std::make_shared<const ga::config_map_data>(
-            ga::config_map_data{{"type", ok ? "Normal" : "Warning"},
-                                {"reason", ok ? "SuccessfullyPartitioned" : "AMDSMIAPIFailure"},
-                                {"message", "{}"},
-                                {"profile", n.labels[gc::dcm_profile_label]},
-                                {"time", gp::format_time(gp::wall_clock::now())}});
+        std::make_shared<const gc::dcm_event>(std::move(e));
   }
 
   // The device plugin and labeller report what the GPUs run, while not tainted.

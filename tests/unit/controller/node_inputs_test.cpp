@@ -96,9 +96,11 @@ struct view_builder {
     return *this;
   }
   view_builder& dcm_event(const std::string& node, const std::string& key,
-                          gc::config_map_data fields) {
-    v.dcm_events_to_edit(node)[key] =
-        std::make_shared<const gc::config_map_data>(std::move(fields));
+                          gc::dcm_event_info info) {
+    gc::dcm_event e;
+    e.host = node;
+    e.info = std::move(info);
+    v.dcm_events_to_edit(node)[key] = std::make_shared<const gc::dcm_event>(std::move(e));
     return *this;
   }
 };
@@ -287,13 +289,12 @@ BOOST_AUTO_TEST_CASE(dcm_events_from_the_node_are_read_with_the_profile_they_ans
       .payload("cpx-payload", cpx)
       .node("a")
       .node("b");
-  b.dcm_event("a", "kube-amd-gpu/ev-1",
-              {{"type", "Warning"},
-               {"reason", "PartitionRetrying"},
-               {"message", "{}"},
-               {"profile", "cpx"},
-               {"time", "2027-01-15T08:00:00Z"}});
-  b.dcm_event("b", "kube-amd-gpu/ev-2", {{"reason", "SuccessfullyPartitioned"}});
+  gc::dcm_event_info retrying{"Warning", "PartitionRetrying", "{}", "cpx",
+                              *gp::parse_time("2027-01-15T08:00:00Z")};
+  b.dcm_event("a", "kube-amd-gpu/ev-1", retrying);
+  gc::dcm_event_info done;
+  done.reason = "SuccessfullyPartitioned";
+  b.dcm_event("b", "kube-amd-gpu/ev-2", done);
   const auto in = assemble(b.v, item("a", "cpx"));
   BOOST_REQUIRE(in.dcm_events.size() == 1u);
   BOOST_TEST(in.dcm_events[0].reason == "PartitionRetrying");

@@ -1,0 +1,55 @@
+// actors::decode_dcm_event: one of DCM's Events as the watch delivers it, decoded into
+// where it came from, what it is about, and what it says.
+#include "actors/decode.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <rapidjson/document.h>
+
+namespace ga = gpu_partitioner::actors;
+namespace gp = gpu_partitioner::protocol;
+
+namespace {
+
+rapidjson::Document parse(const char* json) {
+  rapidjson::Document d;
+  d.Parse(json);
+  BOOST_REQUIRE(!d.HasParseError());
+  return d;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(decode)
+
+BOOST_AUTO_TEST_CASE(a_dcm_event_names_its_node_its_object_and_the_profile_it_answers) {
+  const auto d = parse(R"({
+    "involvedObject": {"kind": "Pod", "namespace": "kube-amd-gpu", "name": "dcm-x7k2p"},
+    "source": {"component": "amd-device-config-manager", "host": "gpu-7"},
+    "type": "Warning", "reason": "AMDSMIAPIFailure",
+    "message": "{\"SelectedProfile\":\"cpx-nps4\",\"Status\":\"failed\"}",
+    "lastTimestamp": "2027-01-15T08:00:00Z"})");
+  const auto e = ga::decode_dcm_event(d);
+  BOOST_TEST(e.host == "gpu-7");
+  BOOST_TEST(e.about_kind == "Pod");
+  BOOST_TEST(e.about_namespace == "kube-amd-gpu");
+  BOOST_TEST(e.about_name == "dcm-x7k2p");
+  BOOST_TEST(e.info.type == "Warning");
+  BOOST_TEST(e.info.reason == "AMDSMIAPIFailure");
+  BOOST_TEST(e.info.profile == "cpx-nps4");
+  BOOST_TEST((e.info.time == *gp::parse_time("2027-01-15T08:00:00Z")));
+}
+
+BOOST_AUTO_TEST_CASE(a_message_that_is_not_dcms_json_answers_no_profile) {
+  const auto e = ga::decode_dcm_event(parse(R"({
+    "involvedObject": {"kind": "Node", "name": "gpu-3"},
+    "type": "Normal", "reason": "SuccessfullyPartitioned", "message": "partitioned"})"));
+  BOOST_TEST(e.host.empty());
+  BOOST_TEST(e.about_kind == "Node");
+  BOOST_TEST(e.about_name == "gpu-3");
+  BOOST_TEST(e.info.message == "partitioned");
+  BOOST_TEST(e.info.profile.empty());
+  BOOST_TEST((e.info.time == gp::wall_clock::time_point{}), "no lastTimestamp: no time");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
