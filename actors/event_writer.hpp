@@ -15,7 +15,6 @@ using event_writer_actor = caf::typed_actor<caf::reacts_to<event_atom, event_io>
 /// holds up a status write. It remembers the latest 1,024 it wrote: one that recurs (a
 /// drain blocked, retried every 5 s) stays remembered, as each repeat makes it the
 /// newest, while a rollout's own Events, which never repeat, are let go.
-event_writer_actor::behavior_type event_writer(event_writer_actor::pointer self,
-                                               io_config config);
+event_writer_actor::behavior_type event_writer(event_writer_actor::pointer self, io_config config);
 
 } // namespace gpu_partitioner::actors

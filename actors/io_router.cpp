@@ -13,8 +13,8 @@ namespace {
 // Asks executor `x` and passes its answer, or its failure, on to the original requester;
 // then `x` is free for the next request.
 template <class Answer, class Io, class Release>
-void ask_executor(io_actor::pointer self, caf::typed_response_promise<Answer> rp,
-                  const io_actor& x, Io io, Release release) {
+void ask_executor(io_actor::pointer self, caf::typed_response_promise<Answer> rp, const io_actor& x,
+                  Io io, Release release) {
   self->request(x, caf::infinite, io_atom_v, std::move(io))
       .then(
           [=](Answer& answer) mutable {

@@ -20,13 +20,12 @@ namespace {
 // object, written in the order the objects first changed, a few per message.
 using status_shard_actor = caf::typed_actor<
     caf::reacts_to<status_atom, std::string, protocol::node_partitioning_status>,
-    caf::replies_to<persist_atom, std::string, protocol::node_partitioning_status>::with<
-        std::string>,
+    caf::replies_to<persist_atom, std::string,
+                    protocol::node_partitioning_status>::with<std::string>,
     caf::reacts_to<plan_status_atom, std::string, protocol::partitioning_plan_status>,
     caf::reacts_to<flush_atom>, caf::replies_to<flush_atom, stop_atom>::with<bool>>;
 
-status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
-                                               io_config config) {
+status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self, io_config config) {
   struct state {
     explicit state(io_config c) : x(std::move(c)) {}
     executor x;

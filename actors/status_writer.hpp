@@ -12,8 +12,8 @@ namespace gpu_partitioner::actors {
 /// operator stops, `flush_atom, stop_atom`: everything pending written, then `true`.
 using status_writer_actor = caf::typed_actor<
     caf::reacts_to<status_atom, std::string, protocol::node_partitioning_status>,
-    caf::replies_to<persist_atom, std::string, protocol::node_partitioning_status>::with<
-        std::string>,
+    caf::replies_to<persist_atom, std::string,
+                    protocol::node_partitioning_status>::with<std::string>,
     caf::reacts_to<plan_status_atom, std::string, protocol::partitioning_plan_status>,
     caf::reacts_to<event_atom, event_io>, caf::replies_to<flush_atom, stop_atom>::with<bool>>;
 

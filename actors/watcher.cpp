@@ -33,8 +33,7 @@ public:
   /// listed (listed_atom) instead of the resource's sync. `payloads`: for profiles, where
   /// each profile's payload reference goes.
   forwarder(observation_sink sink, observation::kind what, std::string resource,
-            std::shared_ptr<gate> g = nullptr, std::string listed = {},
-            watcher_actor payloads = {})
+            std::shared_ptr<gate> g = nullptr, std::string listed = {}, watcher_actor payloads = {})
       : sink_(std::move(sink)), what_(what), resource_(std::move(resource)), gate_(std::move(g)),
         listed_(std::move(listed)), payloads_(std::move(payloads)) {
     // At 0 from the start, so that rate() and increase() see the first restart.
@@ -215,8 +214,8 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
                            " resources; messages.hpp says " + std::to_string(watched_resources));
   const auto me = caf::actor_cast<watcher_actor>(self);
   for (auto& s : streams)
-    state->threads.push_back(
-        run_stream(config, s, nullptr, {}, s.what == k::profile ? me : watcher_actor{}, state->stop));
+    state->threads.push_back(run_stream(config, s, nullptr, {},
+                                        s.what == k::profile ? me : watcher_actor{}, state->stop));
   const std::string dcm_key = config.dcm_namespace + "/" + config.dcm_name;
   // The threads are joined when the actor's state goes with the behavior.
   self->attach_functor([state] {

@@ -18,8 +18,7 @@ using observation_sink = caf::typed_actor<caf::reacts_to<observe_atom, observati
 
 /// The Watcher hears of each profile's payload reference (`payload_atom`, the profile's
 /// name and namespace/name of its ConfigMap, "" once none).
-using watcher_actor =
-    caf::typed_actor<caf::reacts_to<payload_atom, std::string, std::string>>;
+using watcher_actor = caf::typed_actor<caf::reacts_to<payload_atom, std::string, std::string>>;
 
 struct watcher_config {
   kube::connection_config connection;

@@ -72,8 +72,8 @@ struct cluster_view {
   shared_map<by_key<dcm_event>> dcm_events_by_node;
   by_key<dcm_event>& dcm_events_to_edit(const std::string& node) {
     auto& slot = dcm_events_by_node[node];
-    auto copy = slot ? std::make_shared<by_key<dcm_event>>(*slot)
-                     : std::make_shared<by_key<dcm_event>>();
+    auto copy =
+        slot ? std::make_shared<by_key<dcm_event>>(*slot) : std::make_shared<by_key<dcm_event>>();
     slot = copy;
     return *copy;
   }

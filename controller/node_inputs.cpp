@@ -95,8 +95,8 @@ plan_standing standing_of(const cluster_view& view, const protocol::node_partiti
   }
   if (plan->second->metadata.uid != ref.uid) {
     st.owned = st.may_start = false;
-    st.problem = {"PlanNotFound", "spec.planRef: PartitioningPlan \"" + ref.name +
-                                      "\" has uid " + plan->second->metadata.uid + ", not " +
+    st.problem = {"PlanNotFound", "spec.planRef: PartitioningPlan \"" + ref.name + "\" has uid " +
+                                      plan->second->metadata.uid + ", not " +
                                       protocol::codec::quote(ref.uid) +
                                       "; the operator does not act on this item"};
     return st;

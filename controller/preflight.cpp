@@ -51,9 +51,8 @@ std::vector<finding> preflight(const node_inputs& in) {
   const auto& profile = in.profile;
   if (!profile.found) {
     if (!profile.invalid.empty())
-      findings.push_back({"ProfileInvalid",
-                          "PartitioningProfile \"" + profile.name + "\" is invalid: " +
-                              profile.invalid});
+      findings.push_back({"ProfileInvalid", "PartitioningProfile \"" + profile.name +
+                                                "\" is invalid: " + profile.invalid});
     else
       findings.push_back(
           {"ProfileNotFound", "PartitioningProfile \"" + profile.name + "\" does not exist"});
@@ -78,16 +77,16 @@ std::vector<finding> preflight(const node_inputs& in) {
              "spec.operatorPayload.profileName"});
   const auto& ready = profile.spec.verification.ready_label;
   if (!ready.empty() && !codec::is_label_requirement(ready))
-    findings.push_back({"ProfileInvalid", where + "spec.verification.readyLabel: " +
-                                              codec::quote(ready) +
-                                              " is not a node label key or key=value (a name "
-                                              "of at most 63 characters)"});
+    findings.push_back(
+        {"ProfileInvalid", where + "spec.verification.readyLabel: " + codec::quote(ready) +
+                               " is not a node label key or key=value (a name "
+                               "of at most 63 characters)"});
   for (std::size_t i = 0; i < profile.spec.expected_resources.size(); ++i) {
     const auto& name = profile.spec.expected_resources[i].name;
     if (!codec::is_label_key(name))
-      findings.push_back({"ProfileInvalid", where + "spec.expectedResources[" +
-                                                std::to_string(i) + "].name: " +
-                                                codec::quote(name) + " is not a resource name"});
+      findings.push_back({"ProfileInvalid", where + "spec.expectedResources[" + std::to_string(i) +
+                                                "].name: " + codec::quote(name) +
+                                                " is not a resource name"});
   }
   for (const auto& rival : profile.dcm_name_rivals)
     findings.push_back(rival_finding(profile, rival));
@@ -107,9 +106,9 @@ std::vector<finding> preflight(const node_inputs& in) {
     findings.push_back({"DCMConfigNotFound",
                         "DCM's ConfigMap " + in.dcm.ns + "/" + in.dcm.name + " does not exist"});
   else if (!dcm_config_with(in.dcm.config_json, profile.dcm_name, "{}"))
-    findings.push_back({"DCMConfigInvalid",
-                        in.dcm.ns + "/" + in.dcm.name +
-                            " config.json is not a JSON object with gpu-config-profiles"});
+    findings.push_back(
+        {"DCMConfigInvalid", in.dcm.ns + "/" + in.dcm.name +
+                                 " config.json is not a JSON object with gpu-config-profiles"});
   if (in.node && profile.spec.target_selector &&
       !matches(*profile.spec.target_selector, in.node->labels))
     findings.push_back({"TargetMismatch", "node " + in.node->name +
@@ -121,8 +120,8 @@ std::vector<finding> preflight(const node_inputs& in) {
     const bool gpus = std::any_of(in.node->allocatable.begin(), in.node->allocatable.end(),
                                   [](const auto& r) { return r.first.rfind("amd.com/", 0) == 0; });
     if (!gpus)
-      findings.push_back({"NotAGPUNode",
-                          "node " + in.node->name +
+      findings.push_back(
+          {"NotAGPUNode", "node " + in.node->name +
                               " reports no amd.com/ resource in status.allocatable: it has no "
                               "AMD GPUs, or their device plugin is not running"});
   }
@@ -137,11 +136,11 @@ std::vector<finding> preflight(const node_inputs& in) {
   // A NotReady node's pods are what its kubelet last reported: DCM's is looked for once
   // the node is Ready (it waits in Pending meanwhile).
   if (in.node && in.node->ready && before_run && !dcm_runs_on(in))
-    findings.push_back({"DCMNotRunning",
-                        "no DCM pod runs on node " + in.node->name + " (a pod in " + in.dcm.ns +
-                            " labelled " + dcm_pod_label + "=" + dcm_pod_label_value +
-                            "): nothing would answer the profile label; check the "
-                            "DeviceConfig's spec.configManager and its selector"});
+    findings.push_back({"DCMNotRunning", "no DCM pod runs on node " + in.node->name +
+                                             " (a pod in " + in.dcm.ns + " labelled " +
+                                             dcm_pod_label + "=" + dcm_pod_label_value +
+                                             "): nothing would answer the profile label; check the "
+                                             "DeviceConfig's spec.configManager and its selector"});
   if (in.node && before_run) {
     const std::pair<const char*, std::string> named[] = {
         {"the plan's spec.verification.gpuReadyLabel", in.item.spec.verification.gpu_ready_label},

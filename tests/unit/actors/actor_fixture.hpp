@@ -440,8 +440,8 @@ struct governor_double_state {
   std::shared_ptr<const writer_double_state> writer;
 };
 
-inline ga::governor_actor::behavior_type governor_double(ga::governor_actor::pointer,
-                                                         std::shared_ptr<governor_double_state> st) {
+inline ga::governor_actor::behavior_type
+governor_double(ga::governor_actor::pointer, std::shared_ptr<governor_double_state> st) {
   return {
       [=](ga::report_atom, const std::string& item, const gc::governor_node& facts,
           const ga::grant_receiver&) {

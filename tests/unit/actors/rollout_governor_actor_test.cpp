@@ -30,7 +30,7 @@ struct grant_log {
 
 // Stands in for a NodeWorker: records the grants it receives.
 ga::grant_receiver::behavior_type grant_recorder(ga::grant_receiver::pointer,
-                                                std::shared_ptr<grant_log> log, std::string item) {
+                                                 std::shared_ptr<grant_log> log, std::string item) {
   return {
       [=](ga::grant_atom) {
         log->grants[item]++;
