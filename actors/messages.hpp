@@ -5,6 +5,7 @@
 // an actor boundary.
 
 #include "controller/cluster_view.hpp"
+#include "controller/node_inputs.hpp"
 #include "controller/node_machine.hpp"
 #include "controller/observed.hpp"
 #include "controller/rollout_governor.hpp"
@@ -56,18 +57,8 @@ inline constexpr std::size_t watched_resources = 8;
 using cluster_snapshot = controller::cluster_view;
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 
-/// The latest view of a plan, set by its supervisor before it tells the workers what
-/// changed, and read by a worker when it steps. Workers keep no view of their own: at a
-/// thousand nodes a view is about a megabyte of maps, and workers that each held the one
-/// they were last sent kept a second's worth of views (twenty) alive.
-class latest_view {
-public:
-  snapshot_ptr get() const { return std::atomic_load(&view_); }
-  void set(snapshot_ptr view) { std::atomic_store(&view_, std::move(view)); }
-
-private:
-  snapshot_ptr view_;
-};
+/// One node's share of a view, sent by its plan's supervisor to its worker.
+using node_slice_ptr = std::shared_ptr<const controller::node_slice>;
 
 // -- I/O requests, performed by the io executors --
 
@@ -125,6 +116,7 @@ struct event_io {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::observation)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::snapshot_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::node_slice_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::node_io)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::node_io_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(gpu_partitioner::actors::item_io)

@@ -21,6 +21,8 @@ namespace {
 using namespace std::chrono_literals;
 
 struct worker_state {
+  /// The latest slice of the cluster the supervisor sent.
+  node_slice_ptr slice;
   /// The status this worker last wrote (it is the item's only status writer).
   std::optional<protocol::node_partitioning_status> status;
   /// The Node as our last write left it, until the watch shows that version.
@@ -61,11 +63,6 @@ struct worker_state {
 node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
                                              node_worker_config config) {
   auto s = std::make_shared<worker_state>();
-  const controller::dcm_settings dcm{config.dcm_namespace, config.dcm_name, config.dcm_config_sync};
-  // Without the plan's latest view (a worker started on its own), the views it is sent
-  // are its latest.
-  const auto own_view = config.latest ? nullptr : std::make_shared<latest_view>();
-  const std::shared_ptr<const latest_view> latest = own_view ? own_view : config.latest;
   auto writer = [config] { return caf::actor_cast<status_writer_actor>(config.writer); };
   // A worker that ends (its item is gone) takes its series along.
   self->attach_functor([s, plan = config.plan] {
@@ -87,40 +84,37 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
             },
             [=](caf::error&) { then("the status writer did not answer"); });
   };
-  // One step: build the inputs from the latest view, decide, and act. A weak self
+  // One step: build the inputs from the latest slice, decide, and act. A weak self
   // reference: the function must not keep itself (and the handles it names) alive.
   auto step = std::make_shared<std::function<void()>>();
   std::weak_ptr<std::function<void()>> weak_step = step;
   *step = [=] {
-    const snapshot_ptr current = latest->get();
-    if (!current)
+    const auto slice = s->slice;
+    if (!slice || !slice->item)
       return;
     if (s->busy) {
       s->dirty = true;
       return;
     }
-    const auto& view = *current;
-    auto item_it = view.items.find(config.item);
-    if (item_it == view.items.end())
-      return;
+    const auto& recorded = *slice->item; // the item as the view has it
     bool lagging = false;
-    auto item = *item_it->second;
+    auto item = recorded;
     if (s->status)
       item.status = *s->status;
     const auto now = protocol::wall_clock::now();
     std::optional<controller::node_info> decide_on;
-    if (auto node = view.nodes.find(item.spec.node_name); node != view.nodes.end()) {
+    if (const auto& seen = slice->node) {
       // Read our own writes until the watch shows them (controller/read_your_writes).
       controller::node_choice choice;
       choice.caught_up = true;
       if (s->written_node)
-        choice = controller::choose_node(*node->second, *s->written_node, s->written_over,
-                                         s->written_at, now, s->read_at, config.watch_lag_limit);
+        choice = controller::choose_node(*seen, *s->written_node, s->written_over, s->written_at,
+                                         now, s->read_at, config.watch_lag_limit);
       if (choice.own) {
         decide_on = *s->written_node;
         lagging = choice.read_directly;
       } else {
-        decide_on = *node->second;
+        decide_on = *seen;
         s->lag_logged = false;
         // The view has our write: our copy of the node is no longer needed (kept, it
         // would be a second copy of every node the rollout is done with).
@@ -128,8 +122,8 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
           s->written_node.reset();
       }
     }
-    const auto in = controller::assemble_node_inputs(view, std::move(item), std::move(decide_on),
-                                                     dcm, s->facts, now);
+    const auto in = controller::assemble_node_inputs(*slice, std::move(item), std::move(decide_on),
+                                                     s->facts, now);
     // A profile just created names a ConfigMap whose watch is still listing: whether the
     // payload exists is not known, and a missing one would fail preflight.
     if (in.profile.payload_pending)
@@ -151,7 +145,7 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
     const auto facts = controller::governor_facts(in, out);
     // A run this worker holds, or that the record shows in flight (a worker started
     // since finds it ended): its end goes on record before the token goes back.
-    const bool holds_run = s->facts.token || in_flight(*item_it->second);
+    const bool holds_run = s->facts.token || in_flight(recorded);
     if (!out.in_flight && !out.wants_token)
       s->facts.token = false;
     auto report = [=] {
@@ -159,7 +153,7 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
                  caf::actor_cast<grant_receiver>(self));
     };
     const std::string marker = s->status ? controller::phase_record(*s->status) : std::string{};
-    if (controller::phase_record(item_it->second->status) == marker)
+    if (controller::phase_record(recorded.status) == marker)
       s->persisted = marker; // the watch shows it written
     const auto sequence = controller::order_writes(out, s->status, s->persisted, holds_run);
     const bool report_when_persisted = sequence.release_after_status && writer();
@@ -330,25 +324,21 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
   };
 
   return {
-      [=](view_atom, const snapshot_ptr& view) {
-        if (own_view)
-          own_view->set(view);
-        auto it = view->items.find(config.item);
-        if (it == view->items.end())
+      [=](view_atom, const node_slice_ptr& slice, bool budgets_only) {
+        s->slice = slice;
+        if (!slice->item)
           return;
         const bool first = !s->status;
         if (!s->status)
-          s->status = it->second->status;
-        auto change = view->node_changes.find(it->second->spec.node_name);
+          s->status = slice->item->status;
         // Only a change the worker was waiting for starts a reaction: not the echo of its
         // own write, which it reads already.
-        if (change != view->node_changes.end() && s->waiting && !s->change_at)
-          s->change_at = change->second;
-        // A view in which nothing of this worker's changed brings nothing new (its timers
-        // cover time passing): in a plan of a thousand nodes most views are such.
+        if (slice->node_changed_at && s->waiting && !s->change_at)
+          s->change_at = slice->node_changed_at;
+        // Budgets matter only to a drain (or a dry run's preview); their timers cover time
+        // passing otherwise.
         const bool draining = s->status && s->status->phase == protocol::node_phase::draining;
-        if (first || view->shared_changed || change != view->node_changes.end() ||
-            view->item_changes.count(config.item) || (view->pdbs_changed && draining))
+        if (first || !budgets_only || draining || slice->item->spec.dry_run)
           (*step)();
       },
       [=](grant_atom) {

@@ -14,32 +14,24 @@ namespace gpu_partitioner::actors {
 struct node_worker_config {
   std::string item;
   std::string plan;
-  std::string dcm_namespace;
-  /// How long after a change of DCM's config kubelet has surely delivered it to DCM's
-  /// mounted file (--dcm-config-sync).
-  std::chrono::milliseconds dcm_config_sync{90000};
-  std::string dcm_name;
   /// Weak handles: a worker's pending timers keep the worker alive for a while after
   /// shutdown, and it must not keep the io threads waiting with it.
   caf::actor_addr io;     // an io_actor
   caf::actor_addr writer; // a status_writer_actor
   governor_actor governor;
-  /// The plan's latest view, which every step reads; the views sent to the worker then
-  /// only say what changed, and are not kept. Without one (tests that show a worker
-  /// particular views) the worker keeps the last view it was sent and steps on that.
-  std::shared_ptr<const latest_view> latest;
   /// How long the watch may go without showing the worker's own write of the node before
   /// the worker reads the node directly (a watch shows a write within milliseconds).
   std::chrono::milliseconds watch_lag_limit{10000};
 };
 
-/// A NodeWorker: the governor's grants, the views with news for its item, and its own
-/// timers (tagged with a generation: only the latest armed one counts).
-using node_worker_actor = grant_receiver::extend<caf::reacts_to<view_atom, snapshot_ptr>,
+/// A NodeWorker: the governor's grants, its slice of each view with news for it (and
+/// whether the news is only of the budgets that cover its pods), and its own timers
+/// (tagged with a generation: only the latest armed one counts).
+using node_worker_actor = grant_receiver::extend<caf::reacts_to<view_atom, node_slice_ptr, bool>,
                                                  caf::reacts_to<tick_atom, std::uint64_t>>;
 
 /// Drives one NodePartitioning through the node state machine (controller/node_machine):
-/// on every new view, timer or finished write it builds the inputs, steps, and hands the
+/// on every new slice, timer or finished write it builds the inputs, steps, and hands the
 /// writes to the io executors, one batch at a time.
 node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
                                              node_worker_config config);

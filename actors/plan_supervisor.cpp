@@ -27,8 +27,10 @@ struct supervisor_state {
   bool resolved = false;
   controller::plan_resolution resolution;
   std::set<std::string> keep_items;
-  /// The latest view: for the workers' steps, and another look after a failed item write.
-  std::shared_ptr<latest_view> latest = std::make_shared<latest_view>();
+  /// The latest view, for another look after a failed item write.
+  snapshot_ptr latest;
+  /// The slice each worker was last sent.
+  std::map<std::string, node_slice_ptr> sent;
   bool retry_pending = false;
 };
 
@@ -66,6 +68,7 @@ void publish_plan_metrics(const std::string& plan, const protocol::partitioning_
 plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::pointer self,
                                                      plan_supervisor_config config) {
   auto s = std::make_shared<supervisor_state>();
+  const controller::dcm_settings dcm{config.dcm_namespace, config.dcm_name, config.dcm_config_sync};
   s->governor = self->spawn<caf::linked>(rollout_governor_actor, config.plan);
   // The supervisor ends when its plan and items are gone (or the operator stops): the
   // plan's series go with it, so that no stale gauge keeps an alert firing.
@@ -109,11 +112,11 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
   return {
       [=](tick_atom) {
         s->retry_pending = false;
-        if (auto view = s->latest->get())
+        if (auto view = s->latest)
           self->send(self, view_atom_v, std::move(view));
       },
       [=](view_atom, const snapshot_ptr& view) {
-        s->latest->set(view);
+        s->latest = view;
         const auto plan_it = view->plans.find(config.plan);
         const protocol::partitioning_plan* plan =
             plan_it == view->plans.end() ? nullptr : plan_it->second.get();
@@ -217,35 +220,38 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             s->requested[name] = "remove";
             write_item(name, item_io{item_io::op::remove, *mine.at(name)});
           }
-        // A worker per item of this plan, for as long as the item exists. Each is told of
-        // the views with news for it (its node, pods or item; shared objects; PDBs while
-        // draining); whenever it steps, it reads the latest view.
+        // A worker per item of this plan, for as long as the item exists. Each is sent its
+        // slice of the views with news for it: its node, pods or item, the objects every
+        // node shares, or a change in the budgets covering its pods or in who carries its
+        // DCM name.
+        controller::view_slicer slicer(*view, dcm);
         for (const auto& [name, item] : mine) {
           auto& worker = s->workers[name];
-          const bool news =
-              !worker || view->shared_changed || view->item_changes.count(name) ||
-              view->node_changes.count(item->spec.node_name) ||
-              (view->pdbs_changed && item->status.phase == protocol::node_phase::draining);
+          auto& last = s->sent[name];
+          if (worker && last && !controller::may_bring_news(*view, name, item->spec.node_name))
+            continue;
+          auto slice = std::make_shared<const controller::node_slice>(slicer.slice(*item));
+          const auto news = controller::news_in(*view, worker ? last.get() : nullptr, *slice);
+          if (news == controller::slice_news::none)
+            continue;
           if (!worker) {
             node_worker_config c;
             c.item = name;
             c.plan = config.plan;
-            c.dcm_namespace = config.dcm_namespace;
-            c.dcm_name = config.dcm_name;
-            c.dcm_config_sync = config.dcm_config_sync;
             c.io = config.io.address();
             c.writer = config.writer.address();
             c.governor = s->governor;
-            c.latest = s->latest;
             worker = self->spawn<caf::linked>(node_worker, c);
           }
-          if (news)
-            self->send(worker, view_atom_v, view);
+          last = slice;
+          self->send(worker, view_atom_v, std::move(slice),
+                     news == controller::slice_news::budgets_only);
         }
         for (auto it = s->workers.begin(); it != s->workers.end();) {
           if (!mine.count(it->first)) {
             // The governor sees it go (user_shutdown: the item is gone) and forgets it.
             self->send_exit(it->second, caf::exit_reason::user_shutdown);
+            s->sent.erase(it->first);
             it = s->workers.erase(it);
           } else {
             ++it;

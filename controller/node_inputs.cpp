@@ -4,6 +4,7 @@
 #include "protocol/codec/quote.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace gpu_partitioner::controller {
 
@@ -129,62 +130,161 @@ dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm
   return out;
 }
 
-node_inputs assemble_node_inputs(const cluster_view& view, protocol::node_partitioning item,
-                                 std::optional<node_info> node, const dcm_settings& dcm,
-                                 const worker_facts& facts, protocol::wall_clock::time_point now) {
+view_slicer::view_slicer(const cluster_view& view, dcm_settings dcm)
+    : view_(view), settings_(std::move(dcm)) {}
+
+std::shared_ptr<const resolved_profile> view_slicer::profile(const std::string& name) {
+  auto& slot = profiles_[name];
+  if (!slot)
+    slot = std::make_shared<const resolved_profile>(resolve_profile(view_, name));
+  return slot;
+}
+
+std::shared_ptr<const std::vector<std::string>> view_slicer::labelled(const std::string& dcm_name) {
+  if (!by_dcm_name_) {
+    by_dcm_name_.emplace();
+    for (const auto& [name, node] : view_.nodes)
+      if (auto it = node->labels.find(dcm_profile_label); it != node->labels.end())
+        (*by_dcm_name_)[it->second].push_back(name);
+  }
+  auto it = by_dcm_name_->find(dcm_name);
+  return std::make_shared<const std::vector<std::string>>(
+      it == by_dcm_name_->end() ? std::vector<std::string>{} : it->second);
+}
+
+node_slice view_slicer::slice(const protocol::node_partitioning& item) {
+  node_slice out;
+  if (auto it = view_.items.find(item.metadata.name); it != view_.items.end())
+    out.item = it->second;
+  const auto& node_name = item.spec.node_name;
+  if (auto it = view_.nodes.find(node_name); it != view_.nodes.end())
+    out.node = it->second;
+  if (auto it = view_.pods_by_node.find(node_name); it != view_.pods_by_node.end())
+    out.pods = it->second;
+  if (auto it = view_.dcm_events_by_node.find(node_name); it != view_.dcm_events_by_node.end())
+    out.dcm_events = it->second;
+  if (auto it = view_.node_changes.find(node_name); it != view_.node_changes.end())
+    out.node_changed_at = it->second;
+  // A budget covers pods of its own namespace only: the walk is over those namespaces'.
+  if (out.pods) {
+    std::set<std::string> namespaces;
+    for (const auto& [key, pod] : *out.pods)
+      namespaces.insert(pod->ns);
+    for (const auto& ns : namespaces)
+      for (auto it = view_.pdbs.lower_bound(ns + "/");
+           it != view_.pdbs.end() && it->first.compare(0, ns.size() + 1, ns + "/") == 0; ++it)
+        if (std::any_of(out.pods->begin(), out.pods->end(),
+                        [&](const auto& pod) { return it->second->covers(*pod.second); }))
+          out.pdbs.push_back(it->second);
+  }
+  out.profile = profile(item.spec.profile_ref.name);
+  out.plan = standing_of(view_, item);
+  if (!dcm_)
+    dcm_ = std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_));
+  out.dcm = dcm_;
+  const auto& config = dcm_->config_json;
+  // A payload that differs from what DCM's config holds under a name other nodes carry
+  // would repartition them undrained.
+  const auto& p = *out.profile;
+  if (dcm_->found && p.found && p.payload && dcm_config_names(config, p.dcm_name) &&
+      !dcm_config_has(config, p.dcm_name, *p.payload))
+    out.dcm_name_labelled = labelled(p.dcm_name);
+  // What DCM's config may be given while the node drains or applies: every valid profile
+  // of the plan, with the nodes a write of it would repartition.
+  const auto& plan_name = item.spec.plan_ref.name;
+  auto& candidates = plans_[plan_name];
+  if (!candidates) {
+    std::vector<plan_profile_candidate> all;
+    std::set<std::string> names;
+    if (auto plan = view_.plans.find(plan_name); plan != view_.plans.end())
+      for (const auto& entry : plan->second->spec.partitionings) {
+        const auto q = profile(entry.profile_ref.name);
+        if (!q->found || !q->payload || payload_problem(*q->payload) ||
+            !q->dcm_name_rivals.empty() || !names.insert(q->dcm_name).second)
+          continue;
+        plan_profile_candidate c{q->dcm_name, *q->payload, {}};
+        if (dcm_config_names(config, q->dcm_name) &&
+            !dcm_config_has(config, q->dcm_name, *q->payload))
+          c.labelled = *labelled(q->dcm_name);
+        all.push_back(std::move(c));
+      }
+    candidates = std::make_shared<const std::vector<plan_profile_candidate>>(std::move(all));
+  }
+  out.plan_profiles = candidates;
+  return out;
+}
+
+bool may_bring_news(const cluster_view& view, const std::string& item, const std::string& node) {
+  return view.shared_changed || view.item_changes.count(item) || view.node_changes.count(node) ||
+         view.pdbs_changed || view.nodes_relabelled;
+}
+
+slice_news news_in(const cluster_view& view, const node_slice* last, const node_slice& now) {
+  if (!last || !now.item || view.shared_changed ||
+      view.item_changes.count(now.item->metadata.name) ||
+      view.node_changes.count(now.item->spec.node_name))
+    return slice_news::own;
+  auto same = [](const auto& a, const auto& b) { return a == b || (a && b && *a == *b); };
+  if (!same(last->dcm_name_labelled, now.dcm_name_labelled))
+    return slice_news::own;
+  if (last->pdbs != now.pdbs) // the same budget objects, or not
+    return slice_news::budgets_only;
+  return slice_news::none;
+}
+
+node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partitioning item,
+                                 std::optional<node_info> node, const worker_facts& facts,
+                                 protocol::wall_clock::time_point now) {
   node_inputs in;
   in.item = std::move(item);
   in.now = now;
   in.node = std::move(node);
   const auto& node_name = in.item.spec.node_name;
-  if (auto pods = view.pods_by_node.find(node_name); pods != view.pods_by_node.end())
-    for (const auto& [key, pod] : *pods->second)
+  if (slice.pods)
+    for (const auto& [key, pod] : *slice.pods)
       in.pods.push_back(*pod);
-  // The budgets matter to a drain (and a dry run's preview) only, and only those covering
-  // a pod on the node; a large cluster has thousands.
+  // The budgets matter to a drain (and a dry run's preview) only.
   if (in.item.spec.dry_run || in.item.status.phase == protocol::node_phase::draining)
-    for (const auto& entry : view.pdbs) {
-      const auto& pdb = *entry.second;
-      if (std::any_of(in.pods.begin(), in.pods.end(),
-                      [&](const pod_info& p) { return pdb.covers(p); }))
-        in.pdbs.push_back(pdb);
-    }
-  in.profile = resolve_profile(view, in.item.spec.profile_ref.name);
-  in.plan = standing_of(view, in.item);
-  in.dcm = dcm_config_of(view, dcm);
+    for (const auto& pdb : slice.pdbs)
+      in.pdbs.push_back(*pdb);
+  if (slice.profile)
+    in.profile = *slice.profile;
+  in.plan = slice.plan;
+  if (slice.dcm)
+    in.dcm = *slice.dcm;
   in.token = facts.token;
   in.evictions = facts.evictions;
   in.write_error = facts.write_error;
   in.resolved_write_error = facts.resolved_write_error;
-  if (auto events = view.dcm_events_by_node.find(node_name);
-      events != view.dcm_events_by_node.end())
-    for (const auto& entry : *events->second)
+  if (slice.dcm_events)
+    for (const auto& entry : *slice.dcm_events)
       in.dcm_events.push_back(entry.second->info);
-  // A payload that differs from what DCM's config holds under a name other nodes carry
-  // would repartition them undrained.
-  if (in.dcm.found && in.profile.found && in.profile.payload &&
-      dcm_config_names(in.dcm.config_json, in.profile.dcm_name) &&
-      !dcm_config_has(in.dcm.config_json, in.profile.dcm_name, *in.profile.payload))
-    in.dcm_name_holders = nodes_labelled(view, in.profile.dcm_name, node_name);
-  // What DCM's config may be given while the node drains or applies: every valid profile
-  // of the plan that would not change the meaning of a name other nodes carry.
+  auto others = [&](const std::vector<std::string>& nodes) {
+    std::vector<std::string> out;
+    for (const auto& n : nodes)
+      if (n != node_name)
+        out.push_back(n);
+    return out;
+  };
+  if (slice.dcm_name_labelled)
+    in.dcm_name_holders = others(*slice.dcm_name_labelled);
+  // The plan's profiles go to DCM's config while the node drains or applies, except one
+  // whose name other nodes carry with another payload in DCM's config.
   const auto phase = in.item.status.phase.value_or(protocol::node_phase::pending);
   const bool writes_dcm =
       phase == protocol::node_phase::draining || phase == protocol::node_phase::applying;
-  if (auto plan = view.plans.find(in.item.spec.plan_ref.name);
-      writes_dcm && plan != view.plans.end())
-    for (const auto& entry : plan->second->spec.partitionings) {
-      const auto p = resolve_profile(view, entry.profile_ref.name);
-      if (!p.found || !p.payload || payload_problem(*p.payload) || !p.dcm_name_rivals.empty() ||
-          in.plan_profiles.count(p.dcm_name))
-        continue;
-      if (dcm_config_names(in.dcm.config_json, p.dcm_name) &&
-          !dcm_config_has(in.dcm.config_json, p.dcm_name, *p.payload) &&
-          !nodes_labelled(view, p.dcm_name, node_name).empty())
-        continue;
-      in.plan_profiles.emplace(p.dcm_name, *p.payload);
-    }
+  if (writes_dcm && slice.plan_profiles)
+    for (const auto& c : *slice.plan_profiles)
+      if (others(c.labelled).empty())
+        in.plan_profiles.emplace(c.dcm_name, c.payload);
   return in;
+}
+
+node_inputs assemble_node_inputs(const cluster_view& view, protocol::node_partitioning item,
+                                 std::optional<node_info> node, const dcm_settings& dcm,
+                                 const worker_facts& facts, protocol::wall_clock::time_point now) {
+  const auto slice = view_slicer(view, dcm).slice(item);
+  return assemble_node_inputs(slice, std::move(item), std::move(node), facts, now);
 }
 
 } // namespace gpu_partitioner::controller

@@ -2,14 +2,16 @@
 
 // What one node's step reads, taken from the cluster view: the node's pods and the budgets
 // that cover them, its profile with the payload and its rivals, its plan's standing, DCM's
-// config and Events, and the profiles DCM's config may be given. Pure: the view in,
-// node_inputs out; the worker adds only what it alone knows (worker_facts).
+// config and Events, and the profiles DCM's config may be given. Pure: a view is cut into
+// node slices (the supervisor's side), a slice and the worker's own facts make node_inputs
+// (the worker's side).
 
 #include "controller/cluster_view.hpp"
 #include "controller/node_machine.hpp"
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,8 +52,81 @@ std::vector<std::string> nodes_labelled(const cluster_view& view, const std::str
 /// sight of a change, and the creation (whole seconds: taken as a second later).
 dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm);
 
-/// The inputs of step_node for `item` (its status as the worker last wrote it), deciding
-/// on `node` (the view's, or the worker's own write while the watch lags; nullopt: gone).
+/// A profile of the item's plan that DCM's config may be given, and the nodes labelled
+/// with its DCM name when DCM's config holds another payload under that name (writing this
+/// one would repartition them undrained; the node being stepped excepted).
+struct plan_profile_candidate {
+  std::string dcm_name;
+  std::string payload;
+  std::vector<std::string> labelled;
+};
+
+/// One node's share of a view: what its worker reads, as pointers to the view's immutable
+/// objects (nothing large is copied), and what was worked out across the view for it. The
+/// plan's supervisor sends it; the worker keeps the latest and steps on it.
+struct node_slice {
+  /// The item as the view has it (its status may be older than the worker's own); null
+  /// once it is gone.
+  std::shared_ptr<const protocol::node_partitioning> item;
+  /// Null when the node is not in the view.
+  std::shared_ptr<const node_info> node;
+  std::shared_ptr<const cluster_view::by_key<pod_info>> pods;
+  /// The budgets that cover a pod on the node.
+  std::vector<std::shared_ptr<const pdb_info>> pdbs;
+  std::shared_ptr<const cluster_view::by_key<dcm_event>> dcm_events;
+  std::shared_ptr<const resolved_profile> profile;
+  plan_standing plan;
+  std::shared_ptr<const dcm_config_state> dcm;
+  std::shared_ptr<const std::vector<plan_profile_candidate>> plan_profiles;
+  /// The nodes labelled with the profile's DCM name, when DCM's config holds another
+  /// payload under it (the node itself included); null otherwise.
+  std::shared_ptr<const std::vector<std::string>> dcm_name_labelled;
+  /// When the view saw the node, its pods or its DCM Events change, if it did: the start
+  /// of the reaction to it.
+  std::optional<protocol::wall_clock::time_point> node_changed_at;
+};
+
+/// Cuts one view into node slices, working out what several nodes share (a profile, DCM's
+/// config, a plan's profiles, who carries a DCM name) once. Holds a reference to the view:
+/// use it while the view lives.
+class view_slicer {
+public:
+  view_slicer(const cluster_view& view, dcm_settings dcm);
+  /// The slice of `item` (the view's, or one the view does not have yet).
+  node_slice slice(const protocol::node_partitioning& item);
+
+private:
+  std::shared_ptr<const resolved_profile> profile(const std::string& name);
+  std::shared_ptr<const std::vector<std::string>> labelled(const std::string& dcm_name);
+
+  const cluster_view& view_;
+  dcm_settings settings_;
+  std::shared_ptr<const dcm_config_state> dcm_;
+  std::map<std::string, std::shared_ptr<const resolved_profile>> profiles_;
+  std::map<std::string, std::shared_ptr<const std::vector<plan_profile_candidate>>> plans_;
+  std::optional<std::map<std::string, std::vector<std::string>>> by_dcm_name_;
+};
+
+/// What a view brings a node's worker: nothing; news of its own (its node, pods, Events or
+/// item, or what every node shares: it steps); or only news of the budgets that cover its
+/// pods (it steps only while it drains).
+enum class slice_news { none, own, budgets_only };
+
+/// Whether `view` may bring the worker of `item` (on `node`) news at all, without cutting
+/// a slice: a view of a thousand nodes usually has news for one or two.
+bool may_bring_news(const cluster_view& view, const std::string& item, const std::string& node);
+
+/// What `now`, cut from `view`, brings the worker that was last sent `last` (null: none yet).
+slice_news news_in(const cluster_view& view, const node_slice* last, const node_slice& now);
+
+/// The inputs of step_node from `slice`, for `item` (the slice's, with the status as the
+/// worker last wrote it), deciding on `node` (the slice's, or the worker's own write while
+/// the watch lags; nullopt: gone).
+node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partitioning item,
+                                 std::optional<node_info> node, const worker_facts& facts,
+                                 protocol::wall_clock::time_point now);
+
+/// The same, straight from a view (one slice cut and assembled).
 node_inputs assemble_node_inputs(const cluster_view& view, protocol::node_partitioning item,
                                  std::optional<node_info> node, const dcm_settings& dcm,
                                  const worker_facts& facts, protocol::wall_clock::time_point now);

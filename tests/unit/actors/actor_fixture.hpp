@@ -322,8 +322,8 @@ struct io_double_state {
       held;
   /// Show the requester the new snapshot before answering, as the watch would.
   bool publish = true;
-  /// The plan's latest view, if the requester reads one: set before it is told.
-  std::shared_ptr<ga::latest_view> latest;
+  /// Where DCM's config is, for the slices shown to the requester.
+  gc::dcm_settings dcm{dcm_ns, dcm_cm, std::chrono::milliseconds(90000)};
 };
 
 /// An io handle the test can also tell to deliver what it holds.
@@ -337,9 +337,11 @@ inline io_double_actor::behavior_type io_double(io_double_actor::pointer self,
     if (st->publish)
       if (auto to = caf::actor_cast<caf::actor>(requester)) {
         auto view = st->cluster.snapshot();
-        if (st->latest)
-          st->latest->set(view);
-        caf::anon_send(to, ga::view_atom_v, view);
+        if (auto item = view->items.find(io.item); item != view->items.end())
+          caf::anon_send(to, ga::view_atom_v,
+                         std::make_shared<const gc::node_slice>(
+                             gc::view_slicer(*view, st->dcm).slice(*item->second)),
+                         false);
       }
     rp.deliver(r);
   };

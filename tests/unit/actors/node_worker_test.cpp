@@ -31,7 +31,6 @@ struct worker_fixture : actor_fixture {
   ga::governor_actor governor = spawn(governor_double, governed);
   ga::node_worker_actor worker;
   std::chrono::milliseconds watch_lag_limit{10000};
-  std::shared_ptr<ga::latest_view> latest = std::make_shared<ga::latest_view>();
 
   cluster_model& cluster() { return io_state->cluster; }
 
@@ -50,24 +49,22 @@ struct worker_fixture : actor_fixture {
     ga::node_worker_config c;
     c.item = item_name;
     c.plan = plan_name;
-    c.dcm_namespace = dcm_ns;
-    c.dcm_name = dcm_cm;
     c.io = io.address();
     c.writer = writer.address();
     c.governor = governor;
     c.watch_lag_limit = watch_lag_limit;
-    c.latest = latest;
-    io_state->latest = latest;
     worker = spawn(ga::node_worker, c);
     sched.run();
   }
 
-  // As the plan's supervisor shows a view: it becomes the plan's latest, then the worker
-  // is told.
-  void show(ga::snapshot_ptr view) {
-    latest->set(view);
-    caf::anon_send(worker, ga::view_atom_v, std::move(view));
+  // As the plan's supervisor shows a view: the worker is sent its slice of it.
+  void show(const ga::snapshot_ptr& view, bool budgets_only = false) {
+    caf::anon_send(worker, ga::view_atom_v, slice_of(*view), budgets_only);
     sched.run();
+  }
+  ga::node_slice_ptr slice_of(const ga::cluster_snapshot& view) const {
+    const auto& item = view.items.count(item_name) ? *view.items.at(item_name) : make_item("gpu-1");
+    return std::make_shared<const gc::node_slice>(gc::view_slicer(view, io_state->dcm).slice(item));
   }
 
   void show_view() { show(cluster().snapshot()); }
@@ -574,38 +571,30 @@ BOOST_FIXTURE_TEST_CASE(the_echo_of_its_own_write_is_not_a_change_to_react_to, w
   BOOST_TEST(!request(1).reacting_to.has_value());
 }
 
-// A view in which nothing of this worker's changed is not a step: no status, no report
-// to the governor. Its node's change, its item's, or (draining) a PDB's is.
-BOOST_FIXTURE_TEST_CASE(a_view_with_nothing_of_the_workers_changed_is_not_stepped, worker_fixture) {
+// A slice whose only news is the budgets covering the node's pods is no step while the
+// node is not draining (no status, no report to the governor); any other slice is.
+BOOST_FIXTURE_TEST_CASE(a_slice_of_budget_news_is_no_step_unless_draining, worker_fixture) {
   start();
   show_view();
   const auto wants = governed->wants.size();
   BOOST_TEST_REQUIRE(wants >= 1u);
-  cluster().mark_all_changed = false;
-  cluster().view.node_changes["gpu-2"] = gp::wall_clock::now();
-  cluster().view.item_changes.insert(std::string(plan_name) + "-gpu-2");
-  cluster().view.pdbs_changed = true; // not draining: no matter
-  show_view();
+  show(cluster().snapshot(), true);
   BOOST_TEST(governed->wants.size() == wants);
-  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now();
-  show_view();
+  show(cluster().snapshot(), false);
   BOOST_TEST(governed->wants.size() == wants + 1);
-  cluster().view.node_changes.clear();
-  cluster().view.item_changes.insert(item_name);
-  show_view();
-  BOOST_TEST(governed->wants.size() == wants + 2);
 }
 
-// Workers read the plan's latest view when they step and keep none of the views they are
-// told of: at a thousand nodes a view is about a megabyte, and each worker holding the
-// one it was last sent kept a second's worth of them alive.
-BOOST_FIXTURE_TEST_CASE(a_worker_keeps_none_of_the_views_it_is_told_of, worker_fixture) {
+// A worker keeps its slice of a view, not the view: at a thousand nodes a view is about a
+// megabyte, and workers holding the ones they were last sent kept many of them alive.
+BOOST_FIXTURE_TEST_CASE(a_worker_keeps_none_of_the_views_it_is_sliced_from, worker_fixture) {
   start();
   auto told = cluster().snapshot();
   const std::weak_ptr<const ga::cluster_snapshot> seen = told;
-  show(std::move(told));
-  BOOST_TEST_REQUIRE(!governed->wants.empty()); // it stepped on that view
-  latest->set(cluster().snapshot());            // the plan's next view
+  show(told);
+  BOOST_TEST_REQUIRE(!governed->wants.empty()); // it stepped on that slice
+  told.reset();
+  cluster().put(make_pod("gpu-1", "web-1")); // the model's next view
+  (void)cluster().snapshot();
   BOOST_TEST(seen.expired());
 }
 
@@ -622,8 +611,9 @@ BOOST_FIXTURE_TEST_CASE(a_worker_drops_its_written_node_once_the_view_has_it, wo
   BOOST_TEST(ours.expired());
 }
 
-// A step on a timer reads the latest view, though the worker was told of nothing since.
-BOOST_FIXTURE_TEST_CASE(a_timer_step_reads_the_plans_latest_view, worker_fixture) {
+// A slice whose only news is the budgets is kept without a step while the node does not
+// drain; the next step, on a timer, reads it.
+BOOST_FIXTURE_TEST_CASE(a_timer_step_reads_the_latest_slice, worker_fixture) {
   cluster().dcm_answer = "";
   run_the_whole_way();
   BOOST_TEST_REQUIRE(written->last_phase(item_name) == "WaitingOperator");
@@ -631,7 +621,9 @@ BOOST_FIXTURE_TEST_CASE(a_timer_step_reads_the_plans_latest_view, worker_fixture
   cluster().dcm_says(done, "success");
   done.resource_version = std::to_string(std::stoi(done.resource_version) + 1);
   cluster().put(done);
-  latest->set(cluster().snapshot()); // no message: only the latest view has it
+  const auto before = written->statuses.size();
+  show(cluster().snapshot(), true);
+  BOOST_TEST(written->statuses.size() == before, "no step on budget news");
   run_with_timers(40);
   BOOST_TEST(written->last_phase(item_name) == "Succeeded");
 }

@@ -229,8 +229,8 @@ BOOST_AUTO_TEST_CASE(the_plan_standing_names_why_the_operator_may_not_act) {
       gc::standing_of(b.v, item("a", "cpx", gp::node_phase::pending, "p", "uid-0"));
   BOOST_TEST(!other_uid.owned);
   BOOST_TEST(other_uid.problem.reason == "PlanNotFound");
-  BOOST_TEST(other_uid.problem.message.rfind(
-                 "spec.planRef: PartitioningPlan \"p\" has uid uid-1", 0) == 0u,
+  BOOST_TEST(other_uid.problem.message.rfind("spec.planRef: PartitioningPlan \"p\" has uid uid-1",
+                                             0) == 0u,
              other_uid.problem.text());
 
   const auto none = gc::standing_of(b.v, item("a", "cpx", gp::node_phase::pending, "gone"));
@@ -331,3 +331,46 @@ BOOST_AUTO_TEST_CASE(the_plans_profiles_go_to_dcm_unless_they_would_change_a_nam
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Which workers a view has news for: the supervisor cuts slices only for those.
+BOOST_AUTO_TEST_CASE(a_view_brings_a_worker_news_of_its_own_of_its_budgets_or_none) {
+  view_builder b;
+  b.plan("p", {"cpx"})
+      .profile("cpx", "cpx-payload")
+      .payload("cpx-payload", cpx)
+      .node("a")
+      .node("b");
+  const auto it = item("a", "cpx");
+  b.v.items[it.metadata.name] = std::make_shared<const gp::node_partitioning>(it);
+  auto cut = [&] { return gc::view_slicer(b.v, dcm).slice(it); };
+  const auto first = cut();
+  BOOST_TEST((gc::news_in(b.v, nullptr, first) == gc::slice_news::own), "a first slice");
+
+  BOOST_TEST(!gc::may_bring_news(b.v, it.metadata.name, "a"), "nothing marked changed");
+  BOOST_TEST((gc::news_in(b.v, &first, cut()) == gc::slice_news::none));
+
+  b.v.node_changes["b"] = t0; // another node's
+  b.v.item_changes.insert("p-b");
+  BOOST_TEST(!gc::may_bring_news(b.v, it.metadata.name, "a"));
+  b.v.node_changes["a"] = t0;
+  BOOST_TEST(gc::may_bring_news(b.v, it.metadata.name, "a"));
+  BOOST_TEST((gc::news_in(b.v, &first, cut()) == gc::slice_news::own), "its node changed");
+  b.v.node_changes.clear();
+  b.v.item_changes = {it.metadata.name};
+  BOOST_TEST((gc::news_in(b.v, &first, cut()) == gc::slice_news::own), "its item changed");
+  b.v.item_changes.clear();
+  b.v.shared_changed = true;
+  BOOST_TEST((gc::news_in(b.v, &first, cut()) == gc::slice_news::own), "what all share");
+  b.v.shared_changed = false;
+
+  // A budget over a pod of the node changes: news of budgets only. One over no pod of
+  // the node: none.
+  b.v.pdbs_changed = true;
+  b.pod("a", "web-1", "web");
+  const auto with_pod = cut();
+  b.pdb("web", "web");
+  BOOST_TEST((gc::news_in(b.v, &with_pod, cut()) == gc::slice_news::budgets_only));
+  const auto covered = cut();
+  b.pdb("other", "db");
+  BOOST_TEST((gc::news_in(b.v, &covered, cut()) == gc::slice_news::none));
+}

@@ -84,6 +84,29 @@ BOOST_AUTO_TEST_CASE(finds_replaces_and_erases_across_chunk_splits) {
   BOOST_TEST(m.count("") == 0u);
 }
 
+// lower_bound agrees with std::map's across chunks: a namespace's keys are walked from it.
+BOOST_AUTO_TEST_CASE(lower_bound_finds_the_first_key_not_below) {
+  smap m;
+  ref want;
+  for (int i = 0; i < 500; i += 2) {
+    m.set(key_of(i), std::make_shared<const int>(i));
+    want[key_of(i)] = i;
+  }
+  for (int i = 0; i < 520; ++i)
+    for (const auto& probe :
+         {key_of(i), key_of(i) + "!", std::string("node-") + std::to_string(i)}) {
+      auto got = m.lower_bound(probe);
+      auto expected = want.lower_bound(probe);
+      BOOST_TEST_REQUIRE(((got == m.end()) == (expected == want.end())), probe);
+      if (expected != want.end())
+        BOOST_TEST(got->first == expected->first);
+    }
+  BOOST_TEST((m.lower_bound("zzz") == m.end()));
+  BOOST_TEST(m.lower_bound("")->first == want.begin()->first);
+  const smap none;
+  BOOST_TEST((none.lower_bound("a") == none.end()));
+}
+
 // Random operations against std::map, with copies taken along the way: each copy must
 // still hold exactly what the map held when it was taken.
 BOOST_AUTO_TEST_CASE(copies_never_see_later_changes) {
