@@ -89,8 +89,8 @@ io_actor::behavior_type io_router(io_actor::pointer self, io_actor writes, io_ac
           return rp;
         }
         // A node's pods are evicted side by side, one request each, as kubectl drain does:
-        // one after another, a node of three pods waited three times for the API server's
-        // 500 ms retry of a conflicting budget update. The answers are merged into one.
+        // each may wait for the API server's 500 ms retry of a conflicting budget update,
+        // and those waits overlap. The answers are merged into one.
         struct merged {
           node_io_result result;
           std::size_t left = 0;

@@ -270,14 +270,12 @@ int main(int argc, char** argv) {
     io.connection.may_write = elector->write_gate();
   auto writer = system.spawn(actors::status_writer, io);
   // Eight connections for node writes, sixteen for evictions and two for the supervisors'
-  // writes of NodePartitionings (io_router). Fifty nodes in a wave answer DCM at about
-  // the same moment: with four connections the last untaint of such a burst waited
-  // 900 ms (p99 at 100 nodes). An eviction takes the API server half a second or more
-  // when its budget's status update conflicts (it retries after 500 ms), and fifty nodes
-  // draining at once bring 150 of them, sent side by side. A plan of a thousand nodes
-  // starts with a thousand creates, which held the first cordon for 10 s when they shared
-  // the node writes' queue.
-  // Each request goes to an executor with nothing to do (actors::io_pool).
+  // writes of NodePartitionings (io_router), sized for a wave of fifty nodes: its nodes
+  // answer DCM at about the same moment, and each untaint should find a free connection;
+  // an eviction may take the API server half a second (its retry of a conflicting budget
+  // update), and such a wave sends about 150 side by side; and a plan's first thousand
+  // creates must not queue ahead of its first cordon. Each request goes to an executor
+  // with nothing to do (actors::io_pool).
   auto pool = [&](std::size_t connections) {
     std::vector<actors::io_actor> executors;
     for (std::size_t i = 0; i < connections; ++i)

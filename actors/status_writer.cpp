@@ -110,8 +110,8 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
         s->flush_pending = false;
         // One object a message, oldest change first; the rest follow at once, after
         // whatever else waits. A worker's write-ahead persist, at high priority, then
-        // waits for one write at most, not for a batch: with eight a message, persists
-        // waited 1.8 s (p99) behind fifty nodes' statuses, and every node step with them.
+        // waits for one write at most, not for a batch (and every node step waits for
+        // its persist).
         if (write_some(1)) {
           s->flush_pending = true;
           self->delayed_send(self, std::chrono::seconds(1), flush_atom_v);
