@@ -230,8 +230,9 @@ std::string render_status(const protocol::partitioning_plan& plan,
     out << "  (the operator has not yet seen generation " << plan.metadata.generation << ")\n";
   // Conditions that say something is wrong or held.
   for (const auto& c : st.conditions) {
-    bool worrying = (c.type == "Degraded" || c.type == "Conflict" || c.type == "Invalid" ||
-                     c.type == "Paused") &&
+    namespace pc = protocol::plan_condition;
+    bool worrying = (c.type == pc::degraded || c.type == pc::conflict || c.type == pc::invalid ||
+                     c.type == pc::paused) &&
                     c.status == condition_status::true_;
     if (worrying)
       out << "  " << c.type << ": " << c.reason << (c.message.empty() ? "" : ": ") << c.message

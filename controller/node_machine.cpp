@@ -16,6 +16,7 @@ namespace gpu_partitioner::controller {
 
 using protocol::condition_status;
 using protocol::node_phase;
+namespace node_condition = protocol::node_condition;
 using namespace std::chrono_literals;
 namespace codec = protocol::codec;
 
@@ -157,7 +158,7 @@ bool run_started(const protocol::node_partitioning_status& st) {
 
 bool we_tainted(const protocol::node_partitioning_status& st) {
   for (const auto& c : st.conditions)
-    if (c.type == "NodeTainted")
+    if (c.type == node_condition::node_tainted)
       return c.status == condition_status::true_;
   return false;
 }
@@ -173,7 +174,8 @@ bool restore_node(const node_info& node, status_editor& s, node_step& out, bool 
     return true;
   }
   if (!node.has_dcm_taint() && we_tainted(s.status))
-    s.condition("NodeTainted", false, "Untainted", "amd-dcm=up:NoExecute is off the node");
+    s.condition(node_condition::node_tainted, false, "Untainted",
+                "amd-dcm=up:NoExecute is off the node");
   if (was && !keep_cordon) {
     node_patch p;
     if (!admin_cordoned(*was) && node.unschedulable)
@@ -203,7 +205,7 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   if (!in.plan.may_start) {
     const auto& p = in.plan.problem;
-    s.condition("Started", false, p.reason, p.text());
+    s.condition(node_condition::started, false, p.reason, p.text());
     out.requeue = 10s;
     return;
   }
@@ -223,7 +225,7 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
     for (const auto& f : findings)
       preview.findings.push_back(f.text());
     s.status.preview = preview;
-    s.condition("DryRun", true, "DryRun",
+    s.condition(node_condition::dry_run, true, "DryRun",
                 "dry run: " + std::to_string(preview.pods_to_evict.size()) +
                     " pod(s) would be evicted; nothing on the node changes");
     out.requeue = 10s;
@@ -232,16 +234,17 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   s.status.preview.reset();
   if (!findings.empty()) {
     const auto first = findings.front().text();
-    s.condition("Preflight", false, findings.front().reason, first);
+    s.condition(node_condition::preflight, false, findings.front().reason, first);
     s.error(first);
     s.enter(node_phase::failed, "PreflightFailed", first, true);
     return;
   }
-  s.condition("Preflight", true, "PreflightPassed", "profile, DCM payload and node agree");
+  s.condition(node_condition::preflight, true, "PreflightPassed",
+              "profile, DCM payload and node agree");
   // A NotReady node (its kubelet stopped, or cut off) would not drain: its pods stay
   // Terminating. It waits here, counted unavailable, and starts once Ready.
   if (!node.ready) {
-    s.condition("Started", false, "NodeNotReady",
+    s.condition(node_condition::started, false, "NodeNotReady",
                 "the node is not Ready; it starts once its kubelet reports Ready again");
     out.requeue = 10s;
     return;
@@ -250,7 +253,7 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
     s.status.observed_hash = in.item.spec.desired_hash;
     s.status.completed_at = protocol::format_time(in.now);
     s.error("");
-    s.condition("Verified", true, "AlreadyInTargetState",
+    s.condition(node_condition::verified, true, "AlreadyInTargetState",
                 "the node already runs profile " + in.profile.dcm_name);
     s.enter(node_phase::succeeded, "AlreadyInTargetState",
             "already partitioned as " + in.profile.dcm_name + "; nothing to do");
@@ -258,11 +261,12 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   }
   out.wants_token = true;
   if (!in.token) {
-    s.condition("Started", false, "WaitingForToken",
+    s.condition(node_condition::started, false, "WaitingForToken",
                 "waiting for the plan's rollout limits to allow this node");
     return;
   }
-  s.condition("Started", true, "TokenGranted", "the rollout limits allow this node to start");
+  s.condition(node_condition::started, true, "TokenGranted",
+              "the rollout limits allow this node to start");
   s.status.observed_hash = in.item.spec.desired_hash;
   s.status.started_at = protocol::format_time(in.now);
   s.status.completed_at.clear();
@@ -313,7 +317,8 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   // DCM may be at work, whatever the drain's timeout or the profile says now. Applying
   // finds the label and waits for DCM, or sets the label again.
   if (marked_by_this_run(in, s)) {
-    s.condition("Drained", true, "Drained", "the node runs no pod that holds its GPUs");
+    s.condition(node_condition::drained, true, "Drained",
+                "the node runs no pod that holds its GPUs");
     s.enter(node_phase::applying, "Drained", "the drain was over: handing the profile to DCM");
     out.requeue = 1ms;
     return;
@@ -350,7 +355,8 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
     out.requeue = poll_interval;
     return;
   }
-  s.condition("NodeCordoned", true, "Cordoned", "no new pods are scheduled to the node");
+  s.condition(node_condition::node_cordoned, true, "Cordoned",
+              "no new pods are scheduled to the node");
 
   const auto pass = plan_evictions(in.pods, in.pdbs, in.evictions, drain, in.now);
   if (past(s, drain.timeout_seconds)) {
@@ -376,22 +382,23 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
     s.status.drain.blocking_pods = pass.shown;
     if (!pass.evictable.empty()) {
       if (!pass.blocked.empty())
-        s.condition("Drained", false, "EvictionBlocked",
+        s.condition(node_condition::drained, false, "EvictionBlocked",
                     std::to_string(pass.blocked.size()) +
                         " pod(s) blocked by a PodDisruptionBudget; retrying every 5 s");
       else if (pass.not_evicted > 0)
-        s.condition("Drained", false, "Evicting",
+        s.condition(node_condition::drained, false, "Evicting",
                     std::to_string(pass.not_evicted) + " pod(s) left to evict");
       // No count here: it would change, and be written, as each pod goes.
       else
-        s.condition("Drained", false, "Terminating",
+        s.condition(node_condition::drained, false, "Terminating",
                     "no pod is left to evict; waiting for the evicted ones to terminate");
       out.requeue = poll_interval;
       return;
     }
-    s.condition("Drained", true, "Drained", "every pod the taint would remove was evicted");
+    s.condition(node_condition::drained, true, "Drained",
+                "every pod the taint would remove was evicted");
   } else if (!drain.enabled) {
-    s.condition("Drained", false, "DrainDisabled",
+    s.condition(node_condition::drained, false, "DrainDisabled",
                 "drainPolicy.enabled is false: the taint removes pods without regard for "
                 "PodDisruptionBudgets");
   }
@@ -404,19 +411,20 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
     out.requeue = poll_interval;
     return;
   }
-  s.condition("NodeTainted", true, "Tainted", "amd-dcm=up:NoExecute is on the node");
+  s.condition(node_condition::node_tainted, true, "Tainted", "amd-dcm=up:NoExecute is on the node");
   std::int32_t left = 0;
   for (const auto& pod : in.pods)
     if (!pod.mirror && !pod.finished() && !pod.tolerates_dcm_taint())
       ++left;
   if (left > 0) {
-    s.condition("Drained", false, "WaitingForPods",
+    s.condition(node_condition::drained, false, "WaitingForPods",
                 std::to_string(left) + " pod(s) not tolerating the taint are still terminating");
     out.requeue = poll_interval;
     return;
   }
   if (drain.enabled)
-    s.condition("Drained", true, "Drained", "the node runs no pod that holds its GPUs");
+    s.condition(node_condition::drained, true, "Drained",
+                "the node runs no pod that holds its GPUs");
   s.enter(node_phase::applying, "Drained", "handing profile " + in.profile.dcm_name + " to DCM");
   out.requeue = 1ms;
 }
@@ -439,11 +447,12 @@ bool run_mark_lost(const node_inputs& in, status_editor& s, node_step& out) {
   auto& c = s.status.conditions;
   c.erase(std::remove_if(c.begin(), c.end(),
                          [](const auto& x) {
-                           return x.type == "OperatorSucceeded" || x.type == "Verified" ||
-                                  x.type == "NodeTainted";
+                           return x.type == node_condition::operator_succeeded ||
+                                  x.type == node_condition::verified ||
+                                  x.type == node_condition::node_tainted;
                          }),
           c.end());
-  s.condition("ProfileApplied", false, "RunMarkLost",
+  s.condition(node_condition::profile_applied, false, "RunMarkLost",
               "the node no longer carries this run's profile label and mark");
   s.status.drain = {};
   s.enter(node_phase::draining, "NodeReplaced",
@@ -463,7 +472,7 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   const std::string mark = run_mark(in, s);
   const std::string labelled = node.label(dcm_profile_label);
   if (labelled_by_this_run(in, s)) {
-    s.condition("ProfileApplied", true, "LabelSet",
+    s.condition(node_condition::profile_applied, true, "LabelSet",
                 std::string(dcm_profile_label) + "=" + labelled + " is set");
     s.enter(node_phase::waiting_operator, "ProfileApplied",
             "waiting for DCM to partition the GPUs");
@@ -502,7 +511,7 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   }
   if (!dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
     out.dcm = missing_profiles(in);
-    s.condition("ProfileApplied", false, "WritingDCMConfig",
+    s.condition(node_condition::profile_applied, false, "WritingDCMConfig",
                 "adding profile " + profile + " to " + in.dcm.ns + "/" + in.dcm.name);
     out.requeue = poll_interval;
     return;
@@ -511,7 +520,7 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
   // label set before the file holds the profile gets NonExistentProfile.
   if (in.dcm.written_at && in.now < *in.dcm.written_at + in.dcm.sync) {
     const auto at = *in.dcm.written_at + in.dcm.sync;
-    s.condition("ProfileApplied", false, "WaitingForDCMConfig",
+    s.condition(node_condition::profile_applied, false, "WaitingForDCMConfig",
                 "DCM's config holds profile " + profile + " since " +
                     protocol::format_time(*in.dcm.written_at) +
                     "; kubelet delivers it to DCM's file within " +
@@ -599,7 +608,7 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
       std::max<long long>(30, timeout_of(in.item.spec.verification.timeout_seconds) / 2));
   const bool unconfirmed_for_long = !answer && in.now - s.entered() >= fallback;
   auto succeed = [&](const std::string& reason, const std::string& message) {
-    s.condition("OperatorSucceeded", true, reason, message);
+    s.condition(node_condition::operator_succeeded, true, reason, message);
     s.enter(node_phase::verifying, "OperatorSucceeded",
             "DCM partitioned the GPUs; removing the taint so the device plugin restarts");
     out.requeue = 1ms;
@@ -619,31 +628,31 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
     // DCM retries busy GPUs every minute for up to 30 minutes: keep waiting, bounded by
     // the plan's verification timeout below.
     const std::string who = gpu_holders(in);
-    s.condition("OperatorSucceeded", false, "DCMRetrying",
+    s.condition(node_condition::operator_succeeded, false, "DCMRetrying",
                 "DCM finds the GPUs busy and retries every minute for up to 30 minutes" +
                     (who.empty() ? std::string(" (no pod here holds GPUs: a host process may)")
                                  : "; pods holding GPUs: " + who));
   } else if (answer && answer->reason == "NonExistentProfile") {
     // The label went out once the config was old enough; kubelet may still be slower.
     // DCM runs the label again when its file changes.
-    s.condition("OperatorSucceeded", false, "DCMConfigNotDelivered",
+    s.condition(node_condition::operator_succeeded, false, "DCMConfigNotDelivered",
                 "DCM's file does not hold profile " + profile +
                     " yet; DCM runs the label again when kubelet delivers it");
   } else if (answer || (state == "failure" && unconfirmed_for_long)) {
     std::string why = "DCM reported failure for profile " + profile;
     if (answer)
       why += ": " + answer->reason + ": " + answer->message;
-    s.condition("OperatorSucceeded", false, "DCMFailed", "DCM reported failure");
+    s.condition(node_condition::operator_succeeded, false, "DCMFailed", "DCM reported failure");
     fail_keeping_cordon(in, s, out, "OperatorFailed", why);
     return;
   } else {
-    s.condition("OperatorSucceeded", false, "Waiting",
+    s.condition(node_condition::operator_succeeded, false, "Waiting",
                 "waiting for DCM's answer for profile " + profile +
                     (state.empty() ? std::string() : " (the state label says " + state + ")"));
   }
   const auto timeout = in.item.spec.verification.timeout_seconds;
   if (past(s, timeout)) {
-    s.condition("OperatorSucceeded", false, "DCMTimeout", "DCM did not answer");
+    s.condition(node_condition::operator_succeeded, false, "DCMTimeout", "DCM did not answer");
     fail_keeping_cordon(in, s, out, "OperatorTimeout",
                         "DCM did not report a result within " +
                             std::to_string(timeout_of(timeout)) + " s");
@@ -667,10 +676,12 @@ void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
     out.requeue = poll_interval;
     return;
   }
-  s.condition("NodeTainted", false, "Untainted", "the taint is gone; the device plugin restarts");
+  s.condition(node_condition::node_tainted, false, "Untainted",
+              "the taint is gone; the device plugin restarts");
   const std::string gap = verification_gap(in);
   if (gap.empty()) {
-    s.condition("Verified", true, "Verified", "the node reports the expected GPU resources");
+    s.condition(node_condition::verified, true, "Verified",
+                "the node reports the expected GPU resources");
     s.status.completed_at = protocol::format_time(in.now);
     s.error("");
     s.enter(node_phase::succeeded, "Verified", "profile " + in.profile.dcm_name + " is in place");
@@ -682,7 +693,7 @@ void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
       out.enough_on_record = node_phase::verifying;
     return;
   }
-  s.condition("Verified", false, "Mismatch", gap);
+  s.condition(node_condition::verified, false, "Mismatch", gap);
   const auto timeout = in.profile.found ? in.profile.spec.verification.timeout_seconds
                                         : in.item.spec.verification.timeout_seconds;
   if (past(s, timeout)) {
@@ -719,7 +730,8 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
       return;
     const auto findings = preflight(in);
     if (findings.empty()) {
-      s.condition("Preflight", true, "PreflightPassed", "the preflight finding was resolved");
+      s.condition(node_condition::preflight, true, "PreflightPassed",
+                  "the preflight finding was resolved");
       s.error("");
       s.enter(node_phase::pending, "PreflightPassed", "the cause was fixed: starting over");
       out.requeue = 1ms;
@@ -727,7 +739,7 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
       // The cause may have changed (DCM's ConfigMap came back, but invalid): say what it
       // is now, not what it was.
       const auto first = findings.front().text();
-      s.condition("Preflight", false, findings.front().reason, first);
+      s.condition(node_condition::preflight, false, findings.front().reason, first);
       s.error(first);
       out.requeue = 10s;
     }
@@ -789,7 +801,7 @@ node_step step_node(const node_inputs& in) {
     }
     // Not an item of a live plan: say so, and do nothing else (no finalizer either).
     const auto& p = in.plan.problem;
-    s.condition("Owned", false, p.reason, p.text());
+    s.condition(node_condition::owned, false, p.reason, p.text());
     s.finish();
     return out;
   }

@@ -30,11 +30,10 @@ void remember(protocol::partitioning_plan_status& st,
               protocol::wall_clock::time_point now) {
   st.history = previous.history;
   if (!previous.phase || *previous.phase != *st.phase) {
-    static const char* names[] = {"Pending", "Progressing", "Paused", "Completed", "Degraded"};
-    st.history.push_back({protocol::format_time(now), names[static_cast<int>(*st.phase)],
-                          std::to_string(st.nodes.succeeded) + "/" +
-                              std::to_string(st.nodes.total) + " nodes done, " +
-                              std::to_string(st.nodes.failed) + " failed"});
+    st.history.push_back(
+        {protocol::format_time(now), std::string(protocol::codec::to_string(*st.phase)),
+         std::to_string(st.nodes.succeeded) + "/" + std::to_string(st.nodes.total) +
+             " nodes done, " + std::to_string(st.nodes.failed) + " failed"});
     while (st.history.size() > protocol::partitioning_plan_status::history_limit)
       st.history.erase(st.history.begin());
   }
@@ -109,45 +108,50 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
       st.nodes.draining + st.nodes.applying + st.nodes.waiting_operator + st.nodes.verifying;
 
   if (!resolution.problems.empty()) {
-    set_condition(st, "Invalid", true, "InvalidSpec",
+    set_condition(st, protocol::plan_condition::invalid, true, "InvalidSpec",
                   listed(resolution.problems) + "; no node starts until it is fixed", now, gen);
   } else {
-    set_condition(st, "Invalid", false, "Valid", "the plan resolves", now, gen);
+    set_condition(st, protocol::plan_condition::invalid, false, "Valid", "the plan resolves", now,
+                  gen);
   }
   if (!st.conflicts.empty()) {
     std::vector<std::string> which;
     for (const auto& c : st.conflicts)
       which.push_back(c.node + ": " + c.reason);
-    set_condition(st, "Conflict", true, "NodesSelectedTwice",
+    set_condition(st, protocol::plan_condition::conflict, true, "NodesSelectedTwice",
                   std::to_string(st.conflicts.size()) + " node(s) left alone: " + listed(which),
                   now, gen);
   } else {
-    set_condition(st, "Conflict", false, "NoConflict", "no node is selected twice", now, gen);
+    set_condition(st, protocol::plan_condition::conflict, false, "NoConflict",
+                  "no node is selected twice", now, gen);
   }
   if (resolution.problems.empty()) {
     // A selector that matches nothing is most often a typo in a label: say which entry.
     if (!resolution.unmatched.empty())
-      set_condition(st, "NodesSelected", false, "NoNodesSelected", listed(resolution.unmatched),
-                    now, gen);
+      set_condition(st, protocol::plan_condition::nodes_selected, false, "NoNodesSelected",
+                    listed(resolution.unmatched), now, gen);
     else
-      set_condition(st, "NodesSelected", true, "NodesSelected",
+      set_condition(st, protocol::plan_condition::nodes_selected, true, "NodesSelected",
                     "every partitioning selects at least one node", now, gen);
   }
-  set_condition(st, "Degraded", st.nodes.failed > 0,
+  set_condition(st, protocol::plan_condition::degraded, st.nodes.failed > 0,
                 st.nodes.failed > 0 ? "NodesFailed" : "NoFailures",
                 st.nodes.failed > 0 ? "failed: " + listed(failed_nodes) + "; no further nodes start"
                                     : "no node failed",
                 now, gen);
-  set_condition(st, "Paused", plan.spec.paused, plan.spec.paused ? "Paused" : "Running",
+  set_condition(st, protocol::plan_condition::paused, plan.spec.paused,
+                plan.spec.paused ? "Paused" : "Running",
                 plan.spec.paused ? "spec.paused: no node starts; nodes in flight finish"
                                  : "not paused",
                 now, gen);
   const bool complete = st.nodes.total > 0 && st.nodes.succeeded == st.nodes.total;
-  set_condition(st, "Completed", complete, complete ? "AllNodesSucceeded" : "InProgress",
+  set_condition(st, protocol::plan_condition::completed, complete,
+                complete ? "AllNodesSucceeded" : "InProgress",
                 std::to_string(st.nodes.succeeded) + "/" + std::to_string(st.nodes.total) +
                     " nodes succeeded",
                 now, gen);
-  set_condition(st, "Progressing", in_flight > 0, in_flight > 0 ? "NodesInFlight" : "Idle",
+  set_condition(st, protocol::plan_condition::progressing, in_flight > 0,
+                in_flight > 0 ? "NodesInFlight" : "Idle",
                 std::to_string(in_flight) + " node(s) in flight", now, gen);
 
   if (!resolution.problems.empty())
@@ -170,7 +174,8 @@ protocol::partitioning_plan_status
 invalid_plan_status(const protocol::partitioning_plan_status& previous, const std::string& problem,
                     protocol::wall_clock::time_point now) {
   protocol::partitioning_plan_status st = previous;
-  set_condition(st, "Invalid", true, "InvalidSpec", problem + "; the plan is not acted on", now, 0);
+  set_condition(st, protocol::plan_condition::invalid, true, "InvalidSpec",
+                problem + "; the plan is not acted on", now, 0);
   st.phase = plan_phase::degraded;
   remember(st, previous, now);
   return st;

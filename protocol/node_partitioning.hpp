@@ -207,4 +207,18 @@ constexpr auto describe(codec::tag<node_partitioning>) {
       codec::field("status", &T::status));
 }
 
+/// The condition types of a NodePartitioning's status.
+namespace node_condition {
+inline constexpr const char* started = "Started";
+inline constexpr const char* owned = "Owned";
+inline constexpr const char* preflight = "Preflight";
+inline constexpr const char* dry_run = "DryRun";
+inline constexpr const char* node_cordoned = "NodeCordoned";
+inline constexpr const char* drained = "Drained";
+inline constexpr const char* node_tainted = "NodeTainted";
+inline constexpr const char* profile_applied = "ProfileApplied";
+inline constexpr const char* operator_succeeded = "OperatorSucceeded";
+inline constexpr const char* verified = "Verified";
+} // namespace node_condition
+
 } // namespace gpu_partitioner::protocol

@@ -175,4 +175,15 @@ constexpr auto describe(codec::tag<partitioning_plan>) {
       codec::field("status", &T::status));
 }
 
+/// The condition types of a PartitioningPlan's status.
+namespace plan_condition {
+inline constexpr const char* invalid = "Invalid";
+inline constexpr const char* nodes_selected = "NodesSelected";
+inline constexpr const char* conflict = "Conflict";
+inline constexpr const char* paused = "Paused";
+inline constexpr const char* progressing = "Progressing";
+inline constexpr const char* degraded = "Degraded";
+inline constexpr const char* completed = "Completed";
+} // namespace plan_condition
+
 } // namespace gpu_partitioner::protocol
