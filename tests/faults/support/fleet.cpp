@@ -223,6 +223,18 @@ void expect_none_stranded(fleet& f) {
 }
 
 void expect_each_change_once(const node_history& h, const std::vector<std::string>& nodes) {
+  // The plan's phase may be read before the node watch delivers the last node's untaint
+  // and uncordon, made a moment earlier: wait for every node to be back in service there.
+  (void)e2e::eventually(
+      [&] {
+        const auto now = h.states();
+        return std::all_of(nodes.begin(), nodes.end(), [&](const std::string& n) {
+          auto it = now.find(n);
+          return it != now.end() && !it->second.empty() && !it->second.back().cordoned &&
+                 !it->second.back().tainted;
+        });
+      },
+      std::chrono::seconds(15));
   const auto all = h.states();
   for (const auto& n : nodes) {
     auto it = all.find(n);
