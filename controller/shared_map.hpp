@@ -75,17 +75,6 @@ public:
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
-  const_iterator find(const std::string& key) const {
-    const auto c = chunk_for(key);
-    if (c == chunks_.size())
-      return end();
-    const auto& ch = *chunks_[c];
-    auto it = std::lower_bound(ch.begin(), ch.end(), key, less_key);
-    if (it == ch.end() || it->first != key)
-      return end();
-    return {&chunks_, c, static_cast<std::size_t>(it - ch.begin())};
-  }
-  std::size_t count(const std::string& key) const { return find(key) == end() ? 0 : 1; }
   /// The first entry whose key is not below `key` (end() if none).
   const_iterator lower_bound(const std::string& key) const {
     const auto c = chunk_for(key);
@@ -95,6 +84,11 @@ public:
     auto it = std::lower_bound(ch.begin(), ch.end(), key, less_key);
     return {&chunks_, c, static_cast<std::size_t>(it - ch.begin())};
   }
+  const_iterator find(const std::string& key) const {
+    auto it = lower_bound(key);
+    return it == end() || it->first != key ? end() : it;
+  }
+  std::size_t count(const std::string& key) const { return find(key) == end() ? 0 : 1; }
   const mapped_type& at(const std::string& key) const {
     auto it = find(key);
     if (it == end())
