@@ -58,7 +58,7 @@ using cluster_snapshot = controller::cluster_view;
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 
 /// One node's share of a view, sent by its plan's supervisor to its worker.
-using node_slice_ptr = std::shared_ptr<const controller::node_slice>;
+using controller::node_slice_ptr;
 
 // -- I/O requests, performed by the io executors --
 

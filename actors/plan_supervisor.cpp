@@ -228,11 +228,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
         for (const auto& [name, item] : mine) {
           auto& worker = s->workers[name];
           auto& last = s->sent[name];
-          if (worker && last && !controller::may_bring_news(*view, name, item->spec.node_name))
-            continue;
-          auto slice = std::make_shared<const controller::node_slice>(slicer.slice(*item));
-          const auto news = controller::news_in(*view, worker ? last.get() : nullptr, *slice);
-          if (news == controller::slice_news::none)
+          auto next = slicer.update(*item, worker ? last : nullptr);
+          if (next.news == controller::slice_news::none)
             continue;
           if (!worker) {
             node_worker_config c;
@@ -243,9 +240,9 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             c.governor = s->governor;
             worker = self->spawn<caf::linked>(node_worker, c);
           }
-          last = slice;
-          self->send(worker, view_atom_v, std::move(slice),
-                     news == controller::slice_news::budgets_only);
+          last = next.slice;
+          self->send(worker, view_atom_v, std::move(next.slice),
+                     next.news == controller::slice_news::budgets_only);
         }
         for (auto it = s->workers.begin(); it != s->workers.end();) {
           if (!mine.count(it->first)) {

@@ -165,30 +165,14 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
     out.dcm_events = it->second;
   if (auto it = view_.node_changes.find(node_name); it != view_.node_changes.end())
     out.node_changed_at = it->second;
-  // A budget covers pods of its own namespace only: the walk is over those namespaces'.
-  if (out.pods) {
-    std::set<std::string> namespaces;
-    for (const auto& [key, pod] : *out.pods)
-      namespaces.insert(pod->ns);
-    for (const auto& ns : namespaces)
-      for (auto it = view_.pdbs.lower_bound(ns + "/");
-           it != view_.pdbs.end() && it->first.compare(0, ns.size() + 1, ns + "/") == 0; ++it)
-        if (std::any_of(out.pods->begin(), out.pods->end(),
-                        [&](const auto& pod) { return it->second->covers(*pod.second); }))
-          out.pdbs.push_back(it->second);
-  }
+  out.pdbs = budgets(out);
   out.profile = profile(item.spec.profile_ref.name);
   out.plan = standing_of(view_, item);
   if (!dcm_)
     dcm_ = std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_));
   out.dcm = dcm_;
   const auto& config = dcm_->config_json;
-  // A payload that differs from what DCM's config holds under a name other nodes carry
-  // would repartition them undrained.
-  const auto& p = *out.profile;
-  if (dcm_->found && p.found && p.payload && dcm_config_names(config, p.dcm_name) &&
-      !dcm_config_has(config, p.dcm_name, *p.payload))
-    out.dcm_name_labelled = labelled(p.dcm_name);
+  out.dcm_name_labelled = labelled_if_differs(*out.profile);
   // What DCM's config may be given while the node drains or applies: every valid profile
   // of the plan, with the nodes a write of it would repartition.
   const auto& plan_name = item.spec.plan_ref.name;
@@ -214,22 +198,58 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
   return out;
 }
 
-bool may_bring_news(const cluster_view& view, const std::string& item, const std::string& node) {
-  return view.shared_changed || view.item_changes.count(item) || view.node_changes.count(node) ||
-         view.pdbs_changed || view.nodes_relabelled;
+std::vector<std::shared_ptr<const pdb_info>> view_slicer::budgets(const node_slice& s) const {
+  std::vector<std::shared_ptr<const pdb_info>> out;
+  if (!s.pods)
+    return out;
+  // A budget covers pods of its own namespace only: the walk is over those namespaces'.
+  std::set<std::string> namespaces;
+  for (const auto& [key, pod] : *s.pods)
+    namespaces.insert(pod->ns + "/");
+  for (const auto& prefix : namespaces)
+    for (auto it = view_.pdbs.lower_bound(prefix);
+         it != view_.pdbs.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+      if (std::any_of(s.pods->begin(), s.pods->end(),
+                      [&](const auto& pod) { return it->second->covers(*pod.second); }))
+        out.push_back(it->second);
+  return out;
 }
 
-slice_news news_in(const cluster_view& view, const node_slice* last, const node_slice& now) {
-  if (!last || !now.item || view.shared_changed ||
-      view.item_changes.count(now.item->metadata.name) ||
-      view.node_changes.count(now.item->spec.node_name))
-    return slice_news::own;
+std::shared_ptr<const std::vector<std::string>>
+view_slicer::labelled_if_differs(const resolved_profile& p) {
+  if (!dcm_)
+    dcm_ = std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_));
+  // A payload that differs from what DCM's config holds under a name other nodes carry
+  // would repartition them undrained.
+  const auto& config = dcm_->config_json;
+  if (dcm_->found && p.found && p.payload && dcm_config_names(config, p.dcm_name) &&
+      !dcm_config_has(config, p.dcm_name, *p.payload))
+    return labelled(p.dcm_name);
+  return nullptr;
+}
+
+slice_update view_slicer::update(const protocol::node_partitioning& item,
+                                 const node_slice_ptr& last) {
+  const bool own = !last || view_.shared_changed || view_.item_changes.count(item.metadata.name) ||
+                   view_.node_changes.count(item.spec.node_name);
+  if (own)
+    return {slice_news::own, std::make_shared<const node_slice>(slice(item))};
+  if (!view_.pdbs_changed && !view_.nodes_relabelled)
+    return {};
+  // Nothing of the node's own changed: its pods, profile and DCM's config are the last
+  // slice's.
+  auto pdbs = view_.pdbs_changed ? budgets(*last) : last->pdbs;
+  auto labelled = view_.nodes_relabelled && last->profile ? labelled_if_differs(*last->profile)
+                                                          : last->dcm_name_labelled;
   auto same = [](const auto& a, const auto& b) { return a == b || (a && b && *a == *b); };
-  if (!same(last->dcm_name_labelled, now.dcm_name_labelled))
-    return slice_news::own;
-  if (last->pdbs != now.pdbs) // the same budget objects, or not
-    return slice_news::budgets_only;
-  return slice_news::none;
+  const bool holders = !same(labelled, last->dcm_name_labelled);
+  if (!holders && pdbs == last->pdbs)
+    return {};
+  auto next = std::make_shared<node_slice>(*last);
+  next->pdbs = std::move(pdbs);
+  next->dcm_name_labelled = std::move(labelled);
+  next->node_changed_at.reset();
+  return {holders ? slice_news::own : slice_news::budgets_only, std::move(next)};
 }
 
 node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partitioning item,

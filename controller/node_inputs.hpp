@@ -86,6 +86,19 @@ struct node_slice {
   std::optional<protocol::wall_clock::time_point> node_changed_at;
 };
 
+/// What a view brings a node's worker: nothing; news of its own (its node, pods, Events or
+/// item, what every node shares, or who carries its DCM name: it steps); or only news of
+/// the budgets that cover its pods (it steps only while it drains).
+enum class slice_news { none, own, budgets_only };
+
+using node_slice_ptr = std::shared_ptr<const node_slice>;
+
+/// A worker's next slice, if the view has news for it.
+struct slice_update {
+  slice_news news = slice_news::none;
+  node_slice_ptr slice;
+};
+
 /// Cuts one view into node slices, working out what several nodes share (a profile, DCM's
 /// config, a plan's profiles, who carries a DCM name) once. Holds a reference to the view:
 /// use it while the view lives.
@@ -94,8 +107,15 @@ public:
   view_slicer(const cluster_view& view, dcm_settings dcm);
   /// The slice of `item` (the view's, or one the view does not have yet).
   node_slice slice(const protocol::node_partitioning& item);
+  /// What the view brings the worker of `item`, last sent `last` (null: none yet). A view
+  /// of a thousand nodes has news of its own for one or two: the others are only checked
+  /// for changed budgets (when any changed) and holders of their DCM name (when a node's
+  /// labels did).
+  slice_update update(const protocol::node_partitioning& item, const node_slice_ptr& last);
 
 private:
+  std::vector<std::shared_ptr<const pdb_info>> budgets(const node_slice& s) const;
+  std::shared_ptr<const std::vector<std::string>> labelled_if_differs(const resolved_profile& p);
   std::shared_ptr<const resolved_profile> profile(const std::string& name);
   std::shared_ptr<const std::vector<std::string>> labelled(const std::string& dcm_name);
 
@@ -106,18 +126,6 @@ private:
   std::map<std::string, std::shared_ptr<const std::vector<plan_profile_candidate>>> plans_;
   std::optional<std::map<std::string, std::vector<std::string>>> by_dcm_name_;
 };
-
-/// What a view brings a node's worker: nothing; news of its own (its node, pods, Events or
-/// item, or what every node shares: it steps); or only news of the budgets that cover its
-/// pods (it steps only while it drains).
-enum class slice_news { none, own, budgets_only };
-
-/// Whether `view` may bring the worker of `item` (on `node`) news at all, without cutting
-/// a slice: a view of a thousand nodes usually has news for one or two.
-bool may_bring_news(const cluster_view& view, const std::string& item, const std::string& node);
-
-/// What `now`, cut from `view`, brings the worker that was last sent `last` (null: none yet).
-slice_news news_in(const cluster_view& view, const node_slice* last, const node_slice& now);
 
 /// The inputs of step_node from `slice`, for `item` (the slice's, with the status as the
 /// worker last wrote it), deciding on `node` (the slice's, or the worker's own write while

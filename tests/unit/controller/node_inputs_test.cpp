@@ -332,45 +332,69 @@ BOOST_AUTO_TEST_CASE(the_plans_profiles_go_to_dcm_unless_they_would_change_a_nam
 
 BOOST_AUTO_TEST_SUITE_END()
 
-// Which workers a view has news for: the supervisor cuts slices only for those.
+// Which workers a view has news for: the supervisor sends slices only to those.
 BOOST_AUTO_TEST_CASE(a_view_brings_a_worker_news_of_its_own_of_its_budgets_or_none) {
   view_builder b;
-  b.plan("p", {"cpx"})
-      .profile("cpx", "cpx-payload")
-      .payload("cpx-payload", cpx)
-      .node("a")
-      .node("b");
+  b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx);
+  b.node("a").node("b").pod("a", "web-1", "web");
   const auto it = item("a", "cpx");
   b.v.items[it.metadata.name] = std::make_shared<const gp::node_partitioning>(it);
-  auto cut = [&] { return gc::view_slicer(b.v, dcm).slice(it); };
-  const auto first = cut();
-  BOOST_TEST((gc::news_in(b.v, nullptr, first) == gc::slice_news::own), "a first slice");
+  auto update = [&](const gc::node_slice_ptr& last) {
+    return gc::view_slicer(b.v, dcm).update(it, last);
+  };
+  const auto first = update(nullptr);
+  BOOST_TEST((first.news == gc::slice_news::own), "a first slice");
+  BOOST_REQUIRE(first.slice);
+  BOOST_TEST(first.slice->pods->size() == 1u);
 
-  BOOST_TEST(!gc::may_bring_news(b.v, it.metadata.name, "a"), "nothing marked changed");
-  BOOST_TEST((gc::news_in(b.v, &first, cut()) == gc::slice_news::none));
-
+  BOOST_TEST((update(first.slice).news == gc::slice_news::none), "nothing marked changed");
   b.v.node_changes["b"] = t0; // another node's
   b.v.item_changes.insert("p-b");
-  BOOST_TEST(!gc::may_bring_news(b.v, it.metadata.name, "a"));
+  BOOST_TEST((update(first.slice).news == gc::slice_news::none));
   b.v.node_changes["a"] = t0;
-  BOOST_TEST(gc::may_bring_news(b.v, it.metadata.name, "a"));
-  BOOST_TEST((gc::news_in(b.v, &first, cut()) == gc::slice_news::own), "its node changed");
+  const auto own = update(first.slice);
+  BOOST_TEST((own.news == gc::slice_news::own), "its node changed");
+  BOOST_TEST((own.slice->node_changed_at == t0));
   b.v.node_changes.clear();
   b.v.item_changes = {it.metadata.name};
-  BOOST_TEST((gc::news_in(b.v, &first, cut()) == gc::slice_news::own), "its item changed");
+  BOOST_TEST((update(first.slice).news == gc::slice_news::own), "its item changed");
   b.v.item_changes.clear();
   b.v.shared_changed = true;
-  BOOST_TEST((gc::news_in(b.v, &first, cut()) == gc::slice_news::own), "what all share");
+  BOOST_TEST((update(first.slice).news == gc::slice_news::own), "what all share");
   b.v.shared_changed = false;
 
-  // A budget over a pod of the node changes: news of budgets only. One over no pod of
-  // the node: none.
+  // A budget over a pod of the node comes: news of budgets only, with the budget. One over
+  // no pod of the node: none.
   b.v.pdbs_changed = true;
-  b.pod("a", "web-1", "web");
-  const auto with_pod = cut();
   b.pdb("web", "web");
-  BOOST_TEST((gc::news_in(b.v, &with_pod, cut()) == gc::slice_news::budgets_only));
-  const auto covered = cut();
+  const auto budgets = update(first.slice);
+  BOOST_TEST((budgets.news == gc::slice_news::budgets_only));
+  BOOST_REQUIRE(budgets.slice);
+  BOOST_REQUIRE(budgets.slice->pdbs.size() == 1u);
+  BOOST_TEST(budgets.slice->pdbs[0]->name == "web");
+  BOOST_TEST((budgets.slice->pods == first.slice->pods), "the rest is the last slice's");
   b.pdb("other", "db");
-  BOOST_TEST((gc::news_in(b.v, &covered, cut()) == gc::slice_news::none));
+  BOOST_TEST((update(budgets.slice).news == gc::slice_news::none));
+}
+
+// A node labelled with a DCM name whose payload in DCM's config differs from the profile's
+// is news to the workers of that profile: writing it would repartition that node.
+BOOST_AUTO_TEST_CASE(a_new_holder_of_a_changed_dcm_name_is_news) {
+  view_builder b;
+  b.config_map(dcm.ns, dcm.name, dcm_config(R"({"spx":)" + cpx + "}"));
+  b.plan("p", {"spx"}).payload("spx-payload", spx).profile("spx", "spx-payload");
+  b.node("a").node("c");
+  const auto it = item("a", "spx");
+  b.v.items[it.metadata.name] = std::make_shared<const gp::node_partitioning>(it);
+  const auto first = gc::view_slicer(b.v, dcm).update(it, nullptr);
+  BOOST_REQUIRE(first.slice->dcm_name_labelled);
+  BOOST_TEST(first.slice->dcm_name_labelled->empty());
+  b.node("c", "spx");
+  b.v.nodes_relabelled = true;
+  const auto next = gc::view_slicer(b.v, dcm).update(it, first.slice);
+  BOOST_TEST((next.news == gc::slice_news::own));
+  BOOST_REQUIRE(next.slice->dcm_name_labelled);
+  BOOST_TEST(*next.slice->dcm_name_labelled == std::vector<std::string>{"c"});
+  const auto again = gc::view_slicer(b.v, dcm).update(it, next.slice);
+  BOOST_TEST((again.news == gc::slice_news::none), "the same holders: no news");
 }
