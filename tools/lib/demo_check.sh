@@ -48,9 +48,10 @@ assert_gone() {
 }
 
 # start_demo ARGS...: the demo in a session of its own, as a terminal would hold it; its
-# pid is that session's process group.
+# pid is that session's process group. SIGHUP back to its default first: a shell started
+# with it ignored (under nohup, say) can never trap it, and no terminal leaves it so.
 start_demo() {
-  setsid tools/demo --no-ui --name "$name" "$@" >"$log" 2>&1 &
+  env --default-signal=HUP setsid tools/demo --no-ui --name "$name" "$@" >"$log" 2>&1 &
   demo=$!
 }
 
