@@ -29,8 +29,9 @@ struct supervisor_state {
   std::set<std::string> keep_items;
   /// The latest view, for another look after a failed item write.
   snapshot_ptr latest;
-  /// The slice each worker was last sent.
+  /// The slice each worker was last sent, and what the slices of successive views share.
   std::map<std::string, node_slice_ptr> sent;
+  controller::slice_memo memo;
   bool retry_pending = false;
 };
 
@@ -224,7 +225,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
         // slice of the views with news for it: its node, pods or item, the objects every
         // node shares, or a change in the budgets covering its pods or in who carries its
         // DCM name.
-        controller::view_slicer slicer(*view, dcm);
+        controller::view_slicer slicer(*view, dcm, s->memo);
         for (const auto& [name, item] : mine) {
           auto& worker = s->workers[name];
           auto& last = s->sent[name];

@@ -130,26 +130,44 @@ dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm
   return out;
 }
 
+view_slicer::view_slicer(const cluster_view& view, dcm_settings dcm, slice_memo& memo)
+    : view_(view), settings_(std::move(dcm)), memo_(memo) {
+  if (view.shared_changed) {
+    memo_ = {};
+  } else if (view.nodes_relabelled) {
+    memo_.plans.clear();
+    memo_.holders.clear();
+    memo_.by_dcm_name.reset();
+  }
+}
+
 view_slicer::view_slicer(const cluster_view& view, dcm_settings dcm)
-    : view_(view), settings_(std::move(dcm)) {}
+    : view_(view), settings_(std::move(dcm)), memo_(own_) {}
+
+const dcm_config_state& view_slicer::dcm() {
+  if (!memo_.dcm)
+    memo_.dcm = std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_));
+  return *memo_.dcm;
+}
 
 std::shared_ptr<const resolved_profile> view_slicer::profile(const std::string& name) {
-  auto& slot = profiles_[name];
+  auto& slot = memo_.profiles[name];
   if (!slot)
     slot = std::make_shared<const resolved_profile>(resolve_profile(view_, name));
   return slot;
 }
 
 std::shared_ptr<const std::vector<std::string>> view_slicer::labelled(const std::string& dcm_name) {
-  if (!by_dcm_name_) {
-    by_dcm_name_.emplace();
+  auto& index = memo_.by_dcm_name;
+  if (!index) {
+    index.emplace();
     for (const auto& [name, node] : view_.nodes)
       if (auto it = node->labels.find(dcm_profile_label); it != node->labels.end())
-        (*by_dcm_name_)[it->second].push_back(name);
+        (*index)[it->second].push_back(name);
   }
-  auto it = by_dcm_name_->find(dcm_name);
+  auto it = index->find(dcm_name);
   return std::make_shared<const std::vector<std::string>>(
-      it == by_dcm_name_->end() ? std::vector<std::string>{} : it->second);
+      it == index->end() ? std::vector<std::string>{} : it->second);
 }
 
 node_slice view_slicer::slice(const protocol::node_partitioning& item) {
@@ -168,15 +186,13 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
   out.pdbs = budgets(out);
   out.profile = profile(item.spec.profile_ref.name);
   out.plan = standing_of(view_, item);
-  if (!dcm_)
-    dcm_ = std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_));
-  out.dcm = dcm_;
-  const auto& config = dcm_->config_json;
+  const auto& config = dcm().config_json;
+  out.dcm = memo_.dcm;
   out.dcm_name_labelled = labelled_if_differs(*out.profile);
   // What DCM's config may be given while the node drains or applies: every valid profile
   // of the plan, with the nodes a write of it would repartition.
   const auto& plan_name = item.spec.plan_ref.name;
-  auto& candidates = plans_[plan_name];
+  auto& candidates = memo_.plans[plan_name];
   if (!candidates) {
     std::vector<plan_profile_candidate> all;
     std::set<std::string> names;
@@ -217,15 +233,18 @@ std::vector<std::shared_ptr<const pdb_info>> view_slicer::budgets(const node_sli
 
 std::shared_ptr<const std::vector<std::string>>
 view_slicer::labelled_if_differs(const resolved_profile& p) {
-  if (!dcm_)
-    dcm_ = std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_));
+  auto known = memo_.holders.find(p.name);
+  if (known != memo_.holders.end())
+    return known->second;
   // A payload that differs from what DCM's config holds under a name other nodes carry
   // would repartition them undrained.
-  const auto& config = dcm_->config_json;
-  if (dcm_->found && p.found && p.payload && dcm_config_names(config, p.dcm_name) &&
-      !dcm_config_has(config, p.dcm_name, *p.payload))
-    return labelled(p.dcm_name);
-  return nullptr;
+  const auto& d = dcm();
+  std::shared_ptr<const std::vector<std::string>> out;
+  if (d.found && p.found && p.payload && dcm_config_names(d.config_json, p.dcm_name) &&
+      !dcm_config_has(d.config_json, p.dcm_name, *p.payload))
+    out = labelled(p.dcm_name);
+  memo_.holders.emplace(p.name, out);
+  return out;
 }
 
 slice_update view_slicer::update(const protocol::node_partitioning& item,

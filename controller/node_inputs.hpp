@@ -99,11 +99,27 @@ struct slice_update {
   node_slice_ptr slice;
 };
 
+/// What several nodes' slices share, worked out once and kept from view to view while
+/// nothing it depends on changes (objects, profiles, plans and ConfigMaps: a view's
+/// shared_changed; nodes' labels: nodes_relabelled). Slices of successive views then
+/// share these objects, and DCM's config is not parsed again for every node.
+struct slice_memo {
+  std::shared_ptr<const dcm_config_state> dcm;
+  std::map<std::string, std::shared_ptr<const resolved_profile>> profiles;
+  std::map<std::string, std::shared_ptr<const std::vector<plan_profile_candidate>>> plans;
+  /// By profile name: the nodes labelled with its DCM name when DCM's config holds another
+  /// payload under it; null when it does not.
+  std::map<std::string, std::shared_ptr<const std::vector<std::string>>> holders;
+  std::optional<std::map<std::string, std::vector<std::string>>> by_dcm_name;
+};
+
 /// Cuts one view into node slices, working out what several nodes share (a profile, DCM's
 /// config, a plan's profiles, who carries a DCM name) once. Holds a reference to the view:
-/// use it while the view lives.
+/// use it while the view lives. `memo` carries what was worked out from the views before
+/// (a plan's supervisor keeps one and shows it every view, in order).
 class view_slicer {
 public:
+  view_slicer(const cluster_view& view, dcm_settings dcm, slice_memo& memo);
   view_slicer(const cluster_view& view, dcm_settings dcm);
   /// The slice of `item` (the view's, or one the view does not have yet).
   node_slice slice(const protocol::node_partitioning& item);
@@ -119,12 +135,12 @@ private:
   std::shared_ptr<const resolved_profile> profile(const std::string& name);
   std::shared_ptr<const std::vector<std::string>> labelled(const std::string& dcm_name);
 
+  const dcm_config_state& dcm();
+
   const cluster_view& view_;
   dcm_settings settings_;
-  std::shared_ptr<const dcm_config_state> dcm_;
-  std::map<std::string, std::shared_ptr<const resolved_profile>> profiles_;
-  std::map<std::string, std::shared_ptr<const std::vector<plan_profile_candidate>>> plans_;
-  std::optional<std::map<std::string, std::vector<std::string>>> by_dcm_name_;
+  slice_memo own_;
+  slice_memo& memo_;
 };
 
 /// The inputs of step_node from `slice`, for `item` (the slice's, with the status as the

@@ -398,3 +398,30 @@ BOOST_AUTO_TEST_CASE(a_new_holder_of_a_changed_dcm_name_is_news) {
   const auto again = gc::view_slicer(b.v, dcm).update(it, next.slice);
   BOOST_TEST((again.news == gc::slice_news::none), "the same holders: no news");
 }
+
+// A supervisor's memo keeps what several slices share from view to view while nothing it
+// depends on changes, and works it out afresh when something does.
+BOOST_AUTO_TEST_CASE(the_memo_keeps_shared_objects_until_what_they_depend_on_changes) {
+  view_builder b;
+  b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx).node("a");
+  const auto it = item("a", "cpx");
+  gc::slice_memo memo;
+  const auto first = gc::view_slicer(b.v, dcm, memo).slice(it);
+  const auto second = gc::view_slicer(b.v, dcm, memo).slice(it);
+  BOOST_TEST((first.profile == second.profile), "the same profile object");
+  BOOST_TEST((first.dcm == second.dcm), "DCM's config read once");
+  BOOST_TEST((first.plan_profiles == second.plan_profiles));
+
+  b.v.nodes_relabelled = true;
+  const auto relabelled = gc::view_slicer(b.v, dcm, memo).slice(it);
+  BOOST_TEST((relabelled.profile == first.profile), "labels change no profile");
+  BOOST_TEST((relabelled.plan_profiles != first.plan_profiles), "but who carries a name");
+  b.v.nodes_relabelled = false;
+
+  b.payload("cpx-payload", spx);
+  b.v.shared_changed = true;
+  const auto changed = gc::view_slicer(b.v, dcm, memo).slice(it);
+  BOOST_TEST((changed.profile != first.profile));
+  BOOST_REQUIRE(changed.profile->payload.has_value());
+  BOOST_TEST(*changed.profile->payload == spx, "the new payload, not the memo's");
+}
