@@ -70,6 +70,7 @@ void apply(root_state& s, const observation& o) {
   }
   case k::pdb:
     v.pdbs_changed = true;
+    v.pdb_namespaces_changed.insert(o.key.substr(0, o.key.find('/')));
     if (o.deleted)
       v.pdbs.erase(o.key);
     else
@@ -246,6 +247,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
         s->view.node_changes.clear();
         s->view.item_changes.clear();
         s->view.pdbs_changed = false;
+        s->view.pdb_namespaces_changed.clear();
         s->view.shared_changed = false;
         s->view.nodes_relabelled = false;
         s->view.item_specs_changed = false;

@@ -86,6 +86,8 @@ struct cluster_view {
   /// NodePartitionings, by name.
   std::set<std::string> item_changes;
   bool pdbs_changed = false;
+  /// The namespaces of the budgets that changed (none listed with pdbs_changed: any).
+  std::set<std::string> pdb_namespaces_changed;
   /// Plans (not their status), profiles, ConfigMaps, or the caches just synced: every
   /// worker looks again.
   bool shared_changed = false;

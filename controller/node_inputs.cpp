@@ -257,7 +257,14 @@ slice_update view_slicer::update(const protocol::node_partitioning& item,
     return {};
   // Nothing of the node's own changed: its pods, profile and DCM's config are the last
   // slice's.
-  auto pdbs = view_.pdbs_changed ? budgets(*last) : last->pdbs;
+  // A budget covers pods of its own namespace only: only a node with a pod where budgets
+  // changed walks them again.
+  bool walk = view_.pdbs_changed && last->pods;
+  if (walk && !view_.pdb_namespaces_changed.empty())
+    walk = std::any_of(last->pods->begin(), last->pods->end(), [&](const auto& pod) {
+      return view_.pdb_namespaces_changed.count(pod.second->ns) > 0;
+    });
+  auto pdbs = walk ? budgets(*last) : last->pdbs;
   auto labelled = view_.nodes_relabelled && last->profile ? labelled_if_differs(*last->profile)
                                                           : last->dcm_name_labelled;
   auto same = [](const auto& a, const auto& b) { return a == b || (a && b && *a == *b); };

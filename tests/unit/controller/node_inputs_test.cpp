@@ -425,3 +425,23 @@ BOOST_AUTO_TEST_CASE(the_memo_keeps_shared_objects_until_what_they_depend_on_cha
   BOOST_REQUIRE(changed.profile->payload.has_value());
   BOOST_TEST(*changed.profile->payload == spx, "the new payload, not the memo's");
 }
+
+// Budgets that changed in another namespace than the node's pods' are no news to it.
+BOOST_AUTO_TEST_CASE(budgets_changed_elsewhere_are_not_walked) {
+  view_builder b;
+  b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx);
+  b.node("a").pod("a", "web-1", "web");
+  const auto it = item("a", "cpx");
+  b.v.items[it.metadata.name] = std::make_shared<const gp::node_partitioning>(it);
+  const auto first = gc::view_slicer(b.v, dcm).update(it, nullptr);
+  b.pdb("web", "web"); // in "team", the pod's namespace
+  b.v.pdbs_changed = true;
+  b.v.pdb_namespaces_changed = {"elsewhere"};
+  BOOST_TEST((gc::view_slicer(b.v, dcm).update(it, first.slice).news == gc::slice_news::none));
+  b.v.pdb_namespaces_changed = {"team"};
+  BOOST_TEST(
+      (gc::view_slicer(b.v, dcm).update(it, first.slice).news == gc::slice_news::budgets_only));
+  b.v.pdb_namespaces_changed.clear(); // unknown: any
+  BOOST_TEST(
+      (gc::view_slicer(b.v, dcm).update(it, first.slice).news == gc::slice_news::budgets_only));
+}
