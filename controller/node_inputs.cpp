@@ -66,17 +66,6 @@ resolved_profile resolve_profile(const cluster_view& view, const std::string& na
   return r;
 }
 
-std::vector<std::string> nodes_labelled(const cluster_view& view, const std::string& dcm_name,
-                                        const std::string& except) {
-  std::vector<std::string> out;
-  for (const auto& [name, node] : view.nodes) {
-    auto it = node->labels.find(dcm_profile_label);
-    if (name != except && it != node->labels.end() && it->second == dcm_name)
-      out.push_back(name);
-  }
-  return out;
-}
-
 plan_standing standing_of(const cluster_view& view, const protocol::node_partitioning& item) {
   plan_standing st;
   const auto& ref = item.spec.plan_ref;

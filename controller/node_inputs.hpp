@@ -44,10 +44,6 @@ resolved_profile resolve_profile(const cluster_view& view, const std::string& na
 /// and uid; an invalid or deleting plan starts no node.
 plan_standing standing_of(const cluster_view& view, const protocol::node_partitioning& item);
 
-/// The nodes other than `except` whose profile label holds `dcm_name`.
-std::vector<std::string> nodes_labelled(const cluster_view& view, const std::string& dcm_name,
-                                        const std::string& except);
-
 /// DCM's ConfigMap as the view has it; written_at is the latest of our stamp, the root's
 /// sight of a change, and the creation (whole seconds: taken as a second later).
 dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm);
