@@ -320,6 +320,9 @@ BOOST_AUTO_TEST_CASE(apiserver_restarted_and_frozen_mid_rollout_the_operator_rec
   e2e_cluster c;
   fleet_options o;
   o.nodes = n;
+  // DCM's Events written during the outage are lost: the state label decides after
+  // half of this, 60 s, ample for a DCM run at the fleet's time scale.
+  o.verification_timeout = 120;
   fleet f(c, o);
   c.start_operator_with({"--log-level", "info"});
   const pid_t pid = c.operator_process().pid();
@@ -394,6 +397,9 @@ BOOST_AUTO_TEST_CASE(etcd_compaction_forces_every_watch_to_relist_and_the_state_
   e2e_cluster c;
   fleet_options o;
   o.nodes = n;
+  // DCM's Events written during the outage are lost: the state label decides after
+  // half of this, 60 s, ample for a DCM run at the fleet's time scale.
+  o.verification_timeout = 120;
   fleet f(c, o);
   const int port = free_port();
   c.start_operator_with(

@@ -30,6 +30,9 @@ struct fleet_options {
   int max_parallel = 2;
   int max_unavailable = 2;
   int drain_timeout = 600;
+  /// Half of it is how long a node waits on DCM's state label alone when DCM's Event
+  /// is lost (DCM does not retry Events): scenarios that take the API server down
+  /// mid-rollout set it to what the time scale needs.
   int verification_timeout = 600;
   bool paused = false;
 };
