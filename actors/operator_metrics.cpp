@@ -76,6 +76,32 @@ kube::request_observer operator_metrics::api_observer() {
   };
 }
 
+void operator_metrics::publish_plan_phase(const std::string& plan,
+                                          std::optional<protocol::plan_phase> phase) {
+  if (!phase)
+    return;
+  for (auto p : {protocol::plan_phase::pending, protocol::plan_phase::progressing,
+                 protocol::plan_phase::paused, protocol::plan_phase::completed,
+                 protocol::plan_phase::degraded})
+    plan_phase.set({plan, std::string(protocol::codec::to_string(p))}, p == *phase ? 1 : 0);
+}
+
+void operator_metrics::publish_plan(const std::string& plan,
+                                    const protocol::partitioning_plan_status& status, bool dry) {
+  const auto& n = status.nodes;
+  using p = protocol::node_phase;
+  const std::pair<p, std::int32_t> by_phase[] = {
+      {p::pending, n.pending},     {p::draining, n.draining},
+      {p::applying, n.applying},   {p::waiting_operator, n.waiting_operator},
+      {p::verifying, n.verifying}, {p::succeeded, n.succeeded},
+      {p::failed, n.failed}};
+  for (const auto& [phase, count] : by_phase)
+    nodes.set({plan, std::string(protocol::codec::to_string(phase))}, count);
+  progress.set({plan}, n.total > 0 ? double(n.succeeded) / n.total : 0.0);
+  publish_plan_phase(plan, status.phase);
+  dry_run.set({plan}, dry ? 1 : 0);
+}
+
 void operator_metrics::forget_plan(const std::string& plan) {
   for (auto* f :
        {&nodes, &transitions, &blocked_pods, &reconcile_errors, &progress, &plan_phase, &dry_run})

@@ -5,8 +5,11 @@
 
 #include "kube/http_client.hpp"
 #include "metrics/registry.hpp"
+#include "protocol/partitioning_plan.hpp"
 
 #include <atomic>
+#include <optional>
+#include <string>
 
 namespace gpu_partitioner::actors {
 
@@ -33,6 +36,12 @@ struct operator_metrics {
 
   /// An observer for http_client: API requests by verb, resource and code, with latency.
   kube::request_observer api_observer();
+
+  /// The plan's phase as an enumeration gauge: 1 for its phase, 0 for the others.
+  void publish_plan_phase(const std::string& plan, std::optional<protocol::plan_phase> phase);
+  /// The plan's nodes by phase, its progress, phase and dry-run flag.
+  void publish_plan(const std::string& plan, const protocol::partitioning_plan_status& status,
+                    bool dry);
 
   /// Drops every series of a plan that is gone, with its items (no stale gauge keeps an
   /// alert firing for it).

@@ -43,8 +43,9 @@ void apply(root_state& s, const observation& o) {
   case k::node: {
     v.node_changes.emplace(o.key, o.received);
     auto old = v.nodes.find(o.key);
-    if (o.deleted || old == v.nodes.end() || !o.node || old->second->labels != o.node->labels)
-      v.nodes_relabelled = true;
+    const controller::node_info* was = old == v.nodes.end() ? nullptr : old->second.get();
+    const controller::node_info* now = o.deleted ? nullptr : o.node.get();
+    v.note_relabelling(was, now);
     if (o.deleted)
       v.nodes.erase(o.key);
     else
@@ -249,7 +250,8 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
         s->view.pdbs_changed = false;
         s->view.pdb_namespaces_changed.clear();
         s->view.shared_changed = false;
-        s->view.nodes_relabelled = false;
+        s->view.relabelled_keys.clear();
+        s->view.nodes_came_or_went = false;
         s->view.item_specs_changed = false;
         // A supervisor per plan; items whose plan is gone are still served (a deleted
         // plan's items run their finalizers) by a supervisor kept until they are gone.

@@ -5,10 +5,12 @@
 #include "actors/node_worker.hpp"
 #include "actors/operator_metrics.hpp"
 #include "controller/item_reconcile.hpp"
+#include "controller/plan_items.hpp"
 #include "controller/plan_resolution.hpp"
 #include "controller/plan_status.hpp"
 
 #include <set>
+#include <utility>
 
 namespace gpu_partitioner::actors {
 
@@ -33,42 +35,22 @@ struct supervisor_state {
   std::map<std::string, node_slice_ptr> sent;
   controller::slice_memo memo;
   bool retry_pending = false;
+  /// The plan's items as the latest view has them (pointers into `latest`).
+  controller::plan_items mine{""};
+  /// Every item is looked at with the next view (a worker was lost and must be started
+  /// again), not only those whose item or node changed.
+  bool sweep = true;
+  /// Selected nodes without an item yet: a node of theirs going down counts against
+  /// maxUnavailable, so node changes work the plan out again while there are any.
+  bool absent = false;
 };
-
-/// The plan's phase as an enumeration gauge: 1 for its phase, 0 for the others.
-void publish_plan_phase(const std::string& plan, std::optional<protocol::plan_phase> phase) {
-  if (!phase)
-    return;
-  auto& m = process_metrics();
-  for (auto p : {protocol::plan_phase::pending, protocol::plan_phase::progressing,
-                 protocol::plan_phase::paused, protocol::plan_phase::completed,
-                 protocol::plan_phase::degraded})
-    m.plan_phase.set({plan, std::string(protocol::codec::to_string(p))}, p == *phase ? 1 : 0);
-}
-
-/// The plan's nodes by phase, its progress, phase and dry-run flag.
-void publish_plan_metrics(const std::string& plan, const protocol::partitioning_plan_status& status,
-                          bool dry_run) {
-  auto& m = process_metrics();
-  const auto& n = status.nodes;
-  using p = protocol::node_phase;
-  const std::pair<p, std::int32_t> by_phase[] = {
-      {p::pending, n.pending},     {p::draining, n.draining},
-      {p::applying, n.applying},   {p::waiting_operator, n.waiting_operator},
-      {p::verifying, n.verifying}, {p::succeeded, n.succeeded},
-      {p::failed, n.failed}};
-  for (const auto& [phase, count] : by_phase)
-    m.nodes.set({plan, std::string(protocol::codec::to_string(phase))}, count);
-  m.progress.set({plan}, n.total > 0 ? double(n.succeeded) / n.total : 0.0);
-  publish_plan_phase(plan, status.phase);
-  m.dry_run.set({plan}, dry_run ? 1 : 0);
-}
 
 } // namespace
 
 plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::pointer self,
                                                      plan_supervisor_config config) {
   auto s = std::make_shared<supervisor_state>();
+  s->mine = controller::plan_items(config.plan);
   const controller::dcm_settings dcm{config.dcm_namespace, config.dcm_name, config.dcm_config_sync};
   s->governor = self->spawn<caf::linked>(rollout_governor_actor, config.plan);
   // The supervisor ends when its plan and items are gone (or the operator stops): the
@@ -87,6 +69,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
         // The governor, which monitors the worker, keeps its token: the node may be
         // cordoned and mid-drain. It grants nothing more until the new worker reports.
         s->workers.erase(it);
+        s->sweep = true;
         return;
       }
     self->quit(msg.reason);
@@ -117,7 +100,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           self->send(self, view_atom_v, std::move(view));
       },
       [=](view_atom, const snapshot_ptr& view) {
-        s->latest = view;
+        // The previous view lives to the end: `mine` points into it until brought up to date.
+        const snapshot_ptr previous = std::exchange(s->latest, view);
         const auto plan_it = view->plans.find(config.plan);
         const protocol::partitioning_plan* plan =
             plan_it == view->plans.end() ? nullptr : plan_it->second.get();
@@ -127,14 +111,13 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           s->last_status = plan->status;
           s->wrote_status = true;
         }
-        const bool recompute = !s->resolved || view->shared_changed || view->nodes_relabelled ||
-                               view->item_specs_changed;
+        const bool recompute = !s->resolved || view->shared_changed || view->item_specs_changed ||
+                               controller::selections_may_change(*view) ||
+                               (s->absent && !view->node_changes.empty());
         auto& keep_items = s->keep_items;
         auto& resolution = s->resolution;
-        std::map<std::string, const protocol::node_partitioning*> mine;
-        for (const auto& [name, item] : view->items)
-          if (item->spec.plan_ref.name == config.plan)
-            mine[name] = item.get();
+        s->mine.update(*view);
+        const auto& mine = s->mine.all();
 
         // Nothing new starts unless the plan is live and resolves; nodes in flight finish.
         auto hold_all = [&] {
@@ -160,7 +143,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             s->wrote_status = true;
             self->send(config.writer, plan_status_atom_v, config.plan, status);
           }
-          publish_plan_phase(config.plan, status.phase);
+          process_metrics().publish_plan_phase(config.plan, status.phase);
         } else if (plan != nullptr && !plan->metadata.deletion_timestamp && recompute) {
           s->resolved = true;
           keep_items.clear();
@@ -174,6 +157,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             if (in_flight(*item) && !item->metadata.deletion_timestamp)
               flying.emplace(item->spec.node_name, item->spec.plan_ref.name);
           resolution = controller::resolve_plan(*plan, others, view->nodes, flying);
+          s->absent = false;
           if (!resolution.problems.empty()) {
             // An invalid plan keeps the items it has (those in flight finish) and starts
             // nothing: removing them would abort nodes mid-change.
@@ -183,6 +167,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           } else {
             auto changes = controller::reconcile_items(*plan, resolution, mine, *view);
             keep_items = changes.keep;
+            s->absent = !changes.absent.empty();
             for (auto& want : changes.create) {
               const auto name = want.metadata.name;
               if (s->requested[name] != "create") {
@@ -214,19 +199,25 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
         }
         // Items no longer selected (node gone, labels changed) are deleted; their
         // finalizer returns the node to service.
+        // (What is kept changes only when the plan is worked out again.)
         const bool plan_gone = plan == nullptr || plan->metadata.deletion_timestamp.has_value();
-        for (const auto& name : controller::items_to_remove(
-                 mine, keep_items, plan_gone, view->invalid_plans.count(config.plan) > 0))
-          if (s->requested[name] != "remove") {
-            s->requested[name] = "remove";
-            write_item(name, item_io{item_io::op::remove, *mine.at(name)});
-          }
+        if (recompute || !view->item_changes.empty())
+          for (const auto& name : controller::items_to_remove(
+                   mine, keep_items, plan_gone, view->invalid_plans.count(config.plan) > 0))
+            if (s->requested[name] != "remove") {
+              s->requested[name] = "remove";
+              write_item(name, item_io{item_io::op::remove, *mine.at(name)});
+            }
         // A worker per item of this plan, for as long as the item exists. Each is sent its
         // slice of the views with news for it: its node, pods or item, the objects every
         // node shares, or a change in the budgets covering its pods or in who carries its
-        // DCM name.
+        // DCM name. Only the first two when nothing of the others changed: a view of a
+        // thousand nodes has news for one or two.
+        const bool sweep = s->sweep || controller::plan_items::news_for_all(*view);
+        s->sweep = false;
+        const auto changed = sweep ? controller::plan_items::by_name{} : s->mine.touched(*view);
         controller::view_slicer slicer(*view, dcm, s->memo);
-        for (const auto& [name, item] : mine) {
+        for (const auto& [name, item] : sweep ? mine : changed) {
           auto& worker = s->workers[name];
           auto& last = s->sent[name];
           auto next = slicer.update(*item, worker ? last : nullptr);
@@ -245,15 +236,22 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           self->send(worker, view_atom_v, std::move(next.slice),
                      next.news == controller::slice_news::budgets_only);
         }
-        for (auto it = s->workers.begin(); it != s->workers.end();) {
-          if (!mine.count(it->first)) {
-            // The governor sees it go (user_shutdown: the item is gone) and forgets it.
-            self->send_exit(it->second, caf::exit_reason::user_shutdown);
-            s->sent.erase(it->first);
-            it = s->workers.erase(it);
-          } else {
-            ++it;
-          }
+        // A worker whose item is gone stops (an item goes with an item change). The
+        // governor sees it go (user_shutdown: the item is gone) and forgets it.
+        std::vector<std::string> gone;
+        if (sweep) {
+          for (const auto& [name, worker] : s->workers)
+            if (!mine.count(name))
+              gone.push_back(name);
+        } else {
+          for (const auto& name : view->item_changes)
+            if (!mine.count(name) && s->workers.count(name))
+              gone.push_back(name);
+        }
+        for (const auto& name : gone) {
+          self->send_exit(s->workers.at(name), caf::exit_reason::user_shutdown);
+          s->workers.erase(name);
+          s->sent.erase(name);
         }
         if (plan != nullptr && !view->invalid_plans.count(config.plan) &&
             (recompute || !view->item_changes.empty())) {
@@ -279,7 +277,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           }
           // Each time, not only on a change: a restarted operator whose plan's status is
           // already written must still show it.
-          publish_plan_metrics(config.plan, status, plan->spec.dry_run);
+          process_metrics().publish_plan(config.plan, status, plan->spec.dry_run);
         }
       },
   };

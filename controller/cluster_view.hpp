@@ -91,8 +91,18 @@ struct cluster_view {
   /// Plans (not their status), profiles, ConfigMaps, or the caches just synced: every
   /// worker looks again.
   bool shared_changed = false;
-  /// A node came, went or changed its labels: the plans' node selections may differ.
-  bool nodes_relabelled = false;
+  /// The label keys whose value changed, came or went on some node (every key of a node
+  /// that came or went): the plans' node selections, and who carries a DCM name, may
+  /// differ only when a key they read is here.
+  std::set<std::string> relabelled_keys;
+  /// A node came or went, or became or stopped being a control-plane node.
+  bool nodes_came_or_went = false;
+  /// Whether nodes' values of `key` may differ from the previous snapshot's.
+  bool relabelled(const std::string& key) const {
+    return nodes_came_or_went || relabelled_keys.count(key) > 0;
+  }
+  /// Records what a node's change (`was` to `now`; null: absent) means for the above.
+  void note_relabelling(const node_info* was, const node_info* now);
   /// A NodePartitioning came, went, or changed its metadata or spec, or began or ended its
   /// flight: what the supervisors create, update or delete may differ. (Not every change of
   /// phase: working out a plan again takes a walk over every node and item.)

@@ -90,4 +90,25 @@ items_to_remove(const std::map<std::string, const protocol::node_partitioning*>&
   return out;
 }
 
+bool selections_may_change(const cluster_view& view) {
+  if (view.nodes_came_or_went)
+    return true;
+  if (view.relabelled_keys.empty())
+    return false;
+  auto names_changed = [&](const protocol::label_selector& selector) {
+    for (const auto& [key, value] : selector.match_labels)
+      if (view.relabelled_keys.count(key))
+        return true;
+    for (const auto& r : selector.match_expressions)
+      if (view.relabelled_keys.count(r.key))
+        return true;
+    return false;
+  };
+  for (const auto& [name, plan] : view.plans)
+    for (const auto& entry : plan->spec.partitionings)
+      if (names_changed(entry.selector) || (entry.exclude && names_changed(*entry.exclude)))
+        return true;
+  return false;
+}
+
 } // namespace gpu_partitioner::controller

@@ -51,6 +51,13 @@ item_changes reconcile_items(const protocol::partitioning_plan& plan,
                              const std::map<std::string, const protocol::node_partitioning*>& mine,
                              const cluster_view& view);
 
+/// Whether the view's node changes can change a plan's node selection (resolve_plan's
+/// answer for any of the view's plans, which see each other's): a node came, went or
+/// changed its control-plane role, or a label key that a selector or exclusion names
+/// changed on some node. DCM's and the labeller's labels, written many times a rollout,
+/// change no selection that does not name them.
+bool selections_may_change(const cluster_view& view);
+
 /// The items to delete: those not kept, not already being deleted. None while the plan is
 /// gone or being deleted (the garbage collector deletes its items) or invalid (a
 /// half-valid plan touches nothing).

@@ -123,7 +123,7 @@ view_slicer::view_slicer(const cluster_view& view, dcm_settings dcm, slice_memo&
     : view_(view), settings_(std::move(dcm)), memo_(memo) {
   if (view.shared_changed) {
     memo_ = {};
-  } else if (view.nodes_relabelled) {
+  } else if (view.relabelled(dcm_profile_label)) {
     memo_.plans.clear();
     memo_.holders.clear();
     memo_.by_dcm_name.reset();
@@ -242,7 +242,8 @@ slice_update view_slicer::update(const protocol::node_partitioning& item,
                    view_.node_changes.count(item.spec.node_name);
   if (own)
     return {slice_news::own, std::make_shared<const node_slice>(slice(item))};
-  if (!view_.pdbs_changed && !view_.nodes_relabelled)
+  const bool relabelled = view_.relabelled(dcm_profile_label);
+  if (!view_.pdbs_changed && !relabelled)
     return {};
   // Nothing of the node's own changed: its pods, profile and DCM's config are the last
   // slice's.
@@ -254,8 +255,8 @@ slice_update view_slicer::update(const protocol::node_partitioning& item,
       return view_.pdb_namespaces_changed.count(pod.second->ns) > 0;
     });
   auto pdbs = walk ? budgets(*last) : last->pdbs;
-  auto labelled = view_.nodes_relabelled && last->profile ? labelled_if_differs(*last->profile)
-                                                          : last->dcm_name_labelled;
+  auto labelled =
+      relabelled && last->profile ? labelled_if_differs(*last->profile) : last->dcm_name_labelled;
   auto same = [](const auto& a, const auto& b) { return a == b || (a && b && *a == *b); };
   const bool holders = !same(labelled, last->dcm_name_labelled);
   if (!holders && pdbs == last->pdbs)

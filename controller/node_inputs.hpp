@@ -97,7 +97,7 @@ struct slice_update {
 
 /// What several nodes' slices share, worked out once and kept from view to view while
 /// nothing it depends on changes (objects, profiles, plans and ConfigMaps: a view's
-/// shared_changed; nodes' labels: nodes_relabelled). Slices of successive views then
+/// shared_changed; nodes' DCM profile labels: relabelled). Slices of successive views then
 /// share these objects, and DCM's config is not parsed again for every node.
 struct slice_memo {
   std::shared_ptr<const dcm_config_state> dcm;
@@ -122,7 +122,7 @@ public:
   /// What the view brings the worker of `item`, last sent `last` (null: none yet). A view
   /// of a thousand nodes has news of its own for one or two: the others are only checked
   /// for changed budgets (when any changed) and holders of their DCM name (when a node's
-  /// labels did).
+  /// DCM profile label did).
   slice_update update(const protocol::node_partitioning& item, const node_slice_ptr& last);
 
 private:

@@ -170,16 +170,29 @@ struct cluster_model {
   gc::node_info node(const std::string& name) const { return *view.nodes.at(name); }
   /// Snapshots say everything may have changed (every worker steps), unless a test sets
   /// the change fields itself.
+  /// Either way the items that changed since the last snapshot are named in it, as the
+  /// root names them.
   bool mark_all_changed = true;
   ga::snapshot_ptr snapshot() const {
     auto copy = std::make_shared<ga::cluster_snapshot>(view);
     if (mark_all_changed) {
       copy->shared_changed = true;
-      copy->nodes_relabelled = true;
+      copy->nodes_came_or_went = true;
       copy->item_specs_changed = true;
     }
+    std::map<std::string, const gp::node_partitioning*> items;
+    for (const auto& [name, item] : view.items) {
+      items[name] = item.get();
+      if (auto was = shown_items.find(name); was == shown_items.end() || was->second != item.get())
+        copy->item_changes.insert(name);
+    }
+    for (const auto& [name, item] : shown_items)
+      if (!items.count(name))
+        copy->item_changes.insert(name);
+    shown_items = std::move(items);
     return copy;
   }
+  mutable std::map<std::string, const gp::node_partitioning*> shown_items;
 
   /// DCM's answer to the node's profile label: its state label, and its Event naming the
   /// profile it served.

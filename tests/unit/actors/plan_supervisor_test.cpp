@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -104,6 +105,32 @@ BOOST_FIXTURE_TEST_CASE(creates_an_item_for_each_selected_node_once, supervisor_
   const std::vector<std::string> order{"gpu-1", "gpu-2"};
   BOOST_TEST(plan_status().order == order, boost::test_tools::per_element());
   BOOST_TEST(plan_status().nodes.total == 0);
+}
+
+// The plan is worked out again when a node's change can alter what it selects: a label
+// its selector names, not DCM's or the labeller's, which change many times a rollout.
+BOOST_FIXTURE_TEST_CASE(only_a_label_the_selector_names_works_the_plan_out_again,
+                        supervisor_fixture) {
+  cluster().put(make_item("gpu-1"));
+  cluster().put(make_item("gpu-2"));
+  start();
+  show_view();
+  BOOST_TEST(item_requests(create_op).empty());
+  cluster().mark_all_changed = false;
+  cluster().put(make_node("gpu-3", "train"));
+  auto view = [&](std::set<std::string> keys) {
+    auto snapshot = cluster().snapshot();
+    auto copy = std::make_shared<ga::cluster_snapshot>(*snapshot);
+    copy->node_changes[std::string("gpu-3")] = gp::wall_clock::now();
+    copy->relabelled_keys = std::move(keys);
+    caf::anon_send(supervisor, ga::view_atom_v, ga::snapshot_ptr(copy));
+    sched.run();
+  };
+  view({"amd.com/gpu.ready"});
+  BOOST_TEST(item_requests(create_op).empty(), "a label no selector names");
+  view({"pool"});
+  BOOST_TEST(item_requests(create_op) == std::vector<std::string>{"plan-gpu-3"},
+             boost::test_tools::per_element());
 }
 
 // Found by the soak: item creations that failed while the API server was away were never

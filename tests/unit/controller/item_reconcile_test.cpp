@@ -10,6 +10,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 namespace gc = gpu_partitioner::controller;
@@ -153,6 +155,76 @@ BOOST_AUTO_TEST_CASE(items_that_left_the_plan_are_removed_unless_the_plan_cannot
              "a plan gone or being deleted: the garbage collector deletes its items");
   BOOST_TEST(gc::items_to_remove(f.mine(), keep, false, true).empty(),
              "an invalid plan touches nothing");
+}
+
+// What a node's change means for the plans' selections: the label keys that changed, or a
+// node that came, went or changed its control-plane role (never selected, whatever its
+// labels). Only a key that a selector or exclusion names can change a selection.
+BOOST_AUTO_TEST_CASE(only_labels_a_selector_names_change_the_selections) {
+  auto node = [](std::map<std::string, std::string> labels) {
+    gc::node_info n;
+    n.name = "a";
+    n.labels = std::move(labels);
+    return n;
+  };
+  const auto before = node({{"pool", "training"}, {"amd.com/gpu.ready", "true"}, {"zone", "x"}});
+  struct row {
+    const char* what;
+    std::optional<gc::node_info> was, now;
+    std::set<std::string> keys;
+    bool came_or_went;
+  };
+  const row rows[] = {
+      {"nothing", before, before, {}, false},
+      {"a value",
+       before,
+       node({{"pool", "inference"}, {"amd.com/gpu.ready", "true"}, {"zone", "x"}}),
+       {"pool"},
+       false},
+      {"a key gone and one new",
+       before,
+       node({{"pool", "training"}, {"zone", "x"}, {"dcm.amd.com/gpu-config-profile", "cpx"}}),
+       {"amd.com/gpu.ready", "dcm.amd.com/gpu-config-profile"},
+       false},
+      {"a node came", std::nullopt, before, {}, true},
+      {"a node went", before, std::nullopt, {}, true},
+      {"a control-plane node",
+       before,
+       node({{"pool", "training"},
+             {"amd.com/gpu.ready", "true"},
+             {"zone", "x"},
+             {"node-role.kubernetes.io/control-plane", ""}}),
+       {},
+       true},
+  };
+  for (const auto& r : rows) {
+    gc::cluster_view v;
+    v.note_relabelling(r.was ? &*r.was : nullptr, r.now ? &*r.now : nullptr);
+    BOOST_TEST(v.relabelled_keys == r.keys, r.what);
+    BOOST_TEST(v.nodes_came_or_went == r.came_or_went, r.what);
+  }
+
+  gc::cluster_view v;
+  auto p = std::make_shared<gp::partitioning_plan>(plan());
+  gp::partitioning entry;
+  entry.selector.match_labels["pool"] = "training";
+  entry.exclude.emplace();
+  gp::label_selector_requirement in_zone_y;
+  in_zone_y.key = "zone";
+  in_zone_y.values = {"y"};
+  entry.exclude->match_expressions.push_back(in_zone_y);
+  p->spec.partitionings.push_back(entry);
+  v.plans["p"] = p;
+  BOOST_TEST(!gc::selections_may_change(v), "nothing changed");
+  v.relabelled_keys = {"amd.com/gpu.ready", "dcm.amd.com/gpu-config-state"};
+  BOOST_TEST(!gc::selections_may_change(v), "labels no selector names");
+  v.relabelled_keys = {"pool"};
+  BOOST_TEST(gc::selections_may_change(v), "a key of a selector");
+  v.relabelled_keys = {"zone"};
+  BOOST_TEST(gc::selections_may_change(v), "a key of an exclusion");
+  v.relabelled_keys.clear();
+  v.nodes_came_or_went = true;
+  BOOST_TEST(gc::selections_may_change(v), "a node came or went");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

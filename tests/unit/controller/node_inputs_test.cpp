@@ -390,7 +390,10 @@ BOOST_AUTO_TEST_CASE(a_new_holder_of_a_changed_dcm_name_is_news) {
   BOOST_REQUIRE(first.slice->dcm_name_labelled);
   BOOST_TEST(first.slice->dcm_name_labelled->empty());
   b.node("c", "spx");
-  b.v.nodes_relabelled = true;
+  b.v.relabelled_keys = {"amd.com/gpu.ready"};
+  BOOST_TEST((gc::view_slicer(b.v, dcm).update(it, first.slice).news == gc::slice_news::none),
+             "another label changed: who carries the name is not looked at again");
+  b.v.relabelled_keys = {gc::dcm_profile_label};
   const auto next = gc::view_slicer(b.v, dcm).update(it, first.slice);
   BOOST_TEST((next.news == gc::slice_news::own));
   BOOST_REQUIRE(next.slice->dcm_name_labelled);
@@ -412,11 +415,14 @@ BOOST_AUTO_TEST_CASE(the_memo_keeps_shared_objects_until_what_they_depend_on_cha
   BOOST_TEST((first.dcm == second.dcm), "DCM's config read once");
   BOOST_TEST((first.plan_profiles == second.plan_profiles));
 
-  b.v.nodes_relabelled = true;
+  b.v.relabelled_keys = {"amd.com/gpu.ready"};
+  const auto other = gc::view_slicer(b.v, dcm, memo).slice(it);
+  BOOST_TEST((other.plan_profiles == first.plan_profiles), "no DCM profile label changed");
+  b.v.relabelled_keys = {gc::dcm_profile_label};
   const auto relabelled = gc::view_slicer(b.v, dcm, memo).slice(it);
   BOOST_TEST((relabelled.profile == first.profile), "labels change no profile");
   BOOST_TEST((relabelled.plan_profiles != first.plan_profiles), "but who carries a name");
-  b.v.nodes_relabelled = false;
+  b.v.relabelled_keys.clear();
 
   b.payload("cpx-payload", spx);
   b.v.shared_changed = true;

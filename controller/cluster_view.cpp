@@ -1,0 +1,20 @@
+#include "controller/cluster_view.hpp"
+
+namespace gpu_partitioner::controller {
+
+void cluster_view::note_relabelling(const node_info* was, const node_info* now) {
+  // A control-plane node is never selected, whatever its labels: a change of role is a
+  // node coming or going for the plans.
+  if (!was || !now || was->is_control_plane() != now->is_control_plane()) {
+    nodes_came_or_went = true;
+    return;
+  }
+  for (const auto& [key, value] : was->labels)
+    if (auto it = now->labels.find(key); it == now->labels.end() || it->second != value)
+      relabelled_keys.insert(key);
+  for (const auto& [key, value] : now->labels)
+    if (!was->labels.count(key))
+      relabelled_keys.insert(key);
+}
+
+} // namespace gpu_partitioner::controller

@@ -1,0 +1,100 @@
+// controller::plan_items: a plan's items kept from view to view by the views' item changes
+// (created, changed, deleted, another plan's left out), and the items a view touched
+// through their item or their node.
+#include "controller/plan_items.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <set>
+#include <string>
+
+namespace gc = gpu_partitioner::controller;
+namespace gp = gpu_partitioner::protocol;
+
+namespace {
+
+std::shared_ptr<const gp::node_partitioning> item(const std::string& plan, const std::string& node,
+                                                  const std::string& note = {}) {
+  auto it = std::make_shared<gp::node_partitioning>();
+  it->metadata.name = plan + "-" + node;
+  it->spec.plan_ref.name = plan;
+  it->spec.node_name = node;
+  it->status.last_error = note;
+  return it;
+}
+
+std::set<std::string> names(const gc::plan_items::by_name& items) {
+  std::set<std::string> out;
+  for (const auto& [name, it] : items)
+    out.insert(name);
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(plan_items)
+
+BOOST_AUTO_TEST_CASE(items_follow_the_item_changes_of_each_view) {
+  gc::plan_items mine("p");
+  gc::cluster_view v;
+  v.items["p-a"] = item("p", "a");
+  v.items["q-a"] = item("q", "a");
+  mine.update(v);
+  BOOST_TEST(names(mine.all()) == (std::set<std::string>{"p-a"}), "the first view: all of it");
+
+  // Created, changed and another plan's: only the changes are read.
+  v.items["p-b"] = item("p", "b");
+  v.items["p-a"] = item("p", "a", "changed");
+  v.item_changes = {"p-b", "p-a"};
+  mine.update(v);
+  BOOST_TEST(names(mine.all()) == (std::set<std::string>{"p-a", "p-b"}));
+  BOOST_TEST(mine.all().at("p-a") == v.items.at("p-a").get(), "the view's object");
+
+  // Deleted: gone, and its node no longer leads to it.
+  v.items.erase("p-a");
+  v.item_changes = {"p-a"};
+  mine.update(v);
+  BOOST_TEST(names(mine.all()) == (std::set<std::string>{"p-b"}));
+  v.item_changes.clear();
+  v.node_changes["a"] = {};
+  BOOST_TEST(mine.touched(v).empty(), "node a has no item of this plan now");
+
+  // A change the view does not name is not seen: the views are shown in order.
+  v.items["p-c"] = item("p", "c");
+  v.node_changes.clear();
+  mine.update(v);
+  BOOST_TEST(!mine.all().count("p-c"));
+}
+
+BOOST_AUTO_TEST_CASE(a_view_touches_the_items_of_its_changed_items_and_nodes) {
+  gc::plan_items mine("p");
+  gc::cluster_view v;
+  for (const char* n : {"a", "b", "c", "d"})
+    v.items[std::string("p-") + n] = item("p", n);
+  v.items["q-e"] = item("q", "e");
+  mine.update(v);
+  v.item_changes = {"p-a", "q-e"};
+  v.node_changes["c"] = {};
+  v.node_changes["e"] = {};
+  v.node_changes["z"] = {};
+  BOOST_TEST(names(mine.touched(v)) == (std::set<std::string>{"p-a", "p-c"}),
+             "its own item, or its node, pods or Events; not another plan's");
+  v.item_changes.clear();
+  v.node_changes.clear();
+  BOOST_TEST(mine.touched(v).empty());
+
+  BOOST_TEST(!gc::plan_items::news_for_all(v));
+  v.relabelled_keys = {"amd.com/gpu.ready"};
+  BOOST_TEST(!gc::plan_items::news_for_all(v), "a label no slice reads");
+  v.relabelled_keys = {gc::dcm_profile_label};
+  BOOST_TEST(gc::plan_items::news_for_all(v), "who carries a DCM name");
+  v.relabelled_keys.clear();
+  v.pdbs_changed = true;
+  BOOST_TEST(gc::plan_items::news_for_all(v), "the budgets");
+  v.pdbs_changed = false;
+  v.shared_changed = true;
+  BOOST_TEST(gc::plan_items::news_for_all(v), "what every node shares");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
