@@ -69,14 +69,14 @@ void apply(root_state& s, const observation& o) {
     }
     break;
   }
-  case k::pdb:
-    v.pdbs_changed = true;
-    v.pdb_namespaces_changed.insert(o.key.substr(0, o.key.find('/')));
+  case k::pdb: {
+    v.note_budget_change(o.key, s.pod_nodes);
     if (o.deleted)
       v.pdbs.erase(o.key);
     else
       v.pdbs[o.key] = o.pdb;
     break;
+  }
   case k::config_map: {
     v.shared_changed = true;
     if (o.deleted) {
@@ -247,8 +247,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
         auto snapshot = std::make_shared<const cluster_snapshot>(s->view);
         s->view.node_changes.clear();
         s->view.item_changes.clear();
-        s->view.pdbs_changed = false;
-        s->view.pdb_namespaces_changed.clear();
+        s->view.budget_changes.clear();
         s->view.shared_changed = false;
         s->view.relabelled_keys.clear();
         s->view.nodes_came_or_went = false;

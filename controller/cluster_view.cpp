@@ -17,4 +17,12 @@ void cluster_view::note_relabelling(const node_info* was, const node_info* now) 
       relabelled_keys.insert(key);
 }
 
+void cluster_view::note_budget_change(const std::string& key,
+                                      const std::map<std::string, std::string>& pod_nodes) {
+  const std::string ns = key.substr(0, key.find('/') + 1);
+  for (auto it = pod_nodes.lower_bound(ns);
+       it != pod_nodes.end() && it->first.compare(0, ns.size(), ns) == 0; ++it)
+    budget_changes.insert(it->second);
+}
+
 } // namespace gpu_partitioner::controller

@@ -85,9 +85,9 @@ struct cluster_view {
   std::map<std::string, protocol::wall_clock::time_point> node_changes;
   /// NodePartitionings, by name.
   std::set<std::string> item_changes;
-  bool pdbs_changed = false;
-  /// The namespaces of the budgets that changed (none listed with pdbs_changed: any).
-  std::set<std::string> pdb_namespaces_changed;
+  /// Nodes with a pod in a namespace whose budgets changed (a budget covers pods of its
+  /// own namespace only): the budgets over their pods may differ.
+  std::set<std::string> budget_changes;
   /// Plans (not their status), profiles, ConfigMaps, or the caches just synced: every
   /// worker looks again.
   bool shared_changed = false;
@@ -101,6 +101,10 @@ struct cluster_view {
   bool relabelled(const std::string& key) const {
     return nodes_came_or_went || relabelled_keys.count(key) > 0;
   }
+  /// Records that the budget `key` (namespace/name) changed, given where each pod
+  /// (namespace/name) is.
+  void note_budget_change(const std::string& key,
+                          const std::map<std::string, std::string>& pod_nodes);
   /// Records what a node's change (`was` to `now`; null: absent) means for the above.
   void note_relabelling(const node_info* was, const node_info* now);
   /// A NodePartitioning came, went, or changed its metadata or spec, or began or ended its

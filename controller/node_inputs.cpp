@@ -242,18 +242,12 @@ slice_update view_slicer::update(const protocol::node_partitioning& item,
                    view_.node_changes.count(item.spec.node_name);
   if (own)
     return {slice_news::own, std::make_shared<const node_slice>(slice(item))};
-  const bool relabelled = view_.relabelled(dcm_profile_label);
-  if (!view_.pdbs_changed && !relabelled)
-    return {};
   // Nothing of the node's own changed: its pods, profile and DCM's config are the last
-  // slice's.
-  // A budget covers pods of its own namespace only: only a node with a pod where budgets
-  // changed walks them again.
-  bool walk = view_.pdbs_changed && last->pods;
-  if (walk && !view_.pdb_namespaces_changed.empty())
-    walk = std::any_of(last->pods->begin(), last->pods->end(), [&](const auto& pod) {
-      return view_.pdb_namespaces_changed.count(pod.second->ns) > 0;
-    });
+  // slice's. The budgets over its pods may have, or who carries its DCM name.
+  const bool walk = view_.budget_changes.count(item.spec.node_name) > 0;
+  const bool relabelled = view_.relabelled(dcm_profile_label);
+  if (!walk && !relabelled)
+    return {};
   auto pdbs = walk ? budgets(*last) : last->pdbs;
   auto labelled =
       relabelled && last->profile ? labelled_if_differs(*last->profile) : last->dcm_name_labelled;

@@ -34,9 +34,14 @@ plan_items::by_name plan_items::touched(const cluster_view& view) const {
   for (const auto& name : view.item_changes)
     if (auto it = items_.find(name); it != items_.end())
       out.insert(*it);
-  for (const auto& [node, at] : view.node_changes)
+  auto of_node = [&](const std::string& node) {
     if (auto on = on_node_.find(node); on != on_node_.end())
       out.emplace(on->second, items_.at(on->second));
+  };
+  for (const auto& [node, at] : view.node_changes)
+    of_node(node);
+  for (const auto& node : view.budget_changes)
+    of_node(node);
   return out;
 }
 

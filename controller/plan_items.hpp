@@ -24,12 +24,12 @@ public:
   /// in the next view).
   void update(const cluster_view& view);
   const by_name& all() const { return items_; }
-  /// The items whose item, node, pods or DCM Events `view` changed.
+  /// The items whose item, node, pods, DCM Events or budgets `view` changed.
   by_name touched(const cluster_view& view) const;
   /// Whether `view` may have news for any item, not only the touched ones: what every
-  /// node shares, the budgets, or who carries a DCM name changed.
+  /// node shares or who carries a DCM name changed.
   static bool news_for_all(const cluster_view& view) {
-    return view.shared_changed || view.pdbs_changed || view.relabelled(dcm_profile_label);
+    return view.shared_changed || view.relabelled(dcm_profile_label);
   }
 
 private:

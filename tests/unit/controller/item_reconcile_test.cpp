@@ -1,7 +1,8 @@
 // controller::reconcile_items, desired_item and items_to_remove: a plan's NodePartitionings
 // against the items that exist. Create what is missing (noting which missing items' nodes
 // are down), update a changed spec unless the node is in flight, delete what left the
-// plan, and never delete while the plan is gone, being deleted or invalid.
+// plan, and never delete while the plan is gone, being deleted or invalid. What a view
+// records of node and budget changes, and which of them can change a selection.
 #include "controller/item_reconcile.hpp"
 
 #include "controller/node_machine.hpp"
@@ -225,6 +226,18 @@ BOOST_AUTO_TEST_CASE(only_labels_a_selector_names_change_the_selections) {
   v.relabelled_keys.clear();
   v.nodes_came_or_went = true;
   BOOST_TEST(gc::selections_may_change(v), "a node came or went");
+}
+
+// A budget covers the pods of its own namespace: its change is news to the nodes with a
+// pod there, and to no other.
+BOOST_AUTO_TEST_CASE(a_budget_change_names_the_nodes_with_a_pod_in_its_namespace) {
+  const std::map<std::string, std::string> pod_nodes{
+      {"team/web-1", "a"}, {"team/web-2", "b"}, {"team-b/db-1", "c"}, {"teams/x", "d"}};
+  gc::cluster_view v;
+  v.note_budget_change("team/web", pod_nodes);
+  BOOST_TEST(v.budget_changes == (std::set<std::string>{"a", "b"}), "not team-b's or teams' pods");
+  v.note_budget_change("empty/none", pod_nodes);
+  BOOST_TEST(v.budget_changes == (std::set<std::string>{"a", "b"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -365,7 +365,7 @@ BOOST_AUTO_TEST_CASE(a_view_brings_a_worker_news_of_its_own_of_its_budgets_or_no
 
   // A budget over a pod of the node comes: news of budgets only, with the budget. One over
   // no pod of the node: none.
-  b.v.pdbs_changed = true;
+  b.v.budget_changes = {"a"};
   b.pdb("web", "web");
   const auto budgets = update(first.slice);
   BOOST_TEST((budgets.news == gc::slice_news::budgets_only));
@@ -432,7 +432,8 @@ BOOST_AUTO_TEST_CASE(the_memo_keeps_shared_objects_until_what_they_depend_on_cha
   BOOST_TEST(*changed.profile->payload == spx, "the new payload, not the memo's");
 }
 
-// Budgets that changed in another namespace than the node's pods' are no news to it.
+// Budgets that changed where none of the node's pods are (the root names the nodes with a
+// pod in their namespace) are no news to it.
 BOOST_AUTO_TEST_CASE(budgets_changed_elsewhere_are_not_walked) {
   view_builder b;
   b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx);
@@ -441,13 +442,9 @@ BOOST_AUTO_TEST_CASE(budgets_changed_elsewhere_are_not_walked) {
   b.v.items[it.metadata.name] = std::make_shared<const gp::node_partitioning>(it);
   const auto first = gc::view_slicer(b.v, dcm).update(it, nullptr);
   b.pdb("web", "web"); // in "team", the pod's namespace
-  b.v.pdbs_changed = true;
-  b.v.pdb_namespaces_changed = {"elsewhere"};
+  b.v.budget_changes = {"b"};
   BOOST_TEST((gc::view_slicer(b.v, dcm).update(it, first.slice).news == gc::slice_news::none));
-  b.v.pdb_namespaces_changed = {"team"};
-  BOOST_TEST(
-      (gc::view_slicer(b.v, dcm).update(it, first.slice).news == gc::slice_news::budgets_only));
-  b.v.pdb_namespaces_changed.clear(); // unknown: any
+  b.v.budget_changes = {"a"};
   BOOST_TEST(
       (gc::view_slicer(b.v, dcm).update(it, first.slice).news == gc::slice_news::budgets_only));
 }

@@ -1,6 +1,6 @@
 // controller::plan_items: a plan's items kept from view to view by the views' item changes
 // (created, changed, deleted, another plan's left out), and the items a view touched
-// through their item or their node.
+// through their item, their node or the budgets over their pods.
 #include "controller/plan_items.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -90,9 +90,10 @@ BOOST_AUTO_TEST_CASE(a_view_touches_the_items_of_its_changed_items_and_nodes) {
   v.relabelled_keys = {gc::dcm_profile_label};
   BOOST_TEST(gc::plan_items::news_for_all(v), "who carries a DCM name");
   v.relabelled_keys.clear();
-  v.pdbs_changed = true;
-  BOOST_TEST(gc::plan_items::news_for_all(v), "the budgets");
-  v.pdbs_changed = false;
+  v.budget_changes = {"b", "e"};
+  BOOST_TEST(!gc::plan_items::news_for_all(v), "budgets: the nodes they cover");
+  BOOST_TEST(names(mine.touched(v)) == (std::set<std::string>{"p-b"}));
+  v.budget_changes.clear();
   v.shared_changed = true;
   BOOST_TEST(gc::plan_items::news_for_all(v), "what every node shares");
 }
