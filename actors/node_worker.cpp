@@ -169,23 +169,8 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
       });
     };
 
-    node_io io;
-    io.item = config.item;
-    io.node = in.item.spec.node_name;
-    io.patch = out.patch;
-    io.taint = out.taint;
-    if (io.taint && in.node) {
-      io.known_version = in.node->resource_version;
-      io.known_taints = in.node->taints;
-    }
-    io.confirm_drained = out.confirm_drained;
-    io.removals = out.removals;
-    io.dcm = out.dcm;
-    io.add_finalizer = out.add_finalizer;
-    io.remove_finalizer = out.remove_finalizer;
-    io.clear_retry = out.clear_retry;
-    const bool writes = io.patch || io.taint || !io.removals.empty() || io.dcm ||
-                        io.add_finalizer || io.remove_finalizer || io.clear_retry;
+    auto io = writes_of(config.item, out, in);
+    const bool writes = any_write(io);
     if (!writes && lagging) {
       // The watch has not shown our last write of the node for a while: read the node
       // from the API server (every watch_lag_limit until the watch catches up), so that

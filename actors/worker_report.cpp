@@ -52,4 +52,29 @@ event_io event_of(const controller::event_record& e, const controller::node_inpu
   return ev;
 }
 
+node_io writes_of(const std::string& item, const controller::node_step& out,
+                  const controller::node_inputs& in) {
+  node_io io;
+  io.item = item;
+  io.node = in.item.spec.node_name;
+  io.patch = out.patch;
+  io.taint = out.taint;
+  if (io.taint && in.node) {
+    io.known_version = in.node->resource_version;
+    io.known_taints = in.node->taints;
+  }
+  io.confirm_drained = out.confirm_drained;
+  io.removals = out.removals;
+  io.dcm = out.dcm;
+  io.add_finalizer = out.add_finalizer;
+  io.remove_finalizer = out.remove_finalizer;
+  io.clear_retry = out.clear_retry;
+  return io;
+}
+
+bool any_write(const node_io& io) {
+  return io.patch || io.taint || !io.removals.empty() || io.dcm || io.add_finalizer ||
+         io.remove_finalizer || io.clear_retry;
+}
+
 } // namespace gpu_partitioner::actors
