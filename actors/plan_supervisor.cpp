@@ -198,8 +198,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           resolution = {};
         }
         // Items no longer selected (node gone, labels changed) are deleted; their
-        // finalizer returns the node to service.
-        // (What is kept changes only when the plan is worked out again.)
+        // finalizer returns the node to service. Looked for when the plan was worked out
+        // again (what it keeps changes only then) or its items changed.
         const bool plan_gone = plan == nullptr || plan->metadata.deletion_timestamp.has_value();
         if (recompute || !view->item_changes.empty())
           for (const auto& name : controller::items_to_remove(
