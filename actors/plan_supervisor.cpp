@@ -17,6 +17,8 @@ namespace gpu_partitioner::actors {
 namespace {
 
 struct supervisor_state {
+  explicit supervisor_state(std::string plan) : mine(std::move(plan)) {}
+
   governor_actor governor;
   std::map<std::string, node_worker_actor> workers; // item name -> worker
   /// Items we asked to create, delete or update, so a slow watch does not make us ask twice.
@@ -36,7 +38,7 @@ struct supervisor_state {
   controller::slice_memo memo;
   bool retry_pending = false;
   /// The plan's items as the latest view has them (pointers into `latest`).
-  controller::plan_items mine{""};
+  controller::plan_items mine;
   /// Every item is looked at with the next view (a worker was lost and must be started
   /// again), not only those whose item or node changed.
   bool sweep = true;
@@ -49,8 +51,7 @@ struct supervisor_state {
 
 plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::pointer self,
                                                      plan_supervisor_config config) {
-  auto s = std::make_shared<supervisor_state>();
-  s->mine = controller::plan_items(config.plan);
+  auto s = std::make_shared<supervisor_state>(config.plan);
   const controller::dcm_settings dcm{config.dcm_namespace, config.dcm_name, config.dcm_config_sync};
   s->governor = self->spawn<caf::linked>(rollout_governor_actor, config.plan);
   // The supervisor ends when its plan and items are gone (or the operator stops): the
@@ -100,8 +101,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           self->send(self, view_atom_v, std::move(view));
       },
       [=](view_atom, const snapshot_ptr& view) {
-        // The previous view lives to the end: `mine` points into it until brought up to date.
-        const snapshot_ptr previous = std::exchange(s->latest, view);
+        s->latest = view;
         const auto plan_it = view->plans.find(config.plan);
         const protocol::partitioning_plan* plan =
             plan_it == view->plans.end() ? nullptr : plan_it->second.get();

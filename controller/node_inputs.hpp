@@ -121,8 +121,8 @@ public:
   node_slice slice(const protocol::node_partitioning& item);
   /// What the view brings the worker of `item`, last sent `last` (null: none yet). A view
   /// of a thousand nodes has news of its own for one or two: the others are only checked
-  /// for changed budgets (when those over their pods may have) and holders of their DCM name (when
-  /// a node's DCM profile label did).
+  /// for changed budgets (when those over their pods may have) and holders of their DCM
+  /// name (when a node's DCM profile label did).
   slice_update update(const protocol::node_partitioning& item, const node_slice_ptr& last);
 
 private:

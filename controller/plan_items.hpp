@@ -21,7 +21,7 @@ public:
   /// Brings the items up to `view`: all of them the first time, then those it changed.
   /// Shown every view in order (the changes are since the previous one). The pointers are
   /// into the view's objects: valid while it lives (an unchanged item is the same object
-  /// in the next view).
+  /// in the next view); update never reads the ones it replaces.
   void update(const cluster_view& view);
   const by_name& all() const { return items_; }
   /// The items whose item, node, pods, DCM Events or budgets `view` changed.
