@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -608,7 +609,8 @@ void e2e_cluster::add_nodes(const std::vector<std::pair<std::string, node_spec>>
 }
 
 std::string e2e_cluster::dcm_config_sync() const {
-  return std::to_string(90 * std::stod(time_scale_));
+  const double scale = std::stod(time_scale_);
+  return std::to_string(60 * scale + std::max(30 * scale, 2.0));
 }
 
 void e2e_cluster::start_simulator(const std::string& time_scale,

@@ -212,8 +212,10 @@ public:
   /// gpu-sim over this test's nodes; waits until each reports amd.com/gpu and is ready.
   void start_simulator(const std::string& time_scale = "0.02",
                        const std::vector<std::string>& extra_args = {});
-  /// The operator's --dcm-config-sync for the simulator's time scale: the default 90 s
-  /// scaled as gpu-sim scales kubelet's delivery of DCM's file (60 s).
+  /// The operator's --dcm-config-sync for the simulator's time scale: gpu-sim's 60 s
+  /// delivery of DCM's file, scaled, plus the default's 30 s of margin scaled or 2 s,
+  /// whichever is longer. The margin covers gpu-sim's watch seeing the ConfigMap change
+  /// later than the operator's does: scaled to 0.6 s alone, a loaded machine exceeds it.
   std::string dcm_config_sync() const;
   child_process& simulator() { return *sim_; }
   /// The operator; its output goes to $TEST_UNDECLARED_OUTPUTS_DIR/operator-<id>.log.
