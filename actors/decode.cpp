@@ -41,16 +41,30 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
     p.name = string_at(*meta, "name");
     p.uid = string_at(*meta, "uid");
     p.labels = kube::string_map(find_path(*meta, {"labels"}));
-    p.deleting = find_path(*meta, {"deletionTimestamp"}) != nullptr;
+    if (const auto* at = find_path(*meta, {"deletionTimestamp"})) {
+      p.deleting = true;
+      if (at->IsString())
+        p.deletion_deadline = protocol::parse_time(at->GetString());
+    }
+    if (const auto* grace = find_path(*meta, {"deletionGracePeriodSeconds"});
+        grace && grace->IsNumber())
+      p.deletion_grace_seconds = kube::whole_number(grace);
     p.mirror = find_path(*meta, {"annotations", "kubernetes.io/config.mirror"}) != nullptr;
+    p.unmanaged = true;
     if (const auto* owners = find_path(*meta, {"ownerReferences"}); owners && owners->IsArray())
       for (const auto& ref : owners->GetArray())
-        if (string_at(ref, "kind") == "DaemonSet")
-          if (const auto* c = find_path(ref, {"controller"}); c && c->IsBool() && c->GetBool())
+        if (const auto* c = find_path(ref, {"controller"}); c && c->IsBool() && c->GetBool()) {
+          p.unmanaged = false;
+          if (string_at(ref, "kind") == "DaemonSet")
             p.daemon_set = true;
+        }
   }
   if (const auto* spec = find_path(o, {"spec"})) {
     p.node_name = string_at(*spec, "nodeName");
+    if (const auto* volumes = find_path(*spec, {"volumes"}); volumes && volumes->IsArray())
+      for (const auto& v : volumes->GetArray())
+        if (find_path(v, {"emptyDir"}) != nullptr)
+          p.empty_dir = true;
     if (const auto* tols = find_path(*spec, {"tolerations"}); tols && tols->IsArray())
       for (const auto& t : tols->GetArray()) {
         controller::toleration tol;

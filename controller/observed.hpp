@@ -73,6 +73,16 @@ struct pod_info {
   bool daemon_set = false;
   /// A static pod's mirror (kubernetes.io/config.mirror): the API cannot remove it.
   bool mirror = false;
+  /// No controller owns it: nothing recreates it once evicted (kubectl drain refuses it
+  /// without --force).
+  bool unmanaged = false;
+  /// It mounts an emptyDir volume: that data is lost on eviction (kubectl drain refuses
+  /// it without --delete-emptydir-data).
+  bool empty_dir = false;
+  /// When its deletion is due (metadata.deletionTimestamp: when it was asked, plus the
+  /// grace) and that grace: a pod still here long after is stuck, not held by a budget.
+  std::optional<protocol::wall_clock::time_point> deletion_deadline;
+  std::optional<long long> deletion_grace_seconds;
   std::vector<toleration> tolerations;
   /// GPUs (any amd.com/ resource) requested by its containers.
   long long gpus = 0;

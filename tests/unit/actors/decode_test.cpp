@@ -52,4 +52,42 @@ BOOST_AUTO_TEST_CASE(a_message_that_is_not_dcms_json_answers_no_profile) {
   BOOST_TEST((e.info.time == gp::wall_clock::time_point{}), "no lastTimestamp: no time");
 }
 
+// What a drain's pod policies read: whether a controller recreates the pod, whether it
+// loses emptyDir data, and when a deletion already asked of it is due.
+BOOST_AUTO_TEST_CASE(a_pod_says_who_recreates_it_what_it_loses_and_when_its_deletion_is_due) {
+  const auto bare = ga::decode_pod(parse(R"({
+    "metadata": {"namespace": "team", "name": "bare", "uid": "u1",
+                 "ownerReferences": [{"kind": "ConfigMap", "name": "x"}],
+                 "deletionTimestamp": "2027-01-15T08:00:30Z",
+                 "deletionGracePeriodSeconds": 30},
+    "spec": {"nodeName": "gpu-1",
+             "volumes": [{"name": "cfg", "configMap": {"name": "c"}},
+                         {"name": "scratch", "emptyDir": {}}]},
+    "status": {"phase": "Running"}})"));
+  BOOST_TEST(bare.unmanaged, "an owner that is not its controller recreates nothing");
+  BOOST_TEST(!bare.daemon_set);
+  BOOST_TEST(bare.empty_dir);
+  BOOST_TEST(bare.deleting);
+  BOOST_REQUIRE(bare.deletion_deadline.has_value());
+  BOOST_TEST((*bare.deletion_deadline == *gp::parse_time("2027-01-15T08:00:30Z")));
+  BOOST_TEST(bare.deletion_grace_seconds.value_or(-1) == 30);
+
+  const auto managed = ga::decode_pod(parse(R"({
+    "metadata": {"namespace": "team", "name": "web-1",
+                 "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "controller": true}]},
+    "spec": {"nodeName": "gpu-1", "volumes": [{"name": "cfg", "configMap": {"name": "c"}}]}})"));
+  BOOST_TEST(!managed.unmanaged);
+  BOOST_TEST(!managed.empty_dir);
+  BOOST_TEST(!managed.deleting);
+  BOOST_TEST(!managed.deletion_deadline.has_value());
+
+  const auto ds = ga::decode_pod(parse(R"({
+    "metadata": {"namespace": "kube-amd-gpu", "name": "dcm-x",
+                 "ownerReferences": [{"kind": "DaemonSet", "name": "dcm", "controller": true}]},
+    "spec": {"nodeName": "gpu-1"}})"));
+  BOOST_TEST(ds.daemon_set);
+  BOOST_TEST(!ds.unmanaged);
+  BOOST_TEST(ga::decode_pod(parse(R"({"metadata": {"name": "no-owner"}})")).unmanaged);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
