@@ -208,7 +208,7 @@ node_io_result executor::perform(const node_io& io) {
     keep(d);
   }
   if (io.taint && *io.taint && io.confirm_drained && r.error.empty())
-    r.error = pods_left_on_node(api, io.node);
+    r.error = pods_left_on_node(api, io.node, io.not_awaited);
   if (io.taint && r.error.empty()) {
     controller::node_info known;
     known.resource_version = io.known_version;
@@ -224,6 +224,7 @@ node_io_result executor::perform(const node_io& io) {
     m.at = protocol::wall_clock::now();
     kube::delete_options precondition;
     precondition.precondition_uid = p.uid;
+    precondition.grace_period_seconds = p.grace_seconds;
     if (p.again)
       if (auto needless = removal_needless(api, p.ns, p.name, p.uid); !needless.empty()) {
         m.done = true;
@@ -237,6 +238,8 @@ node_io_result executor::perform(const node_io& io) {
         m.message = e.error().describe();
         if (e.error().kind == kube::error_kind::conflict)
           m.done = true; // a pod of that name but another uid: ours is gone
+        else
+          m.failed = true;
       } else if (e->outcome == kube::eviction_outcome::blocked_by_pdb) {
         m.blocked = true;
         m.message = e->message;
@@ -247,6 +250,7 @@ node_io_result executor::perform(const node_io& io) {
       auto d = api.remove(kube::resources::pods(), p.ns, p.name, precondition);
       m.done = d || d.error().kind == kube::error_kind::not_found ||
                d.error().kind == kube::error_kind::conflict;
+      m.failed = !m.done;
       if (!d)
         m.message = d.error().describe();
     }
@@ -365,7 +369,8 @@ std::string removal_needless(kube::client& api, const std::string& ns, const std
   return "";
 }
 
-std::string pods_left_on_node(kube::client& api, const std::string& node) {
+std::string pods_left_on_node(kube::client& api, const std::string& node,
+                              const std::vector<std::string>& ignored) {
   kube::list_options on_node;
   on_node.field_selector = "spec.nodeName=" + node;
   auto pods = api.list(kube::resources::pods(), "", on_node);
@@ -375,7 +380,13 @@ std::string pods_left_on_node(kube::client& api, const std::string& node) {
   if (const auto* items = kube::find_path(pods.value(), {"items"}); items && items->IsArray())
     for (const auto& p : items->GetArray())
       all.push_back(decode_pod(p));
-  const auto left = controller::evictable_pods(all);
+  auto left = controller::evictable_pods(all);
+  left.erase(std::remove_if(left.begin(), left.end(),
+                            [&](const auto& p) {
+                              return std::find(ignored.begin(), ignored.end(), p.uid) !=
+                                     ignored.end();
+                            }),
+             left.end());
   if (left.empty())
     return {};
   std::string names;

@@ -35,7 +35,8 @@ io_actor::behavior_type io_executor(io_actor::pointer self, io_config config);
 /// The check before the taint that ends a drain: the pods on `node` that the taint would
 /// remove, listed by the API server now (not as a watch shows them). "" when there are
 /// none; else which they are, or why they could not be listed: the taint waits.
-std::string pods_left_on_node(kube::client& api, const std::string& node);
+std::string pods_left_on_node(kube::client& api, const std::string& node,
+                              const std::vector<std::string>& ignored = {});
 
 /// Before evicting a pod again that the watch still shows after an eviction: why asking
 /// again would be needless, read from the API server ("gone", "already being deleted",

@@ -70,6 +70,8 @@ struct node_io {
   std::optional<bool> taint;
   /// Refuse the taint if the API server lists a pod on the node that it would remove.
   bool confirm_drained = false;
+  /// Pods (uids) that refusal ignores: deleted long ago on a node that is not Ready.
+  std::vector<std::string> not_awaited;
   /// The node as the step saw it (its version and taints): the taint is first written
   /// against that version, without reading the node again; only a failed test reads it.
   std::string known_version;

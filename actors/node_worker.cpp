@@ -6,6 +6,7 @@
 #include "actors/operator_metrics.hpp"
 #include "actors/status_writer.hpp"
 #include "actors/worker_report.hpp"
+#include "controller/drain.hpp"
 #include "controller/node_inputs.hpp"
 #include "controller/read_your_writes.hpp"
 #include "controller/write_order.hpp"
@@ -247,10 +248,10 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
                   }
                   auto& m = process_metrics();
                   for (const auto& [pod, outcome] : r.evictions) {
-                    s->facts.evictions[pod] = outcome;
                     m.evictions.add({outcome.blocked ? "pdb_blocked"
                                      : outcome.done  ? "evicted"
                                                      : "error"});
+                    controller::record_eviction(s->facts.evictions, pod, outcome);
                   }
                   if (!r.error.empty()) {
                     failed(r.error);

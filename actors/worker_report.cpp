@@ -64,6 +64,7 @@ node_io writes_of(const std::string& item, const controller::node_step& out,
     io.known_taints = in.node->taints;
   }
   io.confirm_drained = out.confirm_drained;
+  io.not_awaited = out.not_awaited;
   io.removals = out.removals;
   io.dcm = out.dcm;
   io.add_finalizer = out.add_finalizer;

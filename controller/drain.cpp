@@ -1,5 +1,7 @@
 #include "controller/drain.hpp"
 
+#include "controller/selector.hpp"
+
 #include <algorithm>
 #include <set>
 
@@ -7,8 +9,14 @@ namespace gpu_partitioner::controller {
 
 namespace {
 
+using protocol::pod_hold;
+
 std::string key_of(const pod_info& p) {
   return p.ns + "/" + p.name;
+}
+
+protocol::blocking_pod hold(const pod_info& pod, std::string reason, pod_hold cause) {
+  return {pod.ns, pod.name, std::move(reason), cause};
 }
 
 } // namespace
@@ -30,10 +38,70 @@ std::vector<protocol::namespaced_name> pdbs_covering(const std::vector<pdb_info>
   return out;
 }
 
+pod_judgement judge_pod(const pod_info& pod, const protocol::drain_policy& drain,
+                        const drain_clock& clock) {
+  pod_judgement j;
+  j.loses_empty_dir = pod.empty_dir;
+  j.unmanaged = pod.unmanaged;
+  if (drain.pod_selector && !matches(*drain.pod_selector, pod.labels)) {
+    j.verdict = pod_verdict::refuse;
+    j.why = std::string("drainPolicy.podSelector does not select it, and it ") +
+            (pod.gpus > 0 ? "holds GPUs" : "does not tolerate the amd-dcm taint");
+    return j;
+  }
+  if (drain.wait && matches(drain.wait->pod_selector, pod.labels)) {
+    const auto until = clock.started + std::chrono::seconds(drain.wait->timeout_seconds);
+    if (clock.now < until) {
+      j.verdict = pod_verdict::wait;
+      j.why = "drainPolicy.waitForCompletion: let finish until " + protocol::format_time(until) +
+              ", evicted then";
+      return j;
+    }
+  }
+  if (pod.unmanaged && !drain.forces()) {
+    j.verdict = pod_verdict::refuse;
+    j.why = "no controller owns it: evicted, it is gone for good (drainPolicy.force allows it)";
+    return j;
+  }
+  if (pod.empty_dir && !drain.deletes_empty_dir_data()) {
+    j.verdict = pod_verdict::refuse;
+    j.why = "it mounts an emptyDir volume whose data eviction deletes "
+            "(drainPolicy.deleteEmptyDirData allows it)";
+    return j;
+  }
+  return j;
+}
+
+std::int64_t drain_timeout_seconds(const protocol::drain_policy& drain) {
+  return drain.timeout_seconds + (drain.wait ? drain.wait->timeout_seconds : 0);
+}
+
+bool deletion_not_awaited(const pod_info& pod, const protocol::drain_policy& drain,
+                          const drain_clock& clock) {
+  return pod.deleting && !clock.node_ready && pod.deletion_deadline &&
+         clock.now - *pod.deletion_deadline >= std::chrono::seconds(drain.skip_wait_seconds());
+}
+
+std::chrono::seconds eviction_backoff(int failures) {
+  auto wait = eviction_retry;
+  for (int i = 1; i < failures && wait < eviction_backoff_limit; ++i)
+    wait *= 2;
+  return std::min(wait, eviction_backoff_limit);
+}
+
+void record_eviction(std::map<std::string, eviction_memory>& memory, const std::string& pod,
+                     eviction_memory outcome) {
+  if (outcome.failed) {
+    auto was = memory.find(pod);
+    outcome.failures = was != memory.end() && was->second.failed ? was->second.failures + 1 : 1;
+  }
+  memory[pod] = std::move(outcome);
+}
+
 eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vector<pdb_info>& pdbs,
                              const std::map<std::string, eviction_memory>& evictions,
-                             const protocol::drain_policy& drain,
-                             protocol::wall_clock::time_point now) {
+                             const protocol::drain_policy& drain, const drain_clock& clock) {
+  const auto now = clock.now;
   eviction_pass pass;
   pass.evictable = evictable_pods(pods);
   // Progress counts each pod once: an evicted pod still terminating is evicted, not also
@@ -51,14 +119,50 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
   }
   const bool evict = drain.kind == protocol::eviction_kind::eviction && drain.respect_pdb;
   for (const auto& pod : pass.evictable) {
-    if (pod.deleting)
+    if (pod.deleting) {
+      if (deletion_not_awaited(pod, drain, clock)) {
+        pass.not_awaited.push_back(key_of(pod));
+        continue;
+      }
+      ++pass.left;
+      if (pod.deletion_deadline && now - *pod.deletion_deadline >= stuck_after)
+        pass.stuck.push_back(hold(pod,
+                                  "still terminating; its deletion was due at " +
+                                      protocol::format_time(*pod.deletion_deadline) +
+                                      ": its kubelet has not confirmed it gone" +
+                                      (clock.node_ready ? "" : " (the node is not Ready)"),
+                                  pod_hold::terminating));
       continue;
+    }
+    ++pass.left;
+    const auto judged = judge_pod(pod, drain, clock);
+    if (judged.verdict == pod_verdict::refuse) {
+      pass.refused.push_back(hold(pod, judged.why, pod_hold::policy));
+      continue;
+    }
+    if (judged.verdict == pod_verdict::wait) {
+      pass.waiting.push_back(hold(pod, judged.why, pod_hold::waiting_for_completion));
+      continue;
+    }
     auto mem = evictions.find(key_of(pod));
     // Evicted already, and the pods' watch has not shown the deletion yet (it may lag
     // behind the other watches, say after the API server came back): asking again would
     // be a duplicate. Only a pod still shown undeleted after the retry interval is.
     if (mem != evictions.end() && mem->second.done && now - mem->second.at < eviction_retry)
       continue;
+    if (mem != evictions.end() && mem->second.failed) {
+      // Not a budget's refusal: the server's own answer (a namespace being deleted, a pod
+      // two budgets cover, a denied request). Shown as it came, and asked again slower.
+      const auto wait = eviction_backoff(mem->second.failures);
+      const auto next = mem->second.at + wait;
+      pass.failed.push_back(hold(pod,
+                                 "eviction failed " + std::to_string(mem->second.failures) +
+                                     " time(s): " + mem->second.message + "; asked again at " +
+                                     protocol::format_time(next),
+                                 pod_hold::eviction_error));
+      if (now < next)
+        continue;
+    }
     if (mem != evictions.end() && mem->second.blocked) {
       auto covering = pdbs_covering(pdbs, pod);
       pass.blocking_pdbs.insert(pass.blocking_pdbs.end(), covering.begin(), covering.end());
@@ -66,7 +170,7 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
       if (!covering.empty())
         reason = "PodDisruptionBudget " + covering.front().namespace_ + "/" +
                  covering.front().name + " does not allow it now";
-      pass.blocked.push_back({pod.ns, pod.name, reason});
+      pass.blocked.push_back(hold(pod, reason, pod_hold::budget));
       // Asked again at once when the budget allows a disruption now: news only if its
       // status was seen after the refusal. Right after an API server restart the
       // disruption controller's status lags; a stale "allowed" retried at once raced it.
@@ -84,12 +188,19 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
         return pdb.covers(pod) && pdb.disrupted_pods.count(pod.name) > 0;
       });
       if (approved) {
-        pass.removals.push_back({pod.ns, pod.name, pod.uid, false});
+        pass.removals.push_back(
+            {pod.ns, pod.name, pod.uid, false, false, drain.grace_period_seconds});
         continue;
       }
     }
     const bool again = mem != evictions.end() && mem->second.done;
-    pass.removals.push_back({pod.ns, pod.name, pod.uid, evict, again});
+    if (mem == evictions.end()) {
+      if (judged.loses_empty_dir)
+        pass.losing_empty_dir.push_back(key_of(pod));
+      if (judged.unmanaged)
+        pass.losing_unmanaged.push_back(key_of(pod));
+    }
+    pass.removals.push_back({pod.ns, pod.name, pod.uid, evict, again, drain.grace_period_seconds});
   }
   auto& b = pass.blocking_pdbs;
   std::sort(b.begin(), b.end(), [](const auto& x, const auto& y) {
@@ -100,30 +211,78 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
                         return x.namespace_ == y.namespace_ && x.name == y.name;
                       }),
           b.end());
+  for (const auto* list : {&pass.refused, &pass.blocked, &pass.failed, &pass.waiting, &pass.stuck})
+    pass.shown.insert(pass.shown.end(), list->begin(), list->end());
   // A DaemonSet's pod that holds GPUs is not evicted (its controller puts it back at
   // once); DCM will find the GPUs busy and retry until it is gone. Shown, not waited on.
-  pass.shown = pass.blocked;
   for (const auto& pod : pods)
     if (pod.daemon_set && pod.gpus > 0 && !pod.finished())
       pass.shown.push_back(
-          {pod.ns, pod.name, "a DaemonSet's pod holds GPUs: DCM finds them busy until it is gone"});
+          hold(pod, "a DaemonSet's pod holds GPUs: DCM finds them busy until it is gone",
+               pod_hold::daemon_set));
   return pass;
 }
 
-std::string drain_timeout_reason(const std::vector<pod_info>& evictable,
-                                 const std::vector<pdb_info>& pdbs, long long timeout_seconds) {
-  std::string why = "the drain did not finish within " + std::to_string(timeout_seconds) + " s";
-  std::set<std::string> names;
-  for (const auto& pod : evictable)
-    for (const auto& pdb : pdbs_covering(pdbs, pod))
-      names.insert(pdb.namespace_ + "/" + pdb.name);
-  if (!names.empty()) {
-    why += ": blocked by PodDisruptionBudget";
-    for (const auto& n : names)
-      why += " " + n;
-  } else if (!evictable.empty()) {
-    why += ": " + std::to_string(evictable.size()) + " pod(s) still on the node";
+protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
+                                        const std::vector<pdb_info>& pdbs,
+                                        const protocol::drain_policy& drain,
+                                        const drain_clock& clock) {
+  protocol::dry_run_preview preview;
+  std::set<std::pair<std::string, std::string>> blocking;
+  for (const auto& pod : evictable_pods(pods)) {
+    if (pod.deleting)
+      continue; // going already
+    const protocol::namespaced_name name{pod.ns, pod.name};
+    const auto judged = judge_pod(pod, drain, clock);
+    if (judged.verdict == pod_verdict::refuse) {
+      preview.pods_refused.push_back(hold(pod, judged.why, pod_hold::policy));
+      continue;
+    }
+    (judged.verdict == pod_verdict::wait ? preview.pods_to_wait_for : preview.pods_to_evict)
+        .push_back(name);
+    if (judged.loses_empty_dir)
+      preview.pods_losing_empty_dir_data.push_back(name);
+    if (judged.unmanaged)
+      preview.unmanaged_pods.push_back(name);
+    bool held = false;
+    for (const auto& pdb : pdbs)
+      if (pdb.covers(pod) && pdb.disruptions_allowed <= 0) {
+        blocking.insert({pdb.ns, pdb.name});
+        held = true;
+      }
+    if (held)
+      preview.pods_blocked_by_budget.push_back(name);
   }
+  for (const auto& [ns, name] : blocking)
+    preview.blocking_pdbs.push_back({ns, name});
+  return preview;
+}
+
+std::string drain_timeout_reason(const eviction_pass& pass, const std::vector<pdb_info>& pdbs,
+                                 long long timeout_seconds) {
+  std::string why = "the drain did not finish within " + std::to_string(timeout_seconds) + " s";
+  std::vector<std::string> parts;
+  // Only pods a budget refused blame it: one terminating under a budget is not held by it.
+  std::set<std::string> names;
+  for (const auto& b : pass.blocked)
+    for (const auto& pod : pass.evictable)
+      if (pod.ns == b.namespace_ && pod.name == b.name)
+        for (const auto& pdb : pdbs_covering(pdbs, pod))
+          names.insert(pdb.namespace_ + "/" + pdb.name);
+  if (!names.empty()) {
+    std::string list;
+    for (const auto& n : names)
+      list += " " + n;
+    parts.push_back("blocked by PodDisruptionBudget" + list);
+  }
+  // Then each pod the policy refuses, whose eviction failed, or that is stuck, with why.
+  for (const auto* pods : {&pass.refused, &pass.failed, &pass.stuck})
+    for (const auto& p : *pods)
+      parts.push_back(p.namespace_ + "/" + p.name + ": " + p.reason);
+  if (parts.empty() && pass.left > 0)
+    parts.push_back(std::to_string(pass.left) + " pod(s) still on the node");
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    why += (i == 0 ? ": " : "; ") + parts[i];
   return why;
 }
 

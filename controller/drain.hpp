@@ -1,8 +1,8 @@
 #pragma once
 
-// The drain: which pods must go before the taint, and one bounded pass of evictions over
-// them, with what blocks it. The phase around it (cordon, taint, timeout, conditions) is
-// on_draining in node_machine.cpp.
+// The drain: which pods must go before the taint, what the drain policy makes of each,
+// and one bounded pass of evictions over them, with what holds it. The phase around it
+// (cordon, taint, timeout, conditions) is on_draining in node_machine.cpp.
 
 #include "controller/node_machine.hpp"
 #include "protocol/node_partitioning.hpp"
@@ -17,8 +17,13 @@ namespace gpu_partitioner::controller {
 /// A refused eviction is asked again after this long (as kubectl drain does), or at once
 /// when its budget is seen to allow a disruption after the refusal.
 inline constexpr std::chrono::seconds eviction_retry{5};
+/// An eviction that failed otherwise (a 500, a 403) is asked again after eviction_retry,
+/// doubled with each further failure up to this.
+inline constexpr std::chrono::seconds eviction_backoff_limit{300};
+/// A pod still terminating this long after its deletion was due is reported stuck.
+inline constexpr std::chrono::seconds stuck_after{10};
 
-/// Pods a drain must evict, whatever they tolerate otherwise: not DaemonSet pods (their
+/// Pods a drain must see gone, whatever they tolerate otherwise: not DaemonSet pods (their
 /// controller puts them back at once), not mirror pods (the API cannot remove them), not
 /// finished; of the rest, those that do not tolerate amd-dcm=up:NoExecute, and those that
 /// hold GPUs (DCM finds the GPUs busy while they run).
@@ -27,6 +32,54 @@ std::vector<pod_info> evictable_pods(const std::vector<pod_info>& pods);
 /// The budgets among `pdbs` that cover `pod`.
 std::vector<protocol::namespaced_name> pdbs_covering(const std::vector<pdb_info>& pdbs,
                                                      const pod_info& pod);
+
+/// What the drain policy makes of a pod that must leave the node.
+enum class pod_verdict {
+  /// Evicted now.
+  evict,
+  /// Let finish (waitForCompletion) until its timeout, then evicted.
+  wait,
+  /// Not evicted: the policy refuses (`why` says which rule); the drain cannot finish.
+  refuse,
+};
+
+struct pod_judgement {
+  pod_verdict verdict = pod_verdict::evict;
+  std::string why;
+  /// Evicting it loses data: its emptyDir volumes; or the pod itself (no controller).
+  bool loses_empty_dir = false;
+  bool unmanaged = false;
+};
+
+/// When and where the drain runs.
+struct drain_clock {
+  // NOLINTNEXTLINE(google-explicit-constructor): a bare time is a drain started then.
+  drain_clock(protocol::wall_clock::time_point at) : now(at), started(at) {}
+  drain_clock(protocol::wall_clock::time_point at, protocol::wall_clock::time_point start,
+              bool ready)
+      : now(at), started(start), node_ready(ready) {}
+  protocol::wall_clock::time_point now;
+  /// When the drain began: waitForCompletion counts from here.
+  protocol::wall_clock::time_point started;
+  /// A node that is not Ready cannot confirm deletions: long-deleted pods are not waited for.
+  bool node_ready = true;
+};
+
+/// The policy's verdict on one pod of evictable_pods, in this order: a pod the
+/// podSelector does not select is refused; one waitForCompletion selects is waited for
+/// until its timeout; then an unmanaged pod needs force, and an emptyDir pod
+/// deleteEmptyDirData.
+pod_judgement judge_pod(const pod_info& pod, const protocol::drain_policy& drain,
+                        const drain_clock& clock);
+
+/// The drain's deadline counts from its start: timeoutSeconds, after the wait for
+/// completion if there is one.
+std::int64_t drain_timeout_seconds(const protocol::drain_policy& drain);
+
+/// A pod being deleted that the drain no longer waits for: on a node that is not Ready,
+/// its deletion was due longer ago than skipWaitForDeleteTimeoutSeconds.
+bool deletion_not_awaited(const pod_info& pod, const protocol::drain_policy& drain,
+                          const drain_clock& clock);
 
 struct eviction_pass {
   /// The pods the drain must see gone (evictable_pods of the node's).
@@ -38,25 +91,51 @@ struct eviction_pass {
   /// Pods whose eviction a budget refused, and why; and the budgets.
   std::vector<protocol::blocking_pod> blocked;
   std::vector<protocol::namespaced_name> blocking_pdbs;
-  /// `blocked` and the DaemonSet pods that hold GPUs (not evicted, shown).
+  /// Pods the policy refuses, pods let finish, pods whose eviction failed otherwise, and
+  /// pods still terminating long after their deletion was due.
+  std::vector<protocol::blocking_pod> refused;
+  std::vector<protocol::blocking_pod> waiting;
+  std::vector<protocol::blocking_pod> failed;
+  std::vector<protocol::blocking_pod> stuck;
+  /// Everything above that holds a pod, and the DaemonSet pods that hold GPUs (not
+  /// evicted, shown).
   std::vector<protocol::blocking_pod> shown;
+  /// Evictions asked for the first time that lose data: emptyDir, or the pod for good.
+  std::vector<std::string> losing_empty_dir;
+  std::vector<std::string> losing_unmanaged;
+  /// Being deleted, but not waited for (deletion_not_awaited).
+  std::vector<std::string> not_awaited;
   /// Pods evicted by this run; pods on the node neither evicted nor being deleted; pods
   /// on the node not among the evicted (deleted by someone else included).
   int evicted = 0;
   int not_evicted = 0;
   int uncounted = 0;
+  /// Pods the drain waits on: evictable and not given up on (not_awaited).
+  int left = 0;
 };
 
 /// One pass over the node's pods. `evictions`: what became of each earlier request, by
 /// "namespace/name". `pdbs`: the budgets covering the node's pods.
 eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vector<pdb_info>& pdbs,
                              const std::map<std::string, eviction_memory>& evictions,
-                             const protocol::drain_policy& drain,
-                             protocol::wall_clock::time_point now);
+                             const protocol::drain_policy& drain, const drain_clock& clock);
 
-/// Why a drain that timed out did not finish: the budgets that held it, else how many
-/// pods were left.
-std::string drain_timeout_reason(const std::vector<pod_info>& evictable,
-                                 const std::vector<pdb_info>& pdbs, long long timeout_seconds);
+/// What a drain of the node would do if it began now, pod by pod (the dry run).
+protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
+                                        const std::vector<pdb_info>& pdbs,
+                                        const protocol::drain_policy& drain,
+                                        const drain_clock& clock);
+
+/// Keeps the outcome of an eviction request; a failure counts on from the last one.
+void record_eviction(std::map<std::string, eviction_memory>& memory, const std::string& pod,
+                     eviction_memory outcome);
+
+/// How long after a failed eviction the next is asked.
+std::chrono::seconds eviction_backoff(int failures);
+
+/// Why a drain that timed out did not finish: the budgets that held it, the policy's
+/// refusals, failed evictions and stuck pods, else how many pods were left.
+std::string drain_timeout_reason(const eviction_pass& pass, const std::vector<pdb_info>& pdbs,
+                                 long long timeout_seconds);
 
 } // namespace gpu_partitioner::controller

@@ -211,23 +211,17 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   }
   auto findings = preflight(in);
   if (in.item.spec.dry_run) {
-    protocol::dry_run_preview preview;
-    std::set<std::pair<std::string, std::string>> blocking;
-    for (const auto& pod : evictable_pods(in.pods)) {
-      preview.pods_to_evict.push_back({pod.ns, pod.name});
-      for (const auto& pdb : in.pdbs)
-        if (pdb.covers(pod) && pdb.disruptions_allowed <= 0)
-          blocking.insert({pdb.ns, pdb.name});
-    }
-    for (const auto& [ns, name] : blocking)
-      preview.blocking_pdbs.push_back({ns, name});
+    auto preview =
+        preview_drain(in.pods, in.pdbs, in.item.spec.drain, {in.now, in.now, node.ready});
     preview.already_in_target_state = findings.empty() && in_target_state(in);
     for (const auto& f : findings)
       preview.findings.push_back(f.text());
     s.status.preview = preview;
     s.condition(node_condition::dry_run, true, "DryRun",
                 "dry run: " + std::to_string(preview.pods_to_evict.size()) +
-                    " pod(s) would be evicted; nothing on the node changes");
+                    " pod(s) would be evicted, " + std::to_string(preview.pods_to_wait_for.size()) +
+                    " let finish first, " + std::to_string(preview.pods_refused.size()) +
+                    " refused by the drain policy; nothing on the node changes");
     out.requeue = 10s;
     return;
   }
@@ -308,6 +302,71 @@ bool labelled_by_this_run(const node_inputs& in, const status_editor& s) {
   return !in.node->label(dcm_profile_label).empty() && marked_by_this_run(in, s);
 }
 
+std::string pod_list(const std::vector<std::string>& pods) {
+  std::string out;
+  for (const auto& p : pods)
+    out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+// What the drain allows but loses is said once, as the evictions go out.
+void name_losses(const eviction_pass& pass, node_step& out) {
+  if (!pass.losing_empty_dir.empty())
+    out.events.push_back({false, "Warning", "EmptyDirDataDeleted",
+                          "evicting " + pod_list(pass.losing_empty_dir) +
+                              ": the data of their emptyDir volumes is deleted "
+                              "(drainPolicy.deleteEmptyDirData)"});
+  if (!pass.losing_unmanaged.empty())
+    out.events.push_back({false, "Warning", "UnmanagedPodEvicted",
+                          "evicting " + pod_list(pass.losing_unmanaged) +
+                              ": no controller owns them, nothing recreates them "
+                              "(drainPolicy.force)"});
+}
+
+// An Event when what holds the drain changes: a warning for what blocks it, a note for
+// pods let finish.
+void announce_holds(const std::vector<protocol::blocking_pod>& shown, node_step& out) {
+  std::string blocks;
+  std::string waits;
+  for (const auto& b : shown) {
+    auto& text = b.cause == protocol::pod_hold::waiting_for_completion ? waits : blocks;
+    text += (text.empty() ? "" : "; ") + b.namespace_ + "/" + b.name + ": " + b.reason;
+  }
+  if (!blocks.empty())
+    out.events.push_back({false, "Warning", "DrainBlocked", blocks});
+  if (!waits.empty())
+    out.events.push_back({false, "Normal", "WaitingForCompletion", waits});
+}
+
+// The Drained condition of a drain not over: what holds it, the worst first.
+std::pair<std::string, std::string> drain_holds(const eviction_pass& pass) {
+  std::string reason;
+  std::vector<std::string> parts;
+  auto add = [&](std::size_t n, const char* why, const std::string& text) {
+    if (n == 0)
+      return;
+    if (reason.empty())
+      reason = why;
+    parts.push_back(std::to_string(n) + " pod(s) " + text);
+  };
+  add(pass.refused.size(), "EvictionRefused", "refused by the drain policy");
+  add(pass.blocked.size(), "EvictionBlocked",
+      "blocked by a PodDisruptionBudget; retrying every 5 s");
+  add(pass.failed.size(), "EvictionFailed", "whose eviction failed; retrying with backoff");
+  add(pass.stuck.size(), "PodsStuckTerminating", "stuck terminating past their grace period");
+  add(pass.waiting.size(), "WaitingForCompletion", "let finish (drainPolicy.waitForCompletion)");
+  if (parts.empty()) {
+    // No count here: it would change, and be written, as each pod goes.
+    if (pass.not_evicted > 0)
+      return {"Evicting", std::to_string(pass.not_evicted) + " pod(s) left to evict"};
+    return {"Terminating", "no pod is left to evict; waiting for the evicted ones to terminate"};
+  }
+  std::string message;
+  for (const auto& p : parts)
+    message += (message.empty() ? "" : "; ") + p;
+  return {reason, message};
+}
+
 void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   const auto& drain = in.item.spec.drain;
@@ -358,40 +417,30 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   s.condition(node_condition::node_cordoned, true, "Cordoned",
               "no new pods are scheduled to the node");
 
-  const auto pass = plan_evictions(in.pods, in.pdbs, in.evictions, drain, in.now);
-  if (past(s, drain.timeout_seconds)) {
+  const drain_clock clock{in.now, s.entered(), node.ready};
+  const auto pass = plan_evictions(in.pods, in.pdbs, in.evictions, drain, clock);
+  if (past(s, drain_timeout_seconds(drain))) {
     fail_and_roll_back(
         in, s, out, "DrainTimeout",
-        drain_timeout_reason(pass.evictable, in.pdbs, timeout_of(drain.timeout_seconds)));
+        drain_timeout_reason(pass, in.pdbs, timeout_of(drain_timeout_seconds(drain))));
     return;
   }
 
   if (drain.enabled && !node.has_dcm_taint()) {
     out.removals = pass.removals;
+    name_losses(pass, out);
     s.status.drain.pods_evicted = pass.evicted;
     s.status.drain.pods_total =
         std::max<std::int32_t>(s.status.drain.pods_total, pass.evicted + pass.uncounted);
-    if (!pass.shown.empty() && !(pass.shown == s.original.drain.blocking_pods)) {
-      std::string who;
-      for (const auto& b : pass.shown)
-        who += (who.empty() ? "" : "; ") + b.namespace_ + "/" + b.name + ": " + b.reason;
-      out.events.push_back({false, "Warning", "DrainBlocked", who});
-    }
-    s.status.drain.pods_blocked = static_cast<std::int32_t>(pass.blocked.size());
+    if (!(pass.shown == s.original.drain.blocking_pods))
+      announce_holds(pass.shown, out);
+    s.status.drain.pods_blocked =
+        static_cast<std::int32_t>(pass.blocked.size() + pass.refused.size() + pass.failed.size());
     s.status.drain.blocking_pdbs = pass.blocking_pdbs;
     s.status.drain.blocking_pods = pass.shown;
-    if (!pass.evictable.empty()) {
-      if (!pass.blocked.empty())
-        s.condition(node_condition::drained, false, "EvictionBlocked",
-                    std::to_string(pass.blocked.size()) +
-                        " pod(s) blocked by a PodDisruptionBudget; retrying every 5 s");
-      else if (pass.not_evicted > 0)
-        s.condition(node_condition::drained, false, "Evicting",
-                    std::to_string(pass.not_evicted) + " pod(s) left to evict");
-      // No count here: it would change, and be written, as each pod goes.
-      else
-        s.condition(node_condition::drained, false, "Terminating",
-                    "no pod is left to evict; waiting for the evicted ones to terminate");
+    if (pass.left > 0) {
+      const auto [reason, message] = drain_holds(pass);
+      s.condition(node_condition::drained, false, reason, message);
       out.requeue = poll_interval;
       return;
     }
@@ -407,6 +456,9 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   if (!node.has_dcm_taint()) {
     out.taint = true;
     out.confirm_drained = drain.enabled;
+    for (const auto& pod : pass.evictable)
+      if (deletion_not_awaited(pod, drain, clock))
+        out.not_awaited.push_back(pod.uid);
     out.events.push_back({true, "Normal", "Tainted", "amd-dcm=up:NoExecute added"});
     out.requeue = poll_interval;
     return;
@@ -414,7 +466,8 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   s.condition(node_condition::node_tainted, true, "Tainted", "amd-dcm=up:NoExecute is on the node");
   std::int32_t left = 0;
   for (const auto& pod : in.pods)
-    if (!pod.mirror && !pod.finished() && !pod.tolerates_dcm_taint())
+    if (!pod.mirror && !pod.finished() && !pod.tolerates_dcm_taint() &&
+        !deletion_not_awaited(pod, drain, clock))
       ++left;
   if (left > 0) {
     s.condition(node_condition::drained, false, "WaitingForPods",

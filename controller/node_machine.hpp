@@ -95,9 +95,13 @@ struct dcm_config_state {
 /// The outcome of the last eviction attempt for a pod, kept by the worker between steps.
 struct eviction_memory {
   protocol::wall_clock::time_point at{};
+  /// A budget refused it (429).
   bool blocked = false;
   bool done = false;
   std::string message;
+  /// Any other error; `failures` in a row, for the backoff (record_eviction counts them).
+  bool failed = false;
+  int failures = 0;
 };
 
 struct node_inputs {
@@ -146,6 +150,8 @@ struct pod_removal {
   /// may lag (after an API server restart, say), so the pod is read first and evicted
   /// again only if it is really still there and not being deleted.
   bool again = false;
+  /// drainPolicy.gracePeriodSeconds: overrides the pod's own.
+  std::optional<std::int64_t> grace_seconds{};
 };
 
 /// Ensure `gpu-config-profiles.<name>` of DCM's config holds each payload, in one write
@@ -174,6 +180,8 @@ struct node_step {
   /// may not show yet a pod bound a moment ago (a scheduler with a stale cache binds to a
   /// cordoned node), and the taint removes such a pod whatever its budget says.
   bool confirm_drained = false;
+  /// Pods (uids) the confirmation ignores: deleted long ago on a node that is not Ready.
+  std::vector<std::string> not_awaited;
   std::vector<pod_removal> removals;
   std::optional<dcm_config_write> dcm;
   /// The status to write, if it changed.

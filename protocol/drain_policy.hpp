@@ -2,9 +2,11 @@
 
 #include "protocol/codec/equality.hpp"
 #include "protocol/codec/field.hpp"
+#include "protocol/label_selector.hpp"
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 
 namespace gpu_partitioner::protocol {
@@ -18,21 +20,62 @@ constexpr auto enum_names(codec::tag<eviction_kind>) {
       {{E::eviction, "Eviction"}, {E::delete_pods, "Delete"}}};
 }
 
+/// drainPolicy.waitForCompletion: pods that are let finish rather than evicted, up to a
+/// bound, counted from the start of the drain.
+struct wait_for_completion {
+  label_selector pod_selector;
+  std::int64_t timeout_seconds = 0;
+};
+
+constexpr auto describe(codec::tag<wait_for_completion>) {
+  using T = wait_for_completion;
+  return std::make_tuple(codec::field("podSelector", &T::pod_selector).required(),
+                         codec::field("timeoutSeconds", &T::timeout_seconds).required().minimum(1));
+}
+
 /// rollout.drainPolicy of a plan, copied into each NodePartitioning.
+///
+/// The pod policies are optional and have no default in the schema: an absent one hashes
+/// as before (desiredHash covers this policy), and the operator applies its default.
 struct drain_policy {
   /// false: no eviction pass; the NoExecute taint removes pods, disregarding PDBs.
   bool enabled = true;
   std::int64_t timeout_seconds = 600;
   eviction_kind kind = eviction_kind::eviction;
   bool respect_pdb = true;
+  /// Evict pods that mount an emptyDir (its data is lost). Default true: on GPU nodes an
+  /// emptyDir is scratch space and /dev/shm, which every training pod mounts.
+  std::optional<bool> delete_empty_dir_data{};
+  /// Evict pods that no controller owns (nothing recreates them). Default false.
+  std::optional<bool> force{};
+  /// Only the pods it selects are drained; any other pod that must leave blocks.
+  std::optional<label_selector> pod_selector{};
+  std::optional<wait_for_completion> wait{};
+  /// Overrides the pods' own terminationGracePeriodSeconds on eviction.
+  std::optional<std::int64_t> grace_period_seconds{};
+  /// On a node that is not Ready, pods deleted longer ago than this are not waited for
+  /// (its kubelet cannot confirm them gone). Default 60.
+  std::optional<std::int64_t> skip_wait_for_delete_timeout_seconds{};
+
+  bool deletes_empty_dir_data() const { return delete_empty_dir_data.value_or(true); }
+  bool forces() const { return force.value_or(false); }
+  std::int64_t skip_wait_seconds() const {
+    return skip_wait_for_delete_timeout_seconds.value_or(60);
+  }
 };
 
 constexpr auto describe(codec::tag<drain_policy>) {
   using T = drain_policy;
-  return std::make_tuple(codec::field("enabled", &T::enabled),
-                         codec::field("timeoutSeconds", &T::timeout_seconds).minimum(1),
-                         codec::field("evictionKind", &T::kind),
-                         codec::field("respectPDB", &T::respect_pdb));
+  return std::make_tuple(
+      codec::field("enabled", &T::enabled),
+      codec::field("timeoutSeconds", &T::timeout_seconds).minimum(1),
+      codec::field("evictionKind", &T::kind), codec::field("respectPDB", &T::respect_pdb),
+      codec::field("deleteEmptyDirData", &T::delete_empty_dir_data),
+      codec::field("force", &T::force), codec::field("podSelector", &T::pod_selector),
+      codec::field("waitForCompletion", &T::wait),
+      codec::field("gracePeriodSeconds", &T::grace_period_seconds).minimum(0),
+      codec::field("skipWaitForDeleteTimeoutSeconds", &T::skip_wait_for_delete_timeout_seconds)
+          .minimum(0));
 }
 
 } // namespace gpu_partitioner::protocol

@@ -93,18 +93,45 @@ constexpr auto describe(codec::tag<namespaced_name>) {
                          codec::field("name", &T::name).required().min_length(1));
 }
 
+/// What holds a pod on a draining node.
+enum class pod_hold {
+  /// A PodDisruptionBudget refuses its eviction now.
+  budget,
+  /// The drain policy refuses to evict it (podSelector, force, deleteEmptyDirData).
+  policy,
+  /// Its eviction failed with another error than a budget's refusal; retried with backoff.
+  eviction_error,
+  /// Evicted, and still terminating past its grace period.
+  terminating,
+  /// Let finish (waitForCompletion) until its timeout.
+  waiting_for_completion,
+  /// A DaemonSet's pod holding GPUs: not evicted; DCM retries until it is gone.
+  daemon_set,
+};
+
+constexpr auto enum_names(codec::tag<pod_hold>) {
+  using E = pod_hold;
+  return std::array<codec::enum_name<E>, 6>{{{E::budget, "Budget"},
+                                             {E::policy, "Policy"},
+                                             {E::eviction_error, "EvictionError"},
+                                             {E::terminating, "Terminating"},
+                                             {E::waiting_for_completion, "WaitingForCompletion"},
+                                             {E::daemon_set, "DaemonSet"}}};
+}
+
 /// A pod the drain could not evict yet, and why (e.g. the PDB that refused).
 struct blocking_pod {
   std::string namespace_;
   std::string name;
   std::string reason;
+  std::optional<pod_hold> cause{};
 };
 
 constexpr auto describe(codec::tag<blocking_pod>) {
   using T = blocking_pod;
   return std::make_tuple(codec::field("namespace", &T::namespace_).required().min_length(1),
                          codec::field("name", &T::name).required().min_length(1),
-                         codec::field("reason", &T::reason));
+                         codec::field("reason", &T::reason), codec::field("cause", &T::cause));
 }
 
 /// status.drain: progress of the eviction pass.
@@ -141,12 +168,25 @@ constexpr auto describe(codec::tag<node_transition>) {
 }
 
 /// status.preview of a dry run: what a real run would do to the node.
+/// What a drain of the node would do now, pod by pod (a pod may be in several lists: one
+/// evicted that loses its emptyDir data, say).
 struct dry_run_preview {
+  /// Evicted at once.
   std::vector<namespaced_name> pods_to_evict;
   std::vector<namespaced_name> blocking_pdbs;
   bool already_in_target_state = false;
   /// Preflight findings, e.g. `ProfileNotFound: ...`.
   std::vector<std::string> findings;
+  /// Let finish first (waitForCompletion), then evicted at its timeout.
+  std::vector<namespaced_name> pods_to_wait_for;
+  /// Refused by the drain policy, with why: each blocks the drain.
+  std::vector<blocking_pod> pods_refused;
+  /// Evicted (or waited for), losing their emptyDir data.
+  std::vector<namespaced_name> pods_losing_empty_dir_data;
+  /// Evicted (or waited for) with no controller to recreate them (force).
+  std::vector<namespaced_name> unmanaged_pods;
+  /// Their eviction a budget refuses now.
+  std::vector<namespaced_name> pods_blocked_by_budget;
 };
 
 constexpr auto describe(codec::tag<dry_run_preview>) {
@@ -154,7 +194,12 @@ constexpr auto describe(codec::tag<dry_run_preview>) {
   return std::make_tuple(codec::field("podsToEvict", &T::pods_to_evict),
                          codec::field("blockingPDBs", &T::blocking_pdbs),
                          codec::field("alreadyInTargetState", &T::already_in_target_state),
-                         codec::field("findings", &T::findings));
+                         codec::field("findings", &T::findings),
+                         codec::field("podsToWaitFor", &T::pods_to_wait_for),
+                         codec::field("podsRefused", &T::pods_refused),
+                         codec::field("podsLosingEmptyDirData", &T::pods_losing_empty_dir_data),
+                         codec::field("unmanagedPods", &T::unmanaged_pods),
+                         codec::field("podsBlockedByBudget", &T::pods_blocked_by_budget));
 }
 
 struct node_partitioning_status {

@@ -2,10 +2,16 @@
 // node's pods. Which pods must go; an eviction per pod not yet evicted; a refused one
 // asked again after 5 s or as soon as its budget opens; an approved eviction whose pod
 // was never deleted finished by a delete; a lagging watch not taken for a lost eviction;
-// DaemonSet pods holding GPUs shown, not evicted.
+// DaemonSet pods holding GPUs shown, not evicted. The pod policies: every pod class
+// against every combination of deleteEmptyDirData, force, podSelector and
+// waitForCompletion, in the pass and in the dry run; failed evictions backed off; pods
+// stuck terminating told from held ones; long-deleted pods of a NotReady node let go.
 #include "controller/drain.hpp"
 
 #include <boost/test/unit_test.hpp>
+
+#include <optional>
+#include <tuple>
 
 namespace gc = gpu_partitioner::controller;
 namespace gp = gpu_partitioner::protocol;
@@ -166,11 +172,263 @@ BOOST_AUTO_TEST_CASE(budgets_are_named_once_in_order_and_gpu_daemon_pods_shown) 
 }
 
 BOOST_AUTO_TEST_CASE(a_timed_out_drain_names_its_budgets_or_counts_its_pods) {
-  BOOST_TEST(gc::drain_timeout_reason({pod("web-1")}, {budget("web-pdb", "web")}, 600) ==
+  const std::map<std::string, gc::eviction_memory> mem{{"team/web-1", blocked_at(t0)}};
+  const std::vector<gc::pdb_info> pdbs{budget("web-pdb", "web")};
+  const auto held = gc::plan_evictions({pod("web-1")}, pdbs, mem, {}, t0 + 1s);
+  BOOST_TEST(gc::drain_timeout_reason(held, pdbs, 600) ==
              "the drain did not finish within 600 s: blocked by PodDisruptionBudget team/web-pdb");
-  BOOST_TEST(gc::drain_timeout_reason({pod("web-1"), pod("web-2")}, {}, 60) ==
+  const auto two = gc::plan_evictions({pod("web-1"), pod("web-2")}, {}, {}, {}, t0);
+  BOOST_TEST(gc::drain_timeout_reason(two, {}, 60) ==
              "the drain did not finish within 60 s: 2 pod(s) still on the node");
-  BOOST_TEST(gc::drain_timeout_reason({}, {}, 60) == "the drain did not finish within 60 s");
+  BOOST_TEST(gc::drain_timeout_reason(gc::plan_evictions({}, {}, {}, {}, t0), {}, 60) ==
+             "the drain did not finish within 60 s");
+}
+
+// -- pod policies --
+
+namespace {
+
+struct pod_class {
+  const char* what;
+  bool unmanaged;
+  bool empty_dir;
+  bool gpu_tolerant; // holds GPUs, tolerates the taint
+  bool labelled;     // carries drain=yes (the podSelector's) and job=train (the wait's)
+};
+
+const pod_class classes[] = {
+    {"plain", false, false, false, true},
+    {"plain, unlabelled", false, false, false, false},
+    {"emptyDir", false, true, false, true},
+    {"unmanaged", true, false, false, true},
+    {"unmanaged emptyDir", true, true, false, true},
+    {"GPU, tolerant", false, false, true, true},
+    {"GPU, tolerant, unlabelled", false, false, true, false},
+};
+
+gc::pod_info of_class(const pod_class& c) {
+  auto p = pod("p");
+  p.unmanaged = c.unmanaged;
+  p.empty_dir = c.empty_dir;
+  if (c.gpu_tolerant) {
+    p.gpus = 1;
+    p.tolerations = {tolerates_dcm()};
+  }
+  if (c.labelled) {
+    p.labels["drain"] = "yes";
+    p.labels["job"] = "train";
+  }
+  return p;
+}
+
+gp::label_selector selecting(const std::string& key, const std::string& value) {
+  gp::label_selector s;
+  s.match_labels[key] = value;
+  return s;
+}
+
+// The rules of docs/api.md, drainPolicy, written out as a table's oracle.
+gc::pod_verdict expected(const pod_class& c, const gp::drain_policy& d, bool wait_over) {
+  if (d.pod_selector && !c.labelled)
+    return gc::pod_verdict::refuse;
+  if (d.wait && c.labelled && !wait_over)
+    return gc::pod_verdict::wait;
+  if (c.unmanaged && d.force != true)
+    return gc::pod_verdict::refuse;
+  if (c.empty_dir && d.delete_empty_dir_data == false)
+    return gc::pod_verdict::refuse;
+  return gc::pod_verdict::evict;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(every_pod_class_under_every_policy_combination) {
+  const std::optional<bool> tri[] = {std::nullopt, true, false};
+  int combinations = 0;
+  for (const auto& c : classes)
+    for (const auto& empty_dir : tri)
+      for (const auto& force : tri)
+        for (bool selector : {false, true})
+          for (bool wait : {false, true})
+            for (bool wait_over : {false, true}) {
+              if (!wait && wait_over)
+                continue;
+              gp::drain_policy d;
+              d.delete_empty_dir_data = empty_dir;
+              d.force = force;
+              if (selector)
+                d.pod_selector = selecting("drain", "yes");
+              if (wait)
+                d.wait = gp::wait_for_completion{selecting("job", "train"), 600};
+              const gc::drain_clock clock{t0 + (wait_over ? 600s : 599s), t0, true};
+              const auto p = of_class(c);
+              const auto want = expected(c, d, wait_over);
+              const auto judged = gc::judge_pod(p, d, clock);
+              const std::string at =
+                  std::string(c.what) +
+                  " emptyDir=" + (empty_dir ? (*empty_dir ? "true" : "false") : "unset") +
+                  " force=" + (force ? (*force ? "true" : "false") : "unset") +
+                  " selector=" + std::to_string(selector) + " wait=" + std::to_string(wait) +
+                  " over=" + std::to_string(wait_over);
+              BOOST_TEST(static_cast<int>(judged.verdict) == static_cast<int>(want), at);
+              BOOST_TEST(!judged.why.empty() == (want != gc::pod_verdict::evict), at);
+              // The pass acts on the verdict.
+              const auto pass = gc::plan_evictions({p}, {}, {}, d, clock);
+              BOOST_TEST(pass.removals.size() == (want == gc::pod_verdict::evict ? 1u : 0u), at);
+              BOOST_TEST(pass.refused.size() == (want == gc::pod_verdict::refuse ? 1u : 0u), at);
+              BOOST_TEST(pass.waiting.size() == (want == gc::pod_verdict::wait ? 1u : 0u), at);
+              BOOST_TEST(pass.left == 1, at);
+              const bool evicted = want == gc::pod_verdict::evict;
+              BOOST_TEST(pass.losing_empty_dir.size() == (evicted && c.empty_dir ? 1u : 0u), at);
+              BOOST_TEST(pass.losing_unmanaged.size() == (evicted && c.unmanaged ? 1u : 0u), at);
+              for (const auto& shown : pass.shown)
+                BOOST_TEST((shown.cause == (want == gc::pod_verdict::refuse
+                                                ? gp::pod_hold::policy
+                                                : gp::pod_hold::waiting_for_completion)),
+                           at);
+              // The dry run, begun at the same moment as the drain, says the same.
+              const auto preview =
+                  gc::preview_drain({p}, {}, d, {clock.now, clock.now - (clock.now - t0), true});
+              BOOST_TEST(preview.pods_to_evict.size() == (evicted ? 1u : 0u), at);
+              BOOST_TEST(
+                  preview.pods_to_wait_for.size() == (want == gc::pod_verdict::wait ? 1u : 0u), at);
+              BOOST_TEST(preview.pods_refused.size() == (want == gc::pod_verdict::refuse ? 1u : 0u),
+                         at);
+              const bool goes = want != gc::pod_verdict::refuse;
+              BOOST_TEST(
+                  preview.pods_losing_empty_dir_data.size() == (goes && c.empty_dir ? 1u : 0u), at);
+              BOOST_TEST(preview.unmanaged_pods.size() == (goes && c.unmanaged ? 1u : 0u), at);
+              ++combinations;
+            }
+  BOOST_TEST(combinations == 7 * 3 * 3 * 2 * 3);
+}
+
+BOOST_AUTO_TEST_CASE(the_defaults_evict_empty_dir_pods_and_refuse_unmanaged_ones) {
+  auto scratch = pod("scratch");
+  scratch.empty_dir = true;
+  auto bare = pod("bare");
+  bare.unmanaged = true;
+  const auto pass = gc::plan_evictions({scratch, bare}, {}, {}, {}, t0);
+  BOOST_REQUIRE(pass.removals.size() == 1u);
+  BOOST_TEST(pass.removals[0].name == "scratch");
+  BOOST_REQUIRE(pass.losing_empty_dir.size() == 1u);
+  BOOST_TEST(pass.losing_empty_dir[0] == "team/scratch");
+  BOOST_REQUIRE(pass.refused.size() == 1u);
+  BOOST_TEST(pass.refused[0].name == "bare");
+  BOOST_TEST(pass.refused[0].reason.find("drainPolicy.force") != std::string::npos);
+  // A loss is named with the first eviction only, not each time it is asked again.
+  const std::map<std::string, gc::eviction_memory> mem{{"team/scratch", blocked_at(t0)}};
+  BOOST_TEST(gc::plan_evictions({scratch}, {}, mem, {}, t0 + 5s).losing_empty_dir.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_pod_let_finish_is_evicted_at_its_timeout_and_the_drain_deadline_waits) {
+  gp::drain_policy d;
+  d.timeout_seconds = 300;
+  d.wait = gp::wait_for_completion{selecting("app", "web"), 3600};
+  BOOST_TEST(gc::drain_timeout_seconds(d) == 3900, "timeoutSeconds counts after the wait");
+  const auto during = gc::plan_evictions({pod("web-1")}, {}, {}, d, {t0 + 3599s, t0, true});
+  BOOST_TEST(during.removals.empty());
+  BOOST_REQUIRE(during.waiting.size() == 1u);
+  BOOST_TEST(during.waiting[0].reason == "drainPolicy.waitForCompletion: let finish until " +
+                                             gp::format_time(t0 + 3600s) + ", evicted then");
+  const auto after = gc::plan_evictions({pod("web-1")}, {}, {}, d, {t0 + 3600s, t0, true});
+  BOOST_TEST(after.removals.size() == 1u);
+  // A finished pod is not waited for at all.
+  auto done = pod("web-2");
+  done.phase = "Succeeded";
+  BOOST_TEST(gc::plan_evictions({done}, {}, {}, d, {t0 + 1s, t0, true}).left == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_grace_period_override_rides_on_every_removal) {
+  gp::drain_policy d;
+  d.grace_period_seconds = 7;
+  const auto pass = gc::plan_evictions({pod("web-1")}, {}, {}, d, t0);
+  BOOST_REQUIRE(pass.removals.size() == 1u);
+  BOOST_TEST((pass.removals[0].grace_seconds == std::optional<std::int64_t>(7)));
+  BOOST_TEST(!gc::plan_evictions({pod("web-1")}, {}, {}, {}, t0).removals[0].grace_seconds);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_eviction_is_shown_with_the_servers_message_and_backed_off) {
+  std::map<std::string, gc::eviction_memory> mem;
+  gc::eviction_memory failure;
+  failure.at = t0;
+  failure.failed = true;
+  failure.message = "500 InternalError: This pod has more than one PodDisruptionBudget";
+  gc::record_eviction(mem, "team/web-1", failure);
+  BOOST_TEST(mem["team/web-1"].failures == 1);
+  const auto soon = gc::plan_evictions({pod("web-1")}, {}, mem, {}, t0 + 4s);
+  BOOST_TEST(soon.removals.empty());
+  BOOST_REQUIRE(soon.failed.size() == 1u);
+  BOOST_TEST((soon.failed[0].cause == gp::pod_hold::eviction_error));
+  BOOST_TEST(soon.failed[0].reason.find("more than one PodDisruptionBudget") != std::string::npos);
+  BOOST_TEST(soon.blocked.empty(), "not a budget's refusal");
+  BOOST_TEST(gc::plan_evictions({pod("web-1")}, {}, mem, {}, t0 + 5s).removals.size() == 1u);
+  // Each failure in a row doubles the wait, up to 5 minutes.
+  failure.at = t0 + 5s;
+  gc::record_eviction(mem, "team/web-1", failure);
+  BOOST_TEST(mem["team/web-1"].failures == 2);
+  BOOST_TEST(gc::plan_evictions({pod("web-1")}, {}, mem, {}, t0 + 14s).removals.empty());
+  BOOST_TEST(gc::plan_evictions({pod("web-1")}, {}, mem, {}, t0 + 15s).removals.size() == 1u);
+  BOOST_TEST(gc::eviction_backoff(1).count() == 5);
+  BOOST_TEST(gc::eviction_backoff(4).count() == 40);
+  BOOST_TEST(gc::eviction_backoff(30).count() == 300);
+  // A success (or a budget's refusal) starts the count again.
+  gc::record_eviction(mem, "team/web-1", blocked_at(t0 + 20s));
+  gc::record_eviction(mem, "team/web-1", failure);
+  BOOST_TEST(mem["team/web-1"].failures == 1);
+  // The timeout names the error.
+  const auto pass = gc::plan_evictions({pod("web-1")}, {}, mem, {}, t0 + 6s);
+  BOOST_TEST(gc::drain_timeout_reason(pass, {}, 60).find("more than one PodDisruptionBudget") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_pod_stuck_terminating_is_reported_and_never_blamed_on_its_budget) {
+  auto stuck = pod("web-1");
+  stuck.deleting = true;
+  stuck.deletion_deadline = t0;
+  const std::map<std::string, gc::eviction_memory> mem{{"team/web-1", evicted_at(t0 - 30s)}};
+  const std::vector<gc::pdb_info> pdbs{budget("web-pdb", "web")};
+  const auto early = gc::plan_evictions({stuck}, pdbs, mem, {}, t0 + 9s);
+  BOOST_TEST(early.stuck.empty(), "within 10 s of its due deletion it is only terminating");
+  const auto late = gc::plan_evictions({stuck}, pdbs, mem, {}, t0 + 10s);
+  BOOST_REQUIRE(late.stuck.size() == 1u);
+  BOOST_TEST((late.stuck[0].cause == gp::pod_hold::terminating));
+  BOOST_TEST(late.blocked.empty());
+  BOOST_TEST(late.left == 1, "still waited for on a Ready node");
+  const auto why = gc::drain_timeout_reason(late, pdbs, 600);
+  BOOST_TEST(why.find("PodDisruptionBudget") == std::string::npos, why);
+  BOOST_TEST(why.find("team/web-1: still terminating") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(a_not_ready_node_does_not_wait_for_pods_deleted_long_ago) {
+  auto gone = pod("web-1");
+  gone.deleting = true;
+  gone.deletion_deadline = t0;
+  gp::drain_policy d;
+  BOOST_TEST(gc::plan_evictions({gone}, {}, {}, d, {t0 + 59s, t0, false}).left == 1);
+  const auto later = gc::plan_evictions({gone}, {}, {}, d, {t0 + 60s, t0, false});
+  BOOST_TEST(later.left == 0);
+  BOOST_REQUIRE(later.not_awaited.size() == 1u);
+  BOOST_TEST(gc::plan_evictions({gone}, {}, {}, d, {t0 + 600s, t0, true}).left == 1,
+             "a Ready node's kubelet confirms deletions: waited for");
+  d.skip_wait_for_delete_timeout_seconds = 5;
+  BOOST_TEST(gc::deletion_not_awaited(gone, d, {t0 + 5s, t0, false}));
+  auto running = pod("web-2");
+  BOOST_TEST(!gc::deletion_not_awaited(running, d, {t0 + 600s, t0, false}));
+}
+
+BOOST_AUTO_TEST_CASE(the_dry_run_names_the_budgets_that_refuse_now) {
+  auto scratch = pod("web-2");
+  scratch.empty_dir = true;
+  const auto preview =
+      gc::preview_drain({pod("web-1"), scratch, pod("db-1", "db")},
+                        {budget("web-pdb", "web"), budget("db-pdb", "db", 1)}, {}, t0);
+  BOOST_TEST(preview.pods_to_evict.size() == 3u);
+  BOOST_TEST(preview.pods_blocked_by_budget.size() == 2u);
+  BOOST_REQUIRE(preview.blocking_pdbs.size() == 1u);
+  BOOST_TEST(preview.blocking_pdbs[0].name == "web-pdb");
+  BOOST_REQUIRE(preview.pods_losing_empty_dir_data.size() == 1u);
+  BOOST_TEST(preview.pods_losing_empty_dir_data[0].name == "web-2");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
