@@ -93,6 +93,10 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
       }
   }
   p.phase = find_path(o, {"status"}) ? string_at(o["status"], "phase") : std::string{};
+  if (const auto* conds = find_path(o, {"status", "conditions"}); conds && conds->IsArray())
+    for (const auto& c : conds->GetArray())
+      if (string_at(c, "type") == "Ready")
+        p.ready = string_at(c, "status") == "True";
   return p;
 }
 
@@ -121,6 +125,13 @@ controller::pdb_info decode_pdb(const rapidjson::Value& o) {
   if (const auto* allowed = find_path(o, {"status", "disruptionsAllowed"});
       allowed && allowed->IsInt())
     d.disruptions_allowed = allowed->GetInt();
+  if (const auto* n = find_path(o, {"status", "currentHealthy"}); n && n->IsInt())
+    d.current_healthy = n->GetInt();
+  if (const auto* n = find_path(o, {"status", "desiredHealthy"}); n && n->IsInt())
+    d.desired_healthy = n->GetInt();
+  if (const auto* policy = find_path(o, {"spec", "unhealthyPodEvictionPolicy"}))
+    d.always_allow_unhealthy =
+        policy->IsString() && std::string(policy->GetString()) == "AlwaysAllow";
   if (const auto* disrupted = find_path(o, {"status", "disruptedPods"});
       disrupted && disrupted->IsObject())
     for (const auto& m : disrupted->GetObject())

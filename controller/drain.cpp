@@ -170,6 +170,16 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
       if (!covering.empty())
         reason = "PodDisruptionBudget " + covering.front().namespace_ + "/" +
                  covering.front().name + " does not allow it now";
+      if (!pod.ready)
+        for (const auto& pdb : pdbs)
+          if (pdb.covers(pod) && !pdb.always_allow_unhealthy) {
+            reason += "; the pod is not Ready, and under unhealthyPodEvictionPolicy "
+                      "IfHealthyBudget an unhealthy pod goes only while its budget has the "
+                      "healthy pods it wants (" +
+                      std::to_string(pdb.current_healthy) + " of " +
+                      std::to_string(pdb.desired_healthy) + "): AlwaysAllow lets it go";
+            break;
+          }
       pass.blocked.push_back(hold(pod, reason, pod_hold::budget));
       // Asked again at once when the budget allows a disruption now: news only if its
       // status was seen after the refusal. Right after an API server restart the

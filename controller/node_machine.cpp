@@ -103,6 +103,12 @@ struct status_editor {
         {type, wanted, std::nullopt, protocol::format_time(now), reason, message});
   }
 
+  void drop_condition(const std::string& type) {
+    auto& c = status.conditions;
+    c.erase(std::remove_if(c.begin(), c.end(), [&](const auto& x) { return x.type == type; }),
+            c.end());
+  }
+
   void error(const std::string& message) { status.last_error = message; }
 
   // When the current phase was entered (from history), or now if unknown.
@@ -230,6 +236,8 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
     const auto first = findings.front().text();
     s.condition(node_condition::preflight, false, findings.front().reason, first);
     s.error(first);
+    // The spec that failed: a later change of it starts the node over (on_failed).
+    s.status.observed_hash = in.item.spec.desired_hash;
     s.enter(node_phase::failed, "PreflightFailed", first, true);
     return;
   }
@@ -772,11 +780,25 @@ void on_succeeded(const node_inputs& in, status_editor& s, node_step& out) {
 }
 
 void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
+  // The plan's profile or policies changed since the node failed.
+  const bool spec_changed = s.status.observed_hash != in.item.spec.desired_hash;
   if (!gpus_unsettled(s.status)) {
     // Nothing on the GPUs was touched: the node goes back to service (if this run took
     // it), and a failure of preflight clears itself once the cause is fixed.
-    if (run_started(s.status) && restore_node(*in.node, s, out, false))
+    if (run_started(s.status) && restore_node(*in.node, s, out, false)) {
       out.requeue = poll_interval;
+      return;
+    }
+    // A new spec is a new attempt, and a safe one: the node is in service on GPUs
+    // nothing changed. It queues for a token like any other.
+    if (spec_changed) {
+      s.error("");
+      s.status.drain = {};
+      s.enter(node_phase::pending, "SpecChanged",
+              "the desired profile or policy changed since the failure: starting over");
+      out.requeue = 1ms;
+      return;
+    }
     const auto& history = s.status.history;
     const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
     if (!preflight_failure)
@@ -802,6 +824,23 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
   // plugin and labeller report what they see.
   if (in.node->has_dcm_taint())
     out.taint = false;
+  // A new spec is not started on such a node by itself: an admin checks it first, and
+  // the status says what is pending.
+  if (spec_changed) {
+    const bool known =
+        std::any_of(s.original.conditions.begin(), s.original.conditions.end(), [](const auto& c) {
+          return c.type == node_condition::up_to_date && c.reason == "RetryNeeded";
+        });
+    const std::string message =
+        "the desired profile or policy changed after this node failed with its GPUs in an "
+        "unknown state; it stays cordoned until checked: annotate " +
+        std::string(retry_annotation) + " to apply the new spec";
+    s.condition(node_condition::up_to_date, false, "RetryNeeded", message);
+    if (!known)
+      out.events.push_back({false, "Warning", "RetryNeeded", message});
+  } else {
+    s.drop_condition(node_condition::up_to_date);
+  }
 }
 
 void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
@@ -880,6 +919,7 @@ node_step step_node(const node_inputs& in) {
     if (s.phase() == node_phase::failed) {
       s.error("");
       s.status.drain = {};
+      s.drop_condition(node_condition::up_to_date);
       s.enter(node_phase::pending, "Retry", "retry requested by " + std::string(retry_annotation));
     }
   }

@@ -68,6 +68,8 @@ struct pod_info {
   std::string node_name;
   std::map<std::string, std::string> labels;
   std::string phase; // Pending, Running, Succeeded, Failed
+  /// Its Ready condition is True (a budget counts only such pods healthy).
+  bool ready = true;
   bool deleting = false;
   /// Owned by a DaemonSet (its controller would put it back at once).
   bool daemon_set = false;
@@ -104,6 +106,11 @@ struct pdb_info {
   std::vector<requirement> match_expressions;
   bool selects_nothing = false; // a nil selector
   int disruptions_allowed = 0;
+  /// status.currentHealthy and desiredHealthy: a budget below its desired count refuses
+  /// unhealthy pods too, unless spec.unhealthyPodEvictionPolicy is AlwaysAllow.
+  int current_healthy = 0;
+  int desired_healthy = 0;
+  bool always_allow_unhealthy = false;
   /// status.disruptedPods: pods whose eviction the API server approved (and counted
   /// against the budget) but has not yet seen deleted.
   std::set<std::string> disrupted_pods;

@@ -264,6 +264,9 @@ inline constexpr const char* node_tainted = "NodeTainted";
 inline constexpr const char* profile_applied = "ProfileApplied";
 inline constexpr const char* operator_succeeded = "OperatorSucceeded";
 inline constexpr const char* verified = "Verified";
+/// False (RetryNeeded) on a Failed node whose spec changed but that is not started over by
+/// itself (its GPUs may be mid-change).
+inline constexpr const char* up_to_date = "UpToDate";
 } // namespace node_condition
 
 } // namespace gpu_partitioner::protocol

@@ -262,7 +262,8 @@ BOOST_AUTO_TEST_CASE(dcm_retrying_busy_gpus_keeps_the_node_waiting_until_they_ar
   BOOST_TEST(c.node(a).gpus == 64);
 }
 
-// A GPU pod that tolerates the taint holds the GPUs all the same: it is drained.
+// A GPU pod that tolerates the taint holds the GPUs all the same: it is drained (this
+// one no controller owns, so the plan sets drainPolicy.force).
 BOOST_AUTO_TEST_CASE(a_gpu_pod_tolerating_the_taint_is_drained, *utf::timeout(180)) {
   e2e_cluster c;
   c.add_nodes({{"a", training()}});
@@ -282,7 +283,10 @@ BOOST_AUTO_TEST_CASE(a_gpu_pod_tolerating_the_taint_is_drained, *utf::timeout(18
   c.start_operator();
   c.create_payload("cpx", cpx_nps4);
   const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", "e2e-cpx-" + c.key, 64));
-  const auto plan = c.create_plan("tolerant", plan_spec(c, profile));
+  auto spec = plan_spec(c, profile);
+  const std::string drain = R"("drainPolicy":{"timeoutSeconds":60)";
+  spec.insert(spec.find(drain) + drain.size(), R"(,"force":true)");
+  const auto plan = c.create_plan("tolerant", spec);
   E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
   BOOST_TEST(c.pods("app=tolerant").empty());
   const auto events = c.dcm_events(a);

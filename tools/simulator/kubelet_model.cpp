@@ -31,7 +31,7 @@ pod_actions step_pods(std::map<pod_key, pod_memory>& memory,
     }
     const bool terminal = pod.phase == "Succeeded" || pod.phase == "Failed";
     const bool refused = pod.node_dcm_tainted && !pod.tolerates_dcm_taint;
-    if (!terminal && !refused && !(pod.phase == "Running" && pod.ready) && !pending_write &&
+    if (!terminal && !refused && !settled_running(pod) && !pending_write &&
         now >= m.first_seen + timing.scaled(kubelet.startup)) {
       m.acted_at = now;
       out.start.push_back(pod);

@@ -18,6 +18,9 @@ struct observed_pod {
   std::string node;
   std::string phase;
   bool ready = false;
+  /// Annotated sim.gpu-partitioner.io/crash-loop: started, it runs but never becomes
+  /// Ready, its container restarting (CrashLoopBackOff).
+  bool crash_loop = false;
   bool deleting = false;
   long long grace_seconds = 30;
   /// One of DCM's DaemonSet pods (in DCM's namespace, app.kubernetes.io/name=
@@ -29,6 +32,14 @@ struct observed_pod {
   /// the kubelet's admission and never starts (the taint manager deletes it).
   bool node_dcm_tainted = false;
 };
+
+/// The annotation that makes a pod crash-loop on a simulated node.
+inline constexpr const char* crash_loop_annotation = "sim.gpu-partitioner.io/crash-loop";
+
+/// Running as the kubelet reported it: Ready, or crash-looping by design.
+inline bool settled_running(const observed_pod& p) {
+  return p.phase == "Running" && (p.ready || p.crash_loop);
+}
 
 struct pod_key {
   std::string ns;

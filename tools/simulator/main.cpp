@@ -199,6 +199,8 @@ struct pod_watch : kube::watch_handler {
             p.ready = kube::string_at(c, "status") == "True";
     }
     p.deleting = kube::find_path(o, {"metadata", "deletionTimestamp"}) != nullptr;
+    p.crash_loop =
+        kube::find_path(o, {"metadata", "annotations", crash_loop_annotation}) != nullptr;
     if (const auto* labels = kube::find_path(o, {"metadata", "labels"}))
       p.dcm =
           key.ns == dcm_namespace && kube::string_at(*labels, dcm_pod_label) == dcm_pod_label_value;
@@ -299,20 +301,26 @@ std::string now_rfc3339() {
 
 std::string running_status(const observed_pod& p, int ip) {
   const std::string t = now_rfc3339();
+  // A crash-looping container: waiting to be restarted again, never ready.
+  const std::string state =
+      p.crash_loop
+          ? R"("ready":false,"started":false,"restartCount":5,"state":{"waiting":)"
+            R"({"reason":"CrashLoopBackOff","message":"back-off restarting failed container"}})"
+          : R"("ready":true,"started":true,"restartCount":0,"state":{"running":{"startedAt":")" +
+                t + R"("}})";
   std::string containers;
   for (const auto& [name, image] : p.containers)
     containers += (containers.empty() ? "" : ",") + std::string(R"({"name":)") + json_string(name) +
-                  R"(,"image":)" + json_string(image) +
-                  R"(,"imageID":"","ready":true,"started":true,"restartCount":0,)" +
-                  R"("state":{"running":{"startedAt":")" + t + R"("}}})";
-  auto cond = [&](const char* type) {
-    return std::string(R"({"type":")") + type + R"(","status":"True","lastTransitionTime":")" + t +
-           "\"}";
+                  R"(,"image":)" + json_string(image) + R"(,"imageID":"",)" + state + "}";
+  auto cond = [&](const char* type, bool ok = true) {
+    return std::string(R"({"type":")") + type + R"(","status":")" + (ok ? "True" : "False") +
+           R"(","lastTransitionTime":")" + t + "\"}";
   };
   return R"({"status":{"phase":"Running","podIP":"10.244.)" + std::to_string((ip >> 8) & 255) +
          "." + std::to_string(ip & 255) + R"(","startTime":")" + t + R"(","conditions":[)" +
-         cond("PodScheduled") + "," + cond("Initialized") + "," + cond("ContainersReady") + "," +
-         cond("Ready") + R"(],"containerStatuses":[)" + containers + "]}}";
+         cond("PodScheduled") + "," + cond("Initialized") + "," +
+         cond("ContainersReady", !p.crash_loop) + "," + cond("Ready", !p.crash_loop) +
+         R"(],"containerStatuses":[)" + containers + "]}}";
 }
 
 // What a kubelet reports when it registers its node: an MI300X server, Ready.
@@ -615,8 +623,8 @@ int run(const options& opt) {
       // every pod on every tick cost gpu-sim more CPU than the rest of its work.)
       std::map<pod_key, observed_pod> ours;
       for (const auto& [key, pod] : view.pods) {
-        const bool settled = !pod.deleting && ((pod.phase == "Running" && pod.ready) ||
-                                               pod.phase == "Succeeded" || pod.phase == "Failed");
+        const bool settled = !pod.deleting && (settled_running(pod) || pod.phase == "Succeeded" ||
+                                               pod.phase == "Failed");
         if (settled)
           continue;
         if (auto node = view.nodes.find(pod.node); node != view.nodes.end()) {

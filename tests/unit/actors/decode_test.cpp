@@ -1,5 +1,5 @@
-// actors::decode_dcm_event: one of DCM's Events as the watch delivers it, decoded into
-// where it came from, what it is about, and what it says.
+// actors::decode_dcm_event, decode_pod, decode_pdb: objects as the watch delivers them,
+// decoded into what the decisions read.
 #include "actors/decode.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -16,6 +16,12 @@ rapidjson::Document parse(const char* json) {
   d.Parse(json);
   BOOST_REQUIRE(!d.HasParseError());
   return d;
+}
+
+bool bare_ready(const std::string& condition) {
+  const std::string pod =
+      R"({"metadata": {"name": "p"}, "status": {"conditions": [)" + condition + "]}}";
+  return ga::decode_pod(parse(pod.c_str())).ready;
 }
 
 } // namespace
@@ -88,6 +94,24 @@ BOOST_AUTO_TEST_CASE(a_pod_says_who_recreates_it_what_it_loses_and_when_its_dele
   BOOST_TEST(ds.daemon_set);
   BOOST_TEST(!ds.unmanaged);
   BOOST_TEST(ga::decode_pod(parse(R"({"metadata": {"name": "no-owner"}})")).unmanaged);
+}
+
+BOOST_AUTO_TEST_CASE(readiness_and_a_budgets_health_and_unhealthy_pod_policy_are_read) {
+  BOOST_TEST(bare_ready(R"({"type": "Ready", "status": "True"})"));
+  BOOST_TEST(!bare_ready(R"({"type": "Ready", "status": "False"})"));
+  BOOST_TEST(ga::decode_pod(parse(R"({"metadata": {"name": "p"}})")).ready,
+             "no conditions yet: nothing says it is unhealthy");
+  const auto b = ga::decode_pdb(parse(R"({
+    "metadata": {"namespace": "team", "name": "web"},
+    "spec": {"selector": {"matchLabels": {"app": "web"}},
+             "unhealthyPodEvictionPolicy": "AlwaysAllow"},
+    "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 2}})"));
+  BOOST_TEST(b.always_allow_unhealthy);
+  BOOST_TEST(b.current_healthy == 1);
+  BOOST_TEST(b.desired_healthy == 2);
+  BOOST_TEST(
+      !ga::decode_pdb(parse(R"({"spec": {"unhealthyPodEvictionPolicy": "IfHealthyBudget"}})"))
+           .always_allow_unhealthy);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -417,6 +417,27 @@ BOOST_AUTO_TEST_CASE(a_not_ready_node_does_not_wait_for_pods_deleted_long_ago) {
   BOOST_TEST(!gc::deletion_not_awaited(running, d, {t0 + 600s, t0, false}));
 }
 
+BOOST_AUTO_TEST_CASE(an_unhealthy_pod_refused_by_its_budget_says_what_policy_would_let_it_go) {
+  auto crashing = pod("web-1");
+  crashing.ready = false;
+  auto b = budget("web-pdb", "web");
+  b.current_healthy = 0;
+  b.desired_healthy = 1;
+  const std::map<std::string, gc::eviction_memory> mem{{"team/web-1", blocked_at(t0)}};
+  const auto held = gc::plan_evictions({crashing}, {b}, mem, {}, t0 + 1s);
+  BOOST_REQUIRE(held.blocked.size() == 1u);
+  BOOST_TEST(held.blocked[0].reason ==
+             "PodDisruptionBudget team/web-pdb does not allow it now; the pod is not Ready, and "
+             "under unhealthyPodEvictionPolicy IfHealthyBudget an unhealthy pod goes only while "
+             "its budget has the healthy pods it wants (0 of 1): AlwaysAllow lets it go");
+  // A Ready pod, or a budget that already always allows unhealthy pods: the plain reason.
+  BOOST_TEST(gc::plan_evictions({pod("web-1")}, {b}, mem, {}, t0 + 1s).blocked[0].reason ==
+             "PodDisruptionBudget team/web-pdb does not allow it now");
+  b.always_allow_unhealthy = true;
+  BOOST_TEST(gc::plan_evictions({crashing}, {b}, mem, {}, t0 + 1s).blocked[0].reason ==
+             "PodDisruptionBudget team/web-pdb does not allow it now");
+}
+
 BOOST_AUTO_TEST_CASE(the_dry_run_names_the_budgets_that_refuse_now) {
   auto scratch = pod("web-2");
   scratch.empty_dir = true;

@@ -1938,6 +1938,86 @@ BOOST_AUTO_TEST_CASE(a_failure_after_applying_keeps_the_cordon_and_lifts_the_tai
   }
 }
 
+// Issue 23: a Failed node whose spec changes does not stay silently Failed. Returned to
+// service on untouched GPUs, it starts over by itself; with its GPUs possibly mid-change
+// it stays cordoned and says that a retry is needed.
+BOOST_AUTO_TEST_CASE(a_node_failed_on_untouched_gpus_starts_over_when_its_spec_changes) {
+  world w;
+  w.failed_in(node_phase::draining, "DrainTimeout").cordoned_by_us().tainted();
+  w.in.item.spec.desired_hash = hash_b;
+  // The rollback comes first (untaint, then uncordon): the node is given back before
+  // anything else.
+  for (int i = 0; i < 2; ++i) {
+    auto s = w.step();
+    BOOST_TEST_REQUIRE(phase_after(w, s) == "Failed");
+    BOOST_TEST_REQUIRE(!no_node_writes(s));
+    apply_node_writes(w.node(), s);
+    keep_status(w, s);
+  }
+  BOOST_TEST_REQUIRE(!w.node().unschedulable);
+  BOOST_TEST_REQUIRE(!w.node().has_dcm_taint());
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(last_reason(w, s) == "SpecChanged");
+  BOOST_TEST(status_after(w, s).last_error.empty());
+  keep_status(w, s);
+  w.node().labels["amd.com/gpu.ready"] = "true"; // the site's labeller, back after the untaint
+  auto next = w.step();
+  BOOST_TEST(next.wants_token, "it queues for the rollout's limits like any node: "
+                                   << phase_after(w, next) << " "
+                                   << status_after(w, next).last_error);
+  // The same spec does not start it again.
+  world same;
+  same.failed_in(node_phase::draining, "DrainTimeout");
+  same.later(3600s);
+  BOOST_TEST(phase_after(same, same.step()) == "Failed");
+}
+
+BOOST_AUTO_TEST_CASE(a_preflight_failure_records_its_spec_and_starts_over_on_a_new_one) {
+  world w;
+  w.in.dcm.found = false;
+  auto failed = w.step();
+  keep_status(w, failed);
+  BOOST_TEST_REQUIRE(phase_after(w, failed) == "Failed");
+  BOOST_TEST(status_after(w, failed).observed_hash == hash_a);
+  w.later(30s);
+  auto still = w.step();
+  BOOST_TEST(phase_after(w, still) == "Failed", "no loop through Pending on the same spec");
+  w.in.item.spec.desired_hash = hash_b;
+  auto changed = w.step();
+  BOOST_TEST(phase_after(w, changed) == "Pending");
+  BOOST_TEST(last_reason(w, changed) == "SpecChanged");
+}
+
+BOOST_AUTO_TEST_CASE(a_node_failed_with_gpus_mid_change_says_a_retry_is_needed_for_a_new_spec) {
+  world w;
+  w.failed_in(node_phase::waiting_operator, "OperatorFailed").cordoned_by_us().label_ours();
+  w.in.item.spec.desired_hash = hash_b;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(!s.wants_token);
+  BOOST_TEST(condition_of(w, s, "UpToDate") == "False/RetryNeeded");
+  BOOST_TEST(has_event(s, "RetryNeeded", false, "Warning"));
+  BOOST_TEST(w.node().unschedulable);
+  keep_status(w, s);
+  auto again = w.step();
+  BOOST_TEST(!has_event(again, "RetryNeeded", false, "Warning"), "said once");
+  BOOST_TEST(!again.status, "nothing new to write");
+  // The admin checks the node and asks for the retry: the new spec runs.
+  w.in.item.metadata.annotations[gc::retry_annotation] = "1";
+  auto retried = w.step();
+  BOOST_TEST(phase_after(w, retried) == "Pending");
+  BOOST_TEST(condition_of(w, retried, "UpToDate") == "-");
+  // The spec changed back before any retry: nothing is pending any more.
+  world back;
+  back.failed_in(node_phase::waiting_operator, "OperatorFailed").cordoned_by_us().label_ours();
+  back.in.item.spec.desired_hash = hash_b;
+  auto b = back.step();
+  keep_status(back, b);
+  back.in.item.spec.desired_hash = hash_a;
+  BOOST_TEST(condition_of(back, back.step(), "UpToDate") == "-");
+}
+
 BOOST_AUTO_TEST_CASE(an_operator_failure_is_not_retried_by_itself) {
   world w;
   w.failed_in(node_phase::waiting_operator, "OperatorFailed").cordoned_by_us().label_ours();
