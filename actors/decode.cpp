@@ -61,6 +61,7 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
   }
   if (const auto* spec = find_path(o, {"spec"})) {
     p.node_name = string_at(*spec, "nodeName");
+    p.node_selector = kube::string_map(find_path(*spec, {"nodeSelector"}));
     if (const auto* volumes = find_path(*spec, {"volumes"}); volumes && volumes->IsArray())
       for (const auto& v : volumes->GetArray())
         if (find_path(v, {"emptyDir"}) != nullptr)

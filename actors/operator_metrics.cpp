@@ -24,9 +24,11 @@ operator_metrics::operator_metrics()
       evictions(registry.counter("gpu_partitioner_evictions_total",
                                  "Eviction attempts by result (evicted, pdb_blocked, error).",
                                  {"result"})),
-      blocked_pods(registry.gauge("gpu_partitioner_drain_blocked_pods",
-                                  "Pods whose eviction a PodDisruptionBudget refuses now.",
-                                  {"plan", "node"})),
+      blocked_pods(registry.gauge(
+          "gpu_partitioner_drain_blocked_pods",
+          "Pods a drain cannot evict now: a PodDisruptionBudget or the drain policy refuses, "
+          "or the eviction failed.",
+          {"plan", "node"})),
       api_requests(registry.counter("gpu_partitioner_api_requests_total",
                                     "Requests to the API server by verb, resource and HTTP code "
                                     "(0: no answer).",

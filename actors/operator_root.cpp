@@ -46,6 +46,7 @@ void apply(root_state& s, const observation& o) {
     const controller::node_info* was = old == v.nodes.end() ? nullptr : old->second.get();
     const controller::node_info* now = o.deleted ? nullptr : o.node.get();
     v.note_relabelling(was, now);
+    v.note_schedulability(was, now);
     if (o.deleted)
       v.nodes.erase(o.key);
     else
@@ -251,6 +252,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
         s->view.shared_changed = false;
         s->view.relabelled_keys.clear();
         s->view.nodes_came_or_went = false;
+        s->view.schedulability_changed = false;
         s->view.item_specs_changed = false;
         // A supervisor per plan; items whose plan is gone are still served (a deleted
         // plan's items run their finalizers) by a supervisor kept until they are gone.

@@ -69,9 +69,12 @@ std::string detail_of(const protocol::node_partitioning& item) {
   if (!st.drain.blocking_pods.empty()) {
     out += out.empty() ? "waiting for pod" : "; pod";
     out += st.drain.blocking_pods.size() > 1 ? "s" : "";
-    for (std::size_t i = 0; i < st.drain.blocking_pods.size() && i < 3; ++i)
-      out += (i ? ", " : " ") + st.drain.blocking_pods[i].namespace_ + "/" +
-             st.drain.blocking_pods[i].name;
+    for (std::size_t i = 0; i < st.drain.blocking_pods.size() && i < 3; ++i) {
+      const auto& b = st.drain.blocking_pods[i];
+      out += (i ? ", " : " ") + b.namespace_ + "/" + b.name;
+      if (b.cause)
+        out += " (" + std::string(protocol::codec::to_string(*b.cause)) + ")";
+    }
     if (st.drain.blocking_pods.size() > 3)
       out += " and " + std::to_string(st.drain.blocking_pods.size() - 3) + " more";
   }

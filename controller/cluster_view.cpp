@@ -17,6 +17,12 @@ void cluster_view::note_relabelling(const node_info* was, const node_info* now) 
       relabelled_keys.insert(key);
 }
 
+void cluster_view::note_schedulability(const node_info* was, const node_info* now) {
+  if (!was || !now || was->unschedulable != now->unschedulable || !(was->taints == now->taints) ||
+      was->ready != now->ready || was->allocatable != now->allocatable)
+    schedulability_changed = true;
+}
+
 void cluster_view::note_budget_change(const std::string& key,
                                       const std::map<std::string, std::string>& pod_nodes) {
   const std::string ns = key.substr(0, key.find('/') + 1);

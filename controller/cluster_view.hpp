@@ -97,6 +97,9 @@ struct cluster_view {
   std::set<std::string> relabelled_keys;
   /// A node came or went, or became or stopped being a control-plane node.
   bool nodes_came_or_went = false;
+  /// A node came or went, or its cordon, taints, readiness or GPU resources changed: where
+  /// an evicted pod's replacement may run may differ (a draining node's deadlock check).
+  bool schedulability_changed = false;
   /// Whether nodes' values of `key` may differ from the previous snapshot's.
   bool relabelled(const std::string& key) const {
     return nodes_came_or_went || relabelled_keys.count(key) > 0;
@@ -107,6 +110,8 @@ struct cluster_view {
                           const std::map<std::string, std::string>& pod_nodes);
   /// Records what a node's change (`was` to `now`; null: absent) means for the above.
   void note_relabelling(const node_info* was, const node_info* now);
+  /// Records whether a node's change bears on where pods may be scheduled.
+  void note_schedulability(const node_info* was, const node_info* now);
   /// A NodePartitioning came, went, or changed its metadata or spec, or began or ended its
   /// flight: what the supervisors create, update or delete may differ. (Not every change of
   /// phase: working out a plan again takes a walk over every node and item.)

@@ -39,7 +39,7 @@ std::vector<protocol::namespaced_name> pdbs_covering(const std::vector<pdb_info>
 }
 
 pod_judgement judge_pod(const pod_info& pod, const protocol::drain_policy& drain,
-                        const drain_clock& clock) {
+                        const drain_context& context) {
   pod_judgement j;
   j.loses_empty_dir = pod.empty_dir;
   j.unmanaged = pod.unmanaged;
@@ -50,8 +50,8 @@ pod_judgement judge_pod(const pod_info& pod, const protocol::drain_policy& drain
     return j;
   }
   if (drain.wait && matches(drain.wait->pod_selector, pod.labels)) {
-    const auto until = clock.started + std::chrono::seconds(drain.wait->timeout_seconds);
-    if (clock.now < until) {
+    const auto until = context.started + std::chrono::seconds(drain.wait->timeout_seconds);
+    if (context.now < until) {
       j.verdict = pod_verdict::wait;
       j.why = "drainPolicy.waitForCompletion: let finish until " + protocol::format_time(until) +
               ", evicted then";
@@ -77,9 +77,54 @@ std::int64_t drain_timeout_seconds(const protocol::drain_policy& drain) {
 }
 
 bool deletion_not_awaited(const pod_info& pod, const protocol::drain_policy& drain,
-                          const drain_clock& clock) {
-  return pod.deleting && !clock.node_ready && pod.deletion_deadline &&
-         clock.now - *pod.deletion_deadline >= std::chrono::seconds(drain.skip_wait_seconds());
+                          const drain_context& context) {
+  return pod.deleting && !context.node_ready && pod.deletion_deadline &&
+         context.now - *pod.deletion_deadline >= std::chrono::seconds(drain.skip_wait_seconds());
+}
+
+replacement_room room_for_replacement(const pod_info& pod, const drain_context& context) {
+  replacement_room room;
+  if (context.nodes == nullptr)
+    return room;
+  for (const auto& [name, node] : *context.nodes) {
+    if (name == context.node || !node->ready)
+      continue;
+    bool fits = true;
+    for (const auto& [key, value] : pod.node_selector)
+      fits = fits && node->label(key) == value;
+    // Its taints, but ours and the cordon's: those are what holds the node.
+    for (const auto& t : node->taints) {
+      if (!fits || t.effect == "PreferNoSchedule" || t.key == dcm_taint_key)
+        continue;
+      fits = std::any_of(pod.tolerations.begin(), pod.tolerations.end(),
+                         [&](const toleration& tol) { return tolerates(tol, t); });
+    }
+    if (fits && pod.gpus > 0)
+      fits = std::any_of(node->allocatable.begin(), node->allocatable.end(), [](const auto& r) {
+        return r.first.rfind("amd.com/", 0) == 0 && r.second != "0";
+      });
+    if (!fits)
+      continue;
+    room.candidates.push_back(name);
+    const bool ours = node->annotations.count(was_unschedulable_annotation) > 0 &&
+                      (node->unschedulable || node->has_dcm_taint());
+    if (ours)
+      room.held.push_back(name);
+    else if (!node->unschedulable)
+      room.open.push_back(name);
+  }
+  return room;
+}
+
+std::string deadlock_of(const pod_info& pod, const drain_context& context) {
+  const auto room = room_for_replacement(pod, context);
+  if (room.held.empty() || !room.open.empty())
+    return {};
+  std::string names;
+  for (const auto& n : room.held)
+    names += (names.empty() ? "" : ", ") + n;
+  return "its replacement could run only on node(s) this operator holds cordoned (" + names +
+         "): those drains and this one wait on each other until a timeout";
 }
 
 std::chrono::seconds eviction_backoff(int failures) {
@@ -100,8 +145,8 @@ void record_eviction(std::map<std::string, eviction_memory>& memory, const std::
 
 eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vector<pdb_info>& pdbs,
                              const std::map<std::string, eviction_memory>& evictions,
-                             const protocol::drain_policy& drain, const drain_clock& clock) {
-  const auto now = clock.now;
+                             const protocol::drain_policy& drain, const drain_context& context) {
+  const auto now = context.now;
   eviction_pass pass;
   pass.evictable = evictable_pods(pods);
   // Progress counts each pod once: an evicted pod still terminating is evicted, not also
@@ -120,7 +165,7 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
   const bool evict = drain.kind == protocol::eviction_kind::eviction && drain.respect_pdb;
   for (const auto& pod : pass.evictable) {
     if (pod.deleting) {
-      if (deletion_not_awaited(pod, drain, clock)) {
+      if (deletion_not_awaited(pod, drain, context)) {
         pass.not_awaited.push_back(key_of(pod));
         continue;
       }
@@ -130,12 +175,12 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
                                   "still terminating; its deletion was due at " +
                                       protocol::format_time(*pod.deletion_deadline) +
                                       ": its kubelet has not confirmed it gone" +
-                                      (clock.node_ready ? "" : " (the node is not Ready)"),
+                                      (context.node_ready ? "" : " (the node is not Ready)"),
                                   pod_hold::terminating));
       continue;
     }
     ++pass.left;
-    const auto judged = judge_pod(pod, drain, clock);
+    const auto judged = judge_pod(pod, drain, context);
     if (judged.verdict == pod_verdict::refuse) {
       pass.refused.push_back(hold(pod, judged.why, pod_hold::policy));
       continue;
@@ -180,6 +225,10 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
                       std::to_string(pdb.desired_healthy) + "): AlwaysAllow lets it go";
             break;
           }
+      if (const auto deadlock = deadlock_of(pod, context); !deadlock.empty()) {
+        reason += "; " + deadlock;
+        ++pass.deadlocked;
+      }
       pass.blocked.push_back(hold(pod, reason, pod_hold::budget));
       // Asked again at once when the budget allows a disruption now: news only if its
       // status was seen after the refusal. Right after an API server restart the
@@ -236,14 +285,14 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
 protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
                                         const std::vector<pdb_info>& pdbs,
                                         const protocol::drain_policy& drain,
-                                        const drain_clock& clock) {
+                                        const drain_context& context) {
   protocol::dry_run_preview preview;
   std::set<std::pair<std::string, std::string>> blocking;
   for (const auto& pod : evictable_pods(pods)) {
     if (pod.deleting)
       continue; // going already
     const protocol::namespaced_name name{pod.ns, pod.name};
-    const auto judged = judge_pod(pod, drain, clock);
+    const auto judged = judge_pod(pod, drain, context);
     if (judged.verdict == pod_verdict::refuse) {
       preview.pods_refused.push_back(hold(pod, judged.why, pod_hold::policy));
       continue;
@@ -262,6 +311,25 @@ protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
       }
     if (held)
       preview.pods_blocked_by_budget.push_back(name);
+    const bool budgeted =
+        std::any_of(pdbs.begin(), pdbs.end(), [&](const auto& pdb) { return pdb.covers(pod); });
+    if (budgeted && context.plan_nodes != nullptr) {
+      const auto room = room_for_replacement(pod, context);
+      const bool all_ours =
+          !room.candidates.empty() &&
+          std::all_of(room.candidates.begin(), room.candidates.end(),
+                      [&](const auto& n) { return context.plan_nodes->count(n) > 0; });
+      if (all_ours) {
+        std::string names;
+        for (const auto& n : room.candidates)
+          names += (names.empty() ? "" : ", ") + n;
+        preview.warnings.push_back(
+            "pod " + pod.ns + "/" + pod.name +
+            ": a PodDisruptionBudget covers it, and its replacement could run only on nodes of "
+            "this plan (" +
+            names + "): drained at the same time, they wait on each other until a timeout");
+      }
+    }
   }
   for (const auto& [ns, name] : blocking)
     preview.blocking_pdbs.push_back({ns, name});

@@ -7,8 +7,11 @@
 #include "controller/node_machine.hpp"
 #include "protocol/node_partitioning.hpp"
 
+#include "controller/shared_map.hpp"
+
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,25 +55,48 @@ struct pod_judgement {
 };
 
 /// When and where the drain runs.
-struct drain_clock {
+struct drain_context {
   // NOLINTNEXTLINE(google-explicit-constructor): a bare time is a drain started then.
-  drain_clock(protocol::wall_clock::time_point at) : now(at), started(at) {}
-  drain_clock(protocol::wall_clock::time_point at, protocol::wall_clock::time_point start,
-              bool ready)
+  drain_context(protocol::wall_clock::time_point at) : now(at), started(at) {}
+  drain_context(protocol::wall_clock::time_point at, protocol::wall_clock::time_point start,
+                bool ready)
       : now(at), started(start), node_ready(ready) {}
   protocol::wall_clock::time_point now;
   /// When the drain began: waitForCompletion counts from here.
   protocol::wall_clock::time_point started;
   /// A node that is not Ready cannot confirm deletions: long-deleted pods are not waited for.
   bool node_ready = true;
+  /// The node drained, every node, and (a dry run) the plan's: where an evicted pod's
+  /// replacement may run. Without them, no deadlock is looked for.
+  std::string node;
+  const shared_map<node_info>* nodes = nullptr;
+  const std::set<std::string>* plan_nodes = nullptr;
 };
+
+/// Where a replacement of a pod (from the same template) could run, other than the node
+/// drained: a superset of the scheduler's choice (its nodeSelector, the taints it
+/// tolerates, a GPU resource if it holds GPUs; not affinity or free capacity), so a
+/// deadlock is never claimed where there is none.
+struct replacement_room {
+  /// Ready nodes it could run on, were nothing cordoned.
+  std::vector<std::string> candidates;
+  /// Of those, the schedulable ones; and the ones this operator cordoned or tainted.
+  std::vector<std::string> open;
+  std::vector<std::string> held;
+};
+
+replacement_room room_for_replacement(const pod_info& pod, const drain_context& context);
+
+/// A budget refuses `pod` and its replacement could run only on nodes this operator
+/// holds cordoned: the drains wait on each other until their timeouts. "" if not.
+std::string deadlock_of(const pod_info& pod, const drain_context& context);
 
 /// The policy's verdict on one pod of evictable_pods, in this order: a pod the
 /// podSelector does not select is refused; one waitForCompletion selects is waited for
 /// until its timeout; then an unmanaged pod needs force, and an emptyDir pod
 /// deleteEmptyDirData.
 pod_judgement judge_pod(const pod_info& pod, const protocol::drain_policy& drain,
-                        const drain_clock& clock);
+                        const drain_context& context);
 
 /// The drain's deadline counts from its start: timeoutSeconds, after the wait for
 /// completion if there is one.
@@ -79,7 +105,7 @@ std::int64_t drain_timeout_seconds(const protocol::drain_policy& drain);
 /// A pod being deleted that the drain no longer waits for: on a node that is not Ready,
 /// its deletion was due longer ago than skipWaitForDeleteTimeoutSeconds.
 bool deletion_not_awaited(const pod_info& pod, const protocol::drain_policy& drain,
-                          const drain_clock& clock);
+                          const drain_context& context);
 
 struct eviction_pass {
   /// The pods the drain must see gone (evictable_pods of the node's).
@@ -97,6 +123,9 @@ struct eviction_pass {
   std::vector<protocol::blocking_pod> waiting;
   std::vector<protocol::blocking_pod> failed;
   std::vector<protocol::blocking_pod> stuck;
+  /// Of `blocked`, those whose replacement only nodes this operator holds could run
+  /// (deadlock_of).
+  int deadlocked = 0;
   /// Everything above that holds a pod, and the DaemonSet pods that hold GPUs (not
   /// evicted, shown).
   std::vector<protocol::blocking_pod> shown;
@@ -118,13 +147,13 @@ struct eviction_pass {
 /// "namespace/name". `pdbs`: the budgets covering the node's pods.
 eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vector<pdb_info>& pdbs,
                              const std::map<std::string, eviction_memory>& evictions,
-                             const protocol::drain_policy& drain, const drain_clock& clock);
+                             const protocol::drain_policy& drain, const drain_context& context);
 
 /// What a drain of the node would do if it began now, pod by pod (the dry run).
 protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
                                         const std::vector<pdb_info>& pdbs,
                                         const protocol::drain_policy& drain,
-                                        const drain_clock& clock);
+                                        const drain_context& context);
 
 /// Keeps the outcome of an eviction request; a failure counts on from the last one.
 void record_eviction(std::map<std::string, eviction_memory>& memory, const std::string& pod,

@@ -159,6 +159,28 @@ std::shared_ptr<const std::vector<std::string>> view_slicer::labelled(const std:
       it == index->end() ? std::vector<std::string>{} : it->second);
 }
 
+bool reads_every_node(const protocol::node_partitioning& item) {
+  return item.spec.dry_run || item.status.phase == protocol::node_phase::draining;
+}
+
+std::shared_ptr<const shared_map<node_info>> view_slicer::all_nodes() {
+  if (!all_nodes_)
+    all_nodes_ = std::make_shared<const shared_map<node_info>>(view_.nodes);
+  return all_nodes_;
+}
+
+std::shared_ptr<const std::set<std::string>> view_slicer::plan_nodes(const std::string& plan) {
+  auto& nodes = plan_nodes_[plan];
+  if (!nodes) {
+    std::set<std::string> all;
+    for (const auto& [name, item] : view_.items)
+      if (item->spec.plan_ref.name == plan)
+        all.insert(item->spec.node_name);
+    nodes = std::make_shared<const std::set<std::string>>(std::move(all));
+  }
+  return nodes;
+}
+
 node_slice view_slicer::slice(const protocol::node_partitioning& item) {
   node_slice out;
   if (auto it = view_.items.find(item.metadata.name); it != view_.items.end())
@@ -173,6 +195,12 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
   if (auto it = view_.node_changes.find(node_name); it != view_.node_changes.end())
     out.node_changed_at = it->second;
   out.pdbs = budgets(out);
+  // Also before the drain: the view's item may not show the Draining its worker wrote.
+  if (reads_every_node(item) ||
+      item.status.phase.value_or(protocol::node_phase::pending) == protocol::node_phase::pending)
+    out.all_nodes = all_nodes();
+  if (item.spec.dry_run)
+    out.plan_nodes = plan_nodes(item.spec.plan_ref.name);
   out.profile = profile(item.spec.profile_ref.name);
   out.plan = standing_of(view_, item);
   const auto& config = dcm().config_json;
@@ -246,17 +274,20 @@ slice_update view_slicer::update(const protocol::node_partitioning& item,
   // slice's. The budgets over its pods may have, or who carries its DCM name.
   const bool walk = view_.budget_changes.count(item.spec.node_name) > 0;
   const bool relabelled = view_.relabelled(dcm_profile_label);
-  if (!walk && !relabelled)
+  const bool rescheduled = view_.schedulability_changed && reads_every_node(item);
+  if (!walk && !relabelled && !rescheduled)
     return {};
   auto pdbs = walk ? budgets(*last) : last->pdbs;
   auto labelled =
       relabelled && last->profile ? labelled_if_differs(*last->profile) : last->dcm_name_labelled;
   auto same = [](const auto& a, const auto& b) { return a == b || (a && b && *a == *b); };
   const bool holders = !same(labelled, last->dcm_name_labelled);
-  if (!holders && pdbs == last->pdbs)
+  if (!holders && pdbs == last->pdbs && !rescheduled)
     return {};
   auto next = std::make_shared<node_slice>(*last);
   next->pdbs = std::move(pdbs);
+  if (rescheduled)
+    next->all_nodes = all_nodes();
   next->dcm_name_labelled = std::move(labelled);
   next->node_changed_at.reset();
   return {holders ? slice_news::own : slice_news::budgets_only, std::move(next)};
@@ -282,6 +313,10 @@ node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partiti
   in.plan = slice.plan;
   if (slice.dcm)
     in.dcm = *slice.dcm;
+  if (reads_every_node(in.item)) {
+    in.cluster_nodes = slice.all_nodes;
+    in.plan_nodes = slice.plan_nodes;
+  }
   in.token = facts.token;
   in.evictions = facts.evictions;
   in.write_error = facts.write_error;

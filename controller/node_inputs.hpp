@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,14 @@ struct node_slice {
   /// When the view saw the node, its pods or its DCM Events change, if it did: the start
   /// of the reaction to it.
   std::optional<protocol::wall_clock::time_point> node_changed_at;
+  /// Every node, for items that read them (reads_every_node); null for the others.
+  std::shared_ptr<const shared_map<node_info>> all_nodes;
+  /// The nodes of the item's plan, for a dry run's deadlock warning; null otherwise.
+  std::shared_ptr<const std::set<std::string>> plan_nodes;
 };
+
+/// Whether the item's step reads every node (a drain's and a dry run's deadlock check).
+bool reads_every_node(const protocol::node_partitioning& item);
 
 /// What a view brings a node's worker: nothing; news of its own (its node, pods, Events or
 /// item, what every node shares, or who carries its DCM name: it steps); or only news of
@@ -132,11 +140,16 @@ private:
   std::shared_ptr<const std::vector<std::string>> labelled(const std::string& dcm_name);
 
   const dcm_config_state& dcm();
+  std::shared_ptr<const shared_map<node_info>> all_nodes();
+  std::shared_ptr<const std::set<std::string>> plan_nodes(const std::string& plan);
 
   const cluster_view& view_;
   dcm_settings settings_;
   slice_memo own_;
   slice_memo& memo_;
+  /// This view's nodes and plans' nodes, made once when first asked for.
+  std::shared_ptr<const shared_map<node_info>> all_nodes_;
+  std::map<std::string, std::shared_ptr<const std::set<std::string>>> plan_nodes_;
 };
 
 /// The inputs of step_node from `slice`, for `item` (the slice's, with the status as the

@@ -207,6 +207,15 @@ bool past(const status_editor& s, std::int64_t seconds) {
 
 // -- phases --
 
+// Where and when a drain of the node runs (and what it reads of the other nodes).
+drain_context drain_context_of(const node_inputs& in, protocol::wall_clock::time_point started) {
+  drain_context c{in.now, started, in.node->ready};
+  c.node = in.item.spec.node_name;
+  c.nodes = in.cluster_nodes.get();
+  c.plan_nodes = in.plan_nodes.get();
+  return c;
+}
+
 void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   if (!in.plan.may_start) {
@@ -218,7 +227,7 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   auto findings = preflight(in);
   if (in.item.spec.dry_run) {
     auto preview =
-        preview_drain(in.pods, in.pdbs, in.item.spec.drain, {in.now, in.now, node.ready});
+        preview_drain(in.pods, in.pdbs, in.item.spec.drain, drain_context_of(in, in.now));
     preview.already_in_target_state = findings.empty() && in_target_state(in);
     for (const auto& f : findings)
       preview.findings.push_back(f.text());
@@ -227,7 +236,11 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
                 "dry run: " + std::to_string(preview.pods_to_evict.size()) +
                     " pod(s) would be evicted, " + std::to_string(preview.pods_to_wait_for.size()) +
                     " let finish first, " + std::to_string(preview.pods_refused.size()) +
-                    " refused by the drain policy; nothing on the node changes");
+                    " refused by the drain policy" +
+                    (preview.warnings.empty()
+                         ? ""
+                         : ", " + std::to_string(preview.warnings.size()) + " warning(s)") +
+                    "; nothing on the node changes");
     out.requeue = 10s;
     return;
   }
@@ -358,6 +371,9 @@ std::pair<std::string, std::string> drain_holds(const eviction_pass& pass) {
     parts.push_back(std::to_string(n) + " pod(s) " + text);
   };
   add(pass.refused.size(), "EvictionRefused", "refused by the drain policy");
+  add(static_cast<std::size_t>(pass.deadlocked), "DrainDeadlocked",
+      "held by a budget that only drains this operator holds could open (their replacements "
+      "have nowhere else to run)");
   add(pass.blocked.size(), "EvictionBlocked",
       "blocked by a PodDisruptionBudget; retrying every 5 s");
   add(pass.failed.size(), "EvictionFailed", "whose eviction failed; retrying with backoff");
@@ -425,7 +441,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   s.condition(node_condition::node_cordoned, true, "Cordoned",
               "no new pods are scheduled to the node");
 
-  const drain_clock clock{in.now, s.entered(), node.ready};
+  const auto clock = drain_context_of(in, s.entered());
   const auto pass = plan_evictions(in.pods, in.pdbs, in.evictions, drain, clock);
   if (past(s, drain_timeout_seconds(drain))) {
     fail_and_roll_back(

@@ -8,13 +8,16 @@
 
 #include "controller/finding.hpp"
 #include "controller/observed.hpp"
+#include "controller/shared_map.hpp"
 #include "protocol/node_partitioning.hpp"
 #include "protocol/partitioning_profile.hpp"
 #include "protocol/timestamp.hpp"
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -112,6 +115,10 @@ struct node_inputs {
   std::vector<pdb_info> pdbs;
   resolved_profile profile;
   dcm_config_state dcm;
+  /// Every node (a drain's and a dry run's deadlock check), and the plan's (a dry run's);
+  /// null when not given.
+  std::shared_ptr<const shared_map<node_info>> cluster_nodes;
+  std::shared_ptr<const std::set<std::string>> plan_nodes;
   /// The plan's RolloutGovernor granted this node a token.
   bool token = false;
   /// Keyed by "namespace/name".

@@ -86,6 +86,8 @@ struct pod_info {
   std::optional<protocol::wall_clock::time_point> deletion_deadline;
   std::optional<long long> deletion_grace_seconds;
   std::vector<toleration> tolerations;
+  /// spec.nodeSelector: where it (and a replacement from the same template) may run.
+  std::map<std::string, std::string> node_selector;
   /// GPUs (any amd.com/ resource) requested by its containers.
   long long gpus = 0;
 

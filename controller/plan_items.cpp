@@ -1,5 +1,7 @@
 #include "controller/plan_items.hpp"
 
+#include "controller/node_inputs.hpp"
+
 namespace gpu_partitioner::controller {
 
 void plan_items::put(const std::string& name, const protocol::node_partitioning* item) {
@@ -7,10 +9,13 @@ void plan_items::put(const std::string& name, const protocol::node_partitioning*
     on_node_.erase(was->second);
     node_of_.erase(was);
   }
+  reading_nodes_.erase(name);
   if (item && item->spec.plan_ref.name == plan_) {
     items_[name] = item;
     on_node_[item->spec.node_name] = name;
     node_of_[name] = item->spec.node_name;
+    if (reads_every_node(*item))
+      reading_nodes_.insert(name);
   } else {
     items_.erase(name);
   }
@@ -42,6 +47,9 @@ plan_items::by_name plan_items::touched(const cluster_view& view) const {
     of_node(node);
   for (const auto& node : view.budget_changes)
     of_node(node);
+  if (view.schedulability_changed)
+    for (const auto& name : reading_nodes_)
+      out.emplace(name, items_.at(name));
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "controller/node_machine.hpp"
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -24,7 +25,8 @@ public:
   /// in the next view); update never reads the ones it replaces.
   void update(const cluster_view& view);
   const by_name& all() const { return items_; }
-  /// The items whose item, node, pods, DCM Events or budgets `view` changed.
+  /// The items whose item, node, pods, DCM Events or budgets `view` changed; and the
+  /// draining and dry-run ones when a node's schedulability did (their deadlock check).
   by_name touched(const cluster_view& view) const;
   /// Whether `view` may have news for any item, not only the touched ones: what every
   /// node shares or who carries a DCM name changed.
@@ -40,6 +42,8 @@ private:
   by_name items_;
   std::map<std::string, std::string> on_node_;
   std::map<std::string, std::string> node_of_;
+  /// Items that read every node: draining, or a dry run.
+  std::set<std::string> reading_nodes_;
 };
 
 } // namespace gpu_partitioner::controller

@@ -187,6 +187,9 @@ struct dry_run_preview {
   std::vector<namespaced_name> unmanaged_pods;
   /// Their eviction a budget refuses now.
   std::vector<namespaced_name> pods_blocked_by_budget;
+  /// Drains that may not finish: a pod under a budget whose replacement could run only on
+  /// nodes of this plan (drained together, they wait on each other).
+  std::vector<std::string> warnings;
 };
 
 constexpr auto describe(codec::tag<dry_run_preview>) {
@@ -199,7 +202,8 @@ constexpr auto describe(codec::tag<dry_run_preview>) {
                          codec::field("podsRefused", &T::pods_refused),
                          codec::field("podsLosingEmptyDirData", &T::pods_losing_empty_dir_data),
                          codec::field("unmanagedPods", &T::unmanaged_pods),
-                         codec::field("podsBlockedByBudget", &T::pods_blocked_by_budget));
+                         codec::field("podsBlockedByBudget", &T::pods_blocked_by_budget),
+                         codec::field("warnings", &T::warnings));
 }
 
 struct node_partitioning_status {

@@ -414,4 +414,76 @@ BOOST_FIXTURE_TEST_CASE(an_unhealthy_pod_under_its_budget_and_a_failed_node_give
   expect_back_in_service(c, a);
 }
 
+// Three nodes drained at once, two pods each of a Deployment under a budget that allows one
+// disruption: the first eviction goes, its replacement has nowhere to run but the three
+// cordoned nodes, and every drain waits on the others. The dry run warns of it; the run
+// names it at once (DrainDeadlocked) instead of at the timeout.
+BOOST_AUTO_TEST_CASE(drains_that_wait_on_each_other_are_named_a_deadlock, *utf::timeout(300)) {
+  e2e_cluster c;
+  std::vector<std::pair<std::string, node_spec>> specs;
+  for (const char* n : {"a", "b", "c"}) {
+    auto spec = training();
+    spec.labels["e2e-host"] = n;
+    specs.push_back({n, spec});
+  }
+  c.add_nodes(specs);
+  c.start_simulator();
+  c.await_default_service_account();
+  auto r = c.api.create(
+      deployments_, c.ns,
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"spread"},)"
+      R"("spec":{"replicas":6,"selector":{"matchLabels":{"app":"spread"}},)"
+      R"("template":{"metadata":{"labels":{"app":"spread"}},"spec":)" +
+          pod_spec(c, R"("topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"e2e-host",)"
+                      R"("whenUnsatisfiable":"DoNotSchedule",)"
+                      R"("labelSelector":{"matchLabels":{"app":"spread"}}}],)") +
+          "}}}");
+  BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().describe()));
+  c.create_pdb("spread-pdb", "spread", 5);
+  E2E_REQUIRE(eventually([&] { return c.healthy_pods("spread") == 6; }, 90s), "not 6 pods");
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", "e2e-cpx-" + c.key));
+  auto spec = plan_spec(c, profile, {}, true);
+  spec.replace(spec.find(R"("maxParallel":1,"maxUnavailable":1)"), 34,
+               R"("maxParallel":3,"maxUnavailable":3)");
+  const auto plan = c.create_plan("deadlock", spec);
+  // The dry run warns, on every node.
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    const auto items = c.plan_items(plan);
+                    return items.size() == 3u &&
+                           std::all_of(items.begin(), items.end(), [](const item_view& i) {
+                             return contains(i.preview, "wait on each other");
+                           });
+                  },
+                  60s, 200ms),
+              c.describe(plan));
+  c.patch(plans, plan, R"({"spec":{"dryRun":false}})");
+  // The run names it at once, well before the 120 s drain timeout.
+  const auto t0 = std::chrono::steady_clock::now();
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    for (const auto& i : c.plan_items(plan))
+                      if (contains(i.conditions["Drained"], "False/DrainDeadlocked"))
+                        return true;
+                    return false;
+                  },
+                  60s, 200ms),
+              c.describe(plan));
+  const auto named_after =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST(named_after < 60.0);
+  for (const auto& i : c.plan_items(plan))
+    if (contains(i.conditions["Drained"], "DrainDeadlocked"))
+      BOOST_TEST(contains(i.drain, "wait on each other"), i.drain);
+  // The admin lifts the budget: every drain finishes, every pod runs again.
+  BOOST_REQUIRE(c.api.remove(kube::resources::pod_disruption_budgets(), c.ns, "spread-pdb"));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 180s), c.describe(plan));
+  for (const auto& n : c.nodes)
+    expect_back_in_service(c, n);
+  BOOST_TEST(eventually([&] { return c.healthy_pods("spread") == 6; }, 60s));
+  E2E_NOTE("deadlock named " << named_after << " s after the run began");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

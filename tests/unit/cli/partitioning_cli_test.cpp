@@ -141,7 +141,10 @@ BOOST_AUTO_TEST_CASE(status_shows_phase_time_and_what_blocks_each_node) {
   p.status.conflicts.push_back({"gpu-node-09", "also selected by plan other"});
   auto draining = item(p, "gpu-node-02", gp::node_phase::draining, "2026-11-29T11:59:30Z");
   draining.status.drain.blocking_pdbs.push_back({"gpu-workloads", "training-job"});
-  draining.status.drain.blocking_pods.push_back({"gpu-workloads", "training-job-abc", "PDB"});
+  draining.status.drain.blocking_pods.push_back(
+      {"gpu-workloads", "training-job-abc", "PDB", gp::pod_hold::budget});
+  draining.status.drain.blocking_pods.push_back(
+      {"gpu-workloads", "notebook", "no controller owns it", gp::pod_hold::policy});
   auto failed = item(p, "gpu-node-04", gp::node_phase::failed, "2026-11-29T11:55:00Z");
   failed.status.last_error = "DCM reported failure: GPU busy";
   std::vector<gp::node_partitioning> items{
@@ -161,7 +164,7 @@ BOOST_AUTO_TEST_CASE(status_shows_phase_time_and_what_blocks_each_node) {
       "gpu-node-01  Succeeded  2m05s   mi300x-cpx-nps4\n"
       "gpu-node-02  Draining   30s     mi300x-cpx-nps4  drain blocked by PDB "
       "gpu-workloads/training-job; "
-      "pod gpu-workloads/training-job-abc\n"
+      "pods gpu-workloads/training-job-abc (Budget), gpu-workloads/notebook (Policy)\n"
       "gpu-node-03  Pending    10m00s  mi300x-cpx-nps4\n"
       "gpu-node-04  Failed     5m00s   mi300x-cpx-nps4  DCM reported failure: GPU busy\n";
   BOOST_TEST(cli::render_status(p, items, now, false) == expected);

@@ -10,7 +10,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <memory>
 #include <optional>
+#include <set>
 #include <tuple>
 
 namespace gc = gpu_partitioner::controller;
@@ -260,7 +262,7 @@ BOOST_AUTO_TEST_CASE(every_pod_class_under_every_policy_combination) {
                 d.pod_selector = selecting("drain", "yes");
               if (wait)
                 d.wait = gp::wait_for_completion{selecting("job", "train"), 600};
-              const gc::drain_clock clock{t0 + (wait_over ? 600s : 599s), t0, true};
+              const gc::drain_context clock{t0 + (wait_over ? 600s : 599s), t0, true};
               const auto p = of_class(c);
               const auto want = expected(c, d, wait_over);
               const auto judged = gc::judge_pod(p, d, clock);
@@ -436,6 +438,116 @@ BOOST_AUTO_TEST_CASE(an_unhealthy_pod_refused_by_its_budget_says_what_policy_wou
   b.always_allow_unhealthy = true;
   BOOST_TEST(gc::plan_evictions({crashing}, {b}, mem, {}, t0 + 1s).blocked[0].reason ==
              "PodDisruptionBudget team/web-pdb does not allow it now");
+}
+
+// -- drains that wait on each other --
+
+namespace {
+
+std::shared_ptr<const gc::node_info> gpu_node(const std::string& name,
+                                              const std::string& pool = "train") {
+  auto n = std::make_shared<gc::node_info>();
+  n->name = name;
+  n->labels = {{"pool", pool}};
+  n->allocatable = {{"amd.com/gpu", "8"}};
+  return n;
+}
+
+std::shared_ptr<const gc::node_info> held_by_us(const std::string& name) {
+  auto n = std::make_shared<gc::node_info>(*gpu_node(name));
+  n->unschedulable = true;
+  n->annotations[gc::was_unschedulable_annotation] = "false";
+  return n;
+}
+
+gc::pod_info trainer(const std::string& name) {
+  auto p = pod(name, "trainer");
+  p.node_selector = {{"pool", "train"}};
+  p.gpus = 1;
+  return p;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_replacement_may_run_only_where_its_template_fits) {
+  gc::shared_map<gc::node_info> nodes;
+  nodes["a"] = gpu_node("a");
+  nodes["b"] = held_by_us("b");
+  auto admin = std::make_shared<gc::node_info>(*gpu_node("c"));
+  admin->unschedulable = true; // an admin's cordon: no record of ours
+  nodes["c"] = admin;
+  nodes["d"] = gpu_node("d", "infer");
+  auto tainted = std::make_shared<gc::node_info>(*gpu_node("e"));
+  tainted->taints = {{"dedicated", "x", "NoSchedule"}};
+  nodes["e"] = tainted;
+  auto down = std::make_shared<gc::node_info>(*gpu_node("f"));
+  down->ready = false;
+  nodes["f"] = down;
+  auto cpu = std::make_shared<gc::node_info>(*gpu_node("g"));
+  cpu->allocatable = {{"cpu", "64"}};
+  nodes["g"] = cpu;
+  auto ours_tainted = std::make_shared<gc::node_info>(*gpu_node("h"));
+  ours_tainted->annotations[gc::was_unschedulable_annotation] = "true";
+  ours_tainted->unschedulable = true;
+  ours_tainted->taints = {{gc::dcm_taint_key, gc::dcm_taint_value, "NoExecute"}};
+  nodes["h"] = ours_tainted;
+  gc::drain_context at{t0};
+  at.node = "a";
+  at.nodes = &nodes;
+  const auto room = gc::room_for_replacement(trainer("t-1"), at);
+  BOOST_TEST(room.candidates == (std::vector<std::string>{"b", "c", "h"}),
+             "not itself, another pool, an untolerated taint, NotReady, no GPUs");
+  BOOST_TEST(room.held == (std::vector<std::string>{"b", "h"}));
+  BOOST_TEST(room.open.empty());
+  const auto why = gc::deadlock_of(trainer("t-1"), at);
+  BOOST_TEST(why.find("(b, h)") != std::string::npos, why);
+  // A tolerated taint, or one open node: no deadlock.
+  auto tolerant = trainer("t-2");
+  tolerant.tolerations = {{"dedicated", "Equal", "x", "NoSchedule", false}};
+  BOOST_TEST(gc::room_for_replacement(tolerant, at).candidates.size() == 4u);
+  nodes["z"] = gpu_node("z");
+  BOOST_TEST(gc::deadlock_of(trainer("t-1"), at).empty());
+  // Without the nodes, nothing is claimed.
+  BOOST_TEST(gc::deadlock_of(trainer("t-1"), gc::drain_context{t0}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_budget_held_by_the_operators_own_cordons_is_named_a_deadlock) {
+  gc::shared_map<gc::node_info> nodes;
+  for (const char* n : {"a", "b", "c"})
+    nodes[n] = held_by_us(n);
+  gc::drain_context at{t0 + 1s};
+  at.node = "a";
+  at.nodes = &nodes;
+  const std::map<std::string, gc::eviction_memory> mem{{"team/t-1", blocked_at(t0)}};
+  const auto pass = gc::plan_evictions({trainer("t-1")}, {budget("t-pdb", "trainer")}, mem, {}, at);
+  BOOST_TEST(pass.deadlocked == 1);
+  BOOST_REQUIRE(pass.blocked.size() == 1u);
+  BOOST_TEST(pass.blocked[0].reason.find("wait on each other") != std::string::npos,
+             pass.blocked[0].reason);
+  // One node back in service: only a budget's refusal.
+  nodes["c"] = gpu_node("c");
+  BOOST_TEST(
+      gc::plan_evictions({trainer("t-1")}, {budget("t-pdb", "trainer")}, mem, {}, at).deadlocked ==
+      0);
+}
+
+BOOST_AUTO_TEST_CASE(the_dry_run_warns_of_a_budget_only_the_plans_own_nodes_could_satisfy) {
+  gc::shared_map<gc::node_info> nodes;
+  for (const char* n : {"a", "b", "c"})
+    nodes[n] = gpu_node(n);
+  const std::set<std::string> plan{"a", "b", "c"};
+  gc::drain_context at{t0};
+  at.node = "a";
+  at.nodes = &nodes;
+  at.plan_nodes = &plan;
+  const auto preview = gc::preview_drain({trainer("t-1")}, {budget("t-pdb", "trainer", 1)}, {}, at);
+  BOOST_REQUIRE(preview.warnings.size() == 1u);
+  BOOST_TEST(preview.warnings[0].find("team/t-1") != std::string::npos, preview.warnings[0]);
+  BOOST_TEST(preview.warnings[0].find("(b, c)") != std::string::npos, preview.warnings[0]);
+  BOOST_TEST(gc::preview_drain({trainer("t-1")}, {}, {}, at).warnings.empty(), "no budget");
+  nodes["d"] = gpu_node("d"); // a node outside the plan could take it
+  BOOST_TEST(gc::preview_drain({trainer("t-1")}, {budget("t-pdb", "trainer", 1)}, {}, at)
+                 .warnings.empty());
 }
 
 BOOST_AUTO_TEST_CASE(the_dry_run_names_the_budgets_that_refuse_now) {

@@ -434,6 +434,34 @@ BOOST_AUTO_TEST_CASE(the_memo_keeps_shared_objects_until_what_they_depend_on_cha
 
 // Budgets that changed where none of the node's pods are (the root names the nodes with a
 // pod in their namespace) are no news to it.
+// A draining node's deadlock check reads every node: a change of some node's cordon is
+// news to it (with the view's nodes), and to no item past its drain.
+BOOST_AUTO_TEST_CASE(a_schedulability_change_brings_a_draining_worker_the_views_nodes) {
+  view_builder b;
+  b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx);
+  b.node("a").node("b");
+  auto it = item("a", "cpx");
+  it.status.phase = gp::node_phase::draining;
+  b.v.items[it.metadata.name] = std::make_shared<const gp::node_partitioning>(it);
+  const auto first = gc::view_slicer(b.v, dcm).update(it, nullptr);
+  BOOST_REQUIRE(first.slice->all_nodes);
+  BOOST_TEST(first.slice->all_nodes->size() == 2u);
+  b.node("c");
+  b.v.schedulability_changed = true;
+  const auto next = gc::view_slicer(b.v, dcm).update(it, first.slice);
+  BOOST_TEST((next.news == gc::slice_news::budgets_only));
+  BOOST_REQUIRE(next.slice);
+  BOOST_TEST(next.slice->all_nodes->size() == 3u);
+  const auto in = gc::assemble_node_inputs(*next.slice, it, std::nullopt, {}, t0);
+  BOOST_REQUIRE(in.cluster_nodes);
+  BOOST_TEST(in.cluster_nodes->size() == 3u);
+  auto verifying = it;
+  verifying.status.phase = gp::node_phase::verifying;
+  BOOST_TEST(
+      (gc::view_slicer(b.v, dcm).update(verifying, first.slice).news == gc::slice_news::none));
+  BOOST_TEST(!gc::assemble_node_inputs(*next.slice, verifying, std::nullopt, {}, t0).cluster_nodes);
+}
+
 BOOST_AUTO_TEST_CASE(budgets_changed_elsewhere_are_not_walked) {
   view_builder b;
   b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx);

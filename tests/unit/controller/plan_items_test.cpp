@@ -98,4 +98,40 @@ BOOST_AUTO_TEST_CASE(a_view_touches_the_items_of_its_changed_items_and_nodes) {
   BOOST_TEST(gc::plan_items::news_for_all(v), "what every node shares");
 }
 
+// A node's cordon, taints or readiness changed: the draining and dry-run items look again
+// (their deadlock check reads every node); the others do not.
+BOOST_AUTO_TEST_CASE(a_schedulability_change_touches_the_items_that_read_every_node) {
+  gc::plan_items mine("p");
+  gc::cluster_view v;
+  auto draining = std::make_shared<gp::node_partitioning>(*item("p", "a"));
+  draining->status.phase = gp::node_phase::draining;
+  auto dry = std::make_shared<gp::node_partitioning>(*item("p", "b"));
+  dry->spec.dry_run = true;
+  v.items["p-a"] = draining;
+  v.items["p-b"] = dry;
+  v.items["p-c"] = item("p", "c");
+  mine.update(v);
+  BOOST_TEST(mine.touched(v).empty());
+  v.schedulability_changed = true;
+  BOOST_TEST(names(mine.touched(v)) == (std::set<std::string>{"p-a", "p-b"}));
+  // Done draining: no longer.
+  auto done = std::make_shared<gp::node_partitioning>(*draining);
+  done->status.phase = gp::node_phase::applying;
+  v.items["p-a"] = done;
+  v.item_changes = {"p-a"};
+  mine.update(v);
+  v.item_changes.clear();
+  BOOST_TEST(names(mine.touched(v)) == (std::set<std::string>{"p-b"}));
+  // The view's flag follows a node's cordon, taints, readiness and resources, not its labels.
+  gc::cluster_view w;
+  gc::node_info n;
+  auto m = n;
+  m.labels["x"] = "y";
+  w.note_schedulability(&n, &m);
+  BOOST_TEST(!w.schedulability_changed);
+  m.unschedulable = true;
+  w.note_schedulability(&n, &m);
+  BOOST_TEST(w.schedulability_changed);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
