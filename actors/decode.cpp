@@ -3,6 +3,7 @@
 #include "controller/node_machine.hpp"
 #include "kube/client.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace gpu_partitioner::actors {
@@ -62,6 +63,9 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
   if (const auto* spec = find_path(o, {"spec"})) {
     p.node_name = string_at(*spec, "nodeName");
     p.node_selector = kube::string_map(find_path(*spec, {"nodeSelector"}));
+    if (const auto* cs = find_path(*spec, {"containers"}); cs && cs->IsArray())
+      for (const auto& c : cs->GetArray())
+        p.device_plugin = p.device_plugin || string_at(c, "name") == "device-plugin";
     if (const auto* volumes = find_path(*spec, {"volumes"}); volumes && volumes->IsArray())
       for (const auto& v : volumes->GetArray())
         if (find_path(v, {"emptyDir"}) != nullptr)
@@ -98,6 +102,13 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
     for (const auto& c : conds->GetArray())
       if (string_at(c, "type") == "Ready")
         p.ready = string_at(c, "status") == "True";
+  if (const auto* cs = find_path(o, {"status", "containerStatuses"}); cs && cs->IsArray())
+    for (const auto& c : cs->GetArray()) {
+      if (const auto* n = find_path(c, {"restartCount"}); n && n->IsInt())
+        p.restarts = std::max(p.restarts, n->GetInt());
+      if (const auto* waiting = find_path(c, {"state", "waiting"}))
+        p.crash_looping = p.crash_looping || string_at(*waiting, "reason") == "CrashLoopBackOff";
+    }
   return p;
 }
 

@@ -738,6 +738,17 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   out.requeue = poll_interval;
 }
 
+// The GPU operator's device plugin on the node crash-looping after the untaint (it exits,
+// say, on GPUs of mixed styles): the resources will not come. Its pod and restarts, or "".
+std::string crash_looping_plugin(const node_inputs& in) {
+  for (const auto& pod : in.pods)
+    if (pod.device_plugin && pod.daemon_set && pod.ns == in.dcm.ns && pod.crash_looping &&
+        pod.restarts >= plugin_crash_restarts)
+      return pod.ns + "/" + pod.name + " (CrashLoopBackOff, " + std::to_string(pod.restarts) +
+             " restarts)";
+  return {};
+}
+
 void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   out.in_flight = true;
@@ -771,6 +782,13 @@ void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
     return;
   }
   s.condition(node_condition::verified, false, "Mismatch", gap);
+  // No use waiting out the timeout for resources a crash-looping plugin will not report.
+  if (const auto plugin = crash_looping_plugin(in); !plugin.empty()) {
+    fail_keeping_cordon(in, s, out, "DevicePluginCrashLooping",
+                        "the device plugin's pod " + plugin +
+                            " is crash-looping since the taint was removed: " + gap);
+    return;
+  }
   const auto timeout = in.profile.found ? in.profile.spec.verification.timeout_seconds
                                         : in.item.spec.verification.timeout_seconds;
   if (past(s, timeout)) {

@@ -77,6 +77,9 @@ struct plan_standing {
 /// ConfigMap as a mounted file that kubelet refreshes a minute or more after a change.
 inline constexpr const char* dcm_config_written_annotation =
     "infrastructure.silogen.ai/config-written-at";
+/// A device plugin pod in CrashLoopBackOff with this many restarts fails verification at
+/// once: kubelet backs off 10 s, 20 s, 40 s, so this is about a minute of crashing.
+inline constexpr int plugin_crash_restarts = 3;
 /// The label of the GPU operator's DCM DaemonSet pods (app.kubernetes.io/name=...).
 inline constexpr const char* dcm_pod_label = "app.kubernetes.io/name";
 inline constexpr const char* dcm_pod_label_value = "device-config-manager";

@@ -70,6 +70,12 @@ struct pod_info {
   std::string phase; // Pending, Running, Succeeded, Failed
   /// Its Ready condition is True (a budget counts only such pods healthy).
   bool ready = true;
+  /// A container of it waits in CrashLoopBackOff; the most restarts of any container.
+  bool crash_looping = false;
+  int restarts = 0;
+  /// It has a container named "device-plugin", as the GPU operator's device plugin
+  /// DaemonSet does (ROCm/gpu-operator, internal/plugin).
+  bool device_plugin = false;
   bool deleting = false;
   /// Owned by a DaemonSet (its controller would put it back at once).
   bool daemon_set = false;

@@ -414,6 +414,41 @@ BOOST_FIXTURE_TEST_CASE(an_unhealthy_pod_under_its_budget_and_a_failed_node_give
   expect_back_in_service(c, a);
 }
 
+// A pod stuck terminating is waited for while its node is Ready; once the node's kubelet
+// stops (NotReady, deletions never confirmed), pods deleted longer ago than
+// skipWaitForDeleteTimeoutSeconds are not, and the drain goes on.
+BOOST_FIXTURE_TEST_CASE(a_not_ready_node_does_not_wait_for_pods_deleted_long_ago, fixture,
+                        *utf::timeout(300)) {
+  start();
+  const auto a = c.nodes[0];
+  bare_pod(c, "stuck", a, R"(,"finalizers":["e2e.gpu-partitioner.io/hold"])");
+  E2E_REQUIRE(eventually([&] { return c.healthy_pods("stuck") == 1; }, 60s), "did not start");
+  operate();
+  const auto plan = c.create_plan(
+      "notready", plan_spec(c, profile, R"("force":true,"skipWaitForDeleteTimeoutSeconds":5)"));
+  E2E_REQUIRE(await_drain(c, plan, a, R"("cause":"Terminating")", 90s), c.describe(plan));
+  BOOST_TEST(c.item(plan, a)->phase == "Draining", "a Ready node's pods are waited for");
+  c.patch(kube::resources::nodes(), a,
+          R"({"metadata":{"labels":{"sim.gpu-partitioner.io/fault":"kubelet-stopped"}}})");
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, a);
+                    return i && i->phase != "Draining" && i->phase != "Pending";
+                  },
+                  60s, 200ms),
+              c.describe(plan));
+  auto item = c.item(plan, a);
+  BOOST_TEST(std::count(item->phases.begin(), item->phases.end(), "Applying") == 1,
+             "the drain ended without the stuck pod: " << c.describe(plan));
+  BOOST_TEST(c.pods("app=stuck").size() == 1u, "the pod is still there, terminating");
+  // The kubelet comes back: the rollout completes.
+  c.patch(kube::resources::nodes(), a,
+          R"({"metadata":{"labels":{"sim.gpu-partitioner.io/fault":null}}})");
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
+  expect_back_in_service(c, a);
+  c.patch(kube::resources::pods(), "stuck", R"({"metadata":{"finalizers":null}})", c.ns);
+}
+
 // Three nodes drained at once, two pods each of a Deployment under a budget that allows one
 // disruption: the first eviction goes, its replacement has nowhere to run but the three
 // cordoned nodes, and every drain waits on the others. The dry run warns of it; the run
@@ -464,7 +499,7 @@ BOOST_AUTO_TEST_CASE(drains_that_wait_on_each_other_are_named_a_deadlock, *utf::
   const auto t0 = std::chrono::steady_clock::now();
   E2E_REQUIRE(eventually(
                   [&] {
-                    for (const auto& i : c.plan_items(plan))
+                    for (auto& i : c.plan_items(plan))
                       if (contains(i.conditions["Drained"], "False/DrainDeadlocked"))
                         return true;
                     return false;
@@ -474,7 +509,7 @@ BOOST_AUTO_TEST_CASE(drains_that_wait_on_each_other_are_named_a_deadlock, *utf::
   const auto named_after =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   BOOST_TEST(named_after < 60.0);
-  for (const auto& i : c.plan_items(plan))
+  for (auto& i : c.plan_items(plan))
     if (contains(i.conditions["Drained"], "DrainDeadlocked"))
       BOOST_TEST(contains(i.drain, "wait on each other"), i.drain);
   // The admin lifts the budget: every drain finishes, every pod runs again.

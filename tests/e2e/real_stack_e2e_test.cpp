@@ -373,4 +373,46 @@ BOOST_AUTO_TEST_CASE(a_not_ready_node_waits_in_pending_and_is_partitioned_once_r
   BOOST_TEST(c.node(a).gpus == 64);
 }
 
+// Issue 23, point 8: the device plugin crash-loops after the untaint (gpu-sim's
+// plugin-crashloop fault makes its pod do so). Verification fails as soon as the pod shows
+// CrashLoopBackOff with its restarts, naming it, instead of waiting out the profile's 60 s;
+// the node stays cordoned (its GPUs were changed).
+BOOST_AUTO_TEST_CASE(a_device_plugin_crash_looping_after_the_untaint_fails_verification_early,
+                     *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training("plugin-crashloop")}});
+  c.start_simulator();
+  c.await_default_service_account();
+  const auto& a = c.nodes[0];
+  const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
+  auto ds = c.api.create(
+      daemon_sets, c.ns,
+      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"default-device-plugin"},)"
+      R"("spec":{"selector":{"matchLabels":{"daemonset-name":"default"}},"template":{"metadata":)"
+      R"({"labels":{"daemonset-name":"default"}},"spec":{"nodeSelector":{"e2e":)" +
+          quoted(c.key) +
+          R"(},"tolerations":[{"key":"e2e","operator":"Exists"}],)"
+          R"("automountServiceAccountToken":false,"terminationGracePeriodSeconds":1,)"
+          R"("containers":[{"name":"device-plugin","image":"rocm/k8s-device-plugin:sim"}]}}}})");
+  BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", "e2e-cpx-" + c.key, 64));
+  const auto plan = c.create_plan("plugin", plan_spec(c, profile, 120));
+  E2E_REQUIRE(c.await_items(plan, 1, "Verifying", 90s), c.describe(plan));
+  const auto verifying = clock_type::now();
+  E2E_REQUIRE(c.await_items(plan, 1, "Failed", 100s), c.describe(plan));
+  const auto took = std::chrono::duration<double>(clock_type::now() - verifying).count();
+  const auto item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(last_reason(*item) == "DevicePluginCrashLooping");
+  BOOST_TEST(contains(item->last_error, "default-device-plugin-"), item->last_error);
+  BOOST_TEST(contains(item->last_error, "CrashLoopBackOff, 5 restarts"), item->last_error);
+  BOOST_TEST(took < 30.0, "failed " << took << " s into Verifying: at its 60 s timeout?");
+  const auto n = c.node(a);
+  BOOST_TEST(n.unschedulable, "its GPUs were changed: it stays cordoned");
+  BOOST_TEST(!n.dcm_taint);
+  E2E_NOTE("device plugin crash loop: failed " << took << " s into Verifying (timeout 60 s)");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -21,6 +21,9 @@ struct observed_pod {
   /// Annotated sim.gpu-partitioner.io/crash-loop: started, it runs but never becomes
   /// Ready, its container restarting (CrashLoopBackOff).
   bool crash_loop = false;
+  /// The GPU operator's device plugin (a container named device-plugin, in DCM's
+  /// namespace): it crash-loops on a node with the plugin-crashloop fault.
+  bool device_plugin = false;
   bool deleting = false;
   long long grace_seconds = 30;
   /// One of DCM's DaemonSet pods (in DCM's namespace, app.kubernetes.io/name=

@@ -220,6 +220,8 @@ struct pod_watch : kube::watch_handler {
     if (const auto* cs = kube::find_path(o, {"spec", "containers"}); cs && cs->IsArray())
       for (const auto& c : cs->GetArray())
         p.containers.emplace_back(kube::string_at(c, "name"), kube::string_at(c, "image"));
+    for (const auto& [name, image] : p.containers)
+      p.device_plugin = p.device_plugin || (key.ns == dcm_namespace && name == "device-plugin");
     const int gpus = gpus_requested(o);
     // A pod holds its GPUs from its start (the device plugin allocates them as the kubelet
     // starts its containers) until it is gone or finished. A pod bound to the node but
@@ -635,6 +637,7 @@ int run(const options& opt) {
             continue;
           auto& p = ours.emplace(key, pod).first->second;
           p.node_dcm_tainted = node->second.dcm_taint;
+          p.crash_loop = p.crash_loop || (faults.plugin_crashloop && p.device_plugin);
         }
       }
       pod_work = step_pods(pod_memory_map, ours, now, timing);
