@@ -398,21 +398,23 @@ BOOST_AUTO_TEST_CASE(a_device_plugin_crash_looping_after_the_untaint_fails_verif
   c.start_operator();
   c.create_payload("cpx", cpx_nps4);
   const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", "e2e-cpx-" + c.key, 64));
+  const auto t0 = clock_type::now();
   const auto plan = c.create_plan("plugin", plan_spec(c, profile, 120));
-  E2E_REQUIRE(c.await_items(plan, 1, "Verifying", 90s), c.describe(plan));
-  const auto verifying = clock_type::now();
   E2E_REQUIRE(c.await_items(plan, 1, "Failed", 100s), c.describe(plan));
-  const auto took = std::chrono::duration<double>(clock_type::now() - verifying).count();
+  // From the plan's creation: a failure at the timeout would come 60 s into Verifying.
+  const auto took = std::chrono::duration<double>(clock_type::now() - t0).count();
   const auto item = c.item(plan, a);
   BOOST_REQUIRE(item);
   BOOST_TEST(last_reason(*item) == "DevicePluginCrashLooping");
+  BOOST_TEST(item->phases.size() >= 2u);
+  BOOST_TEST(item->phases[item->phases.size() - 2] == "Verifying");
   BOOST_TEST(contains(item->last_error, "default-device-plugin-"), item->last_error);
   BOOST_TEST(contains(item->last_error, "CrashLoopBackOff, 5 restarts"), item->last_error);
-  BOOST_TEST(took < 30.0, "failed " << took << " s into Verifying: at its 60 s timeout?");
+  BOOST_TEST(took < 50.0, "failed " << took << " s after the plan began: at the 60 s timeout?");
   const auto n = c.node(a);
   BOOST_TEST(n.unschedulable, "its GPUs were changed: it stays cordoned");
   BOOST_TEST(!n.dcm_taint);
-  E2E_NOTE("device plugin crash loop: failed " << took << " s into Verifying (timeout 60 s)");
+  E2E_NOTE("device plugin crash loop: failed " << took << " s after the plan began");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -96,6 +96,26 @@ BOOST_AUTO_TEST_CASE(a_pod_says_who_recreates_it_what_it_loses_and_when_its_dele
   BOOST_TEST(ga::decode_pod(parse(R"({"metadata": {"name": "no-owner"}})")).unmanaged);
 }
 
+BOOST_AUTO_TEST_CASE(a_crash_looping_device_plugin_pod_is_recognised) {
+  const auto p = ga::decode_pod(parse(R"({
+    "metadata": {"namespace": "kube-amd-gpu", "name": "default-device-plugin-x",
+                 "ownerReferences": [{"kind": "DaemonSet", "name": "d", "controller": true}]},
+    "spec": {"nodeName": "gpu-1", "containers": [{"name": "device-plugin", "image": "i"}]},
+    "status": {"phase": "Running", "containerStatuses": [
+      {"name": "device-plugin", "restartCount": 4,
+       "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}})"));
+  BOOST_TEST(p.device_plugin);
+  BOOST_TEST(p.crash_looping);
+  BOOST_TEST(p.restarts == 4);
+  const auto q = ga::decode_pod(parse(R"({
+    "metadata": {"name": "web"},
+    "spec": {"containers": [{"name": "web"}]},
+    "status": {"containerStatuses": [{"restartCount": 1, "state": {"running": {}}}]}})"));
+  BOOST_TEST(!q.device_plugin);
+  BOOST_TEST(!q.crash_looping);
+  BOOST_TEST(q.restarts == 1);
+}
+
 BOOST_AUTO_TEST_CASE(readiness_and_a_budgets_health_and_unhealthy_pod_policy_are_read) {
   BOOST_TEST(bare_ready(R"({"type": "Ready", "status": "True"})"));
   BOOST_TEST(!bare_ready(R"({"type": "Ready", "status": "False"})"));

@@ -829,6 +829,36 @@ BOOST_AUTO_TEST_CASE(a_new_set_of_blocked_pods_is_announced_once_with_a_DrainBlo
   BOOST_TEST(!has_event(w.step(), "DrainBlocked", false, "Warning"));
 }
 
+// Issue 23: each kind of hold gives the Drained condition its reason, the worst first.
+BOOST_AUTO_TEST_CASE(the_drained_condition_names_what_holds_the_drain_worst_first) {
+  // A budget's refusal, where the replacement has nowhere but nodes we hold: a deadlock.
+  world w;
+  w.at(node_phase::draining).cordoned_by_us();
+  w.with(pod("web-0")).with(pdb("web-pdb", "web", 0));
+  w.in.evictions["team/web-0"] = {t0, true, false, "blocked"};
+  auto others = std::make_shared<gc::shared_map<gc::node_info>>();
+  auto held = std::make_shared<gc::node_info>();
+  held->name = "gpu-2";
+  held->unschedulable = true;
+  held->annotations[gc::was_unschedulable_annotation] = "false";
+  (*others)["gpu-2"] = held;
+  w.in.cluster_nodes = others;
+  w.later(1s);
+  auto s = w.step();
+  BOOST_TEST(condition_of(w, s, "Drained") == "False/DrainDeadlocked");
+  BOOST_TEST(contains(status_after(w, s).drain.blocking_pods.at(0).reason, "(gpu-2)"));
+  // The same with a node open to it: only a budget's refusal.
+  auto open = std::make_shared<gc::node_info>();
+  open->name = "gpu-3";
+  (*others)["gpu-3"] = open;
+  BOOST_TEST(condition_of(w, w.step(), "Drained") == "False/EvictionBlocked");
+  // A pod the policy refuses comes first; then the rest.
+  auto bare = pod("bare", "bare");
+  bare.unmanaged = true;
+  w.with(bare);
+  BOOST_TEST(condition_of(w, w.step(), "Drained") == "False/EvictionRefused");
+}
+
 BOOST_AUTO_TEST_CASE(pods_being_deleted_are_not_evicted_again_but_hold_back_the_taint) {
   world w;
   w.at(node_phase::draining).cordoned_by_us();
@@ -1744,6 +1774,46 @@ BOOST_AUTO_TEST_CASE(a_resource_not_reported_is_found_none) {
   w.at(node_phase::verifying).cordoned_by_us().partitioned();
   w.node().allocatable.erase(gpu);
   BOOST_TEST(gc::verification_gap(w.in) == "expected amd.com/gpu=64, found none");
+}
+
+// Issue 23: resources a crash-looping device plugin will never report are not waited for.
+BOOST_AUTO_TEST_CASE(a_crash_looping_device_plugin_fails_verification_at_once) {
+  auto plugin = [](int restarts, bool looping, const std::string& ns = "kube-amd-gpu") {
+    auto p = pod("default-device-plugin-x7k");
+    p.ns = ns;
+    p.daemon_set = true;
+    p.device_plugin = true;
+    p.ready = false;
+    p.crash_looping = looping;
+    p.restarts = restarts;
+    return p;
+  };
+  world w;
+  w.at(node_phase::verifying).cordoned_by_us().label_ours();
+  w.dcm_says("success");
+  w.reports("0");
+  w.in.pods = {plugin(3, true)};
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "DevicePluginCrashLooping");
+  BOOST_TEST(contains(status_after(w, s).last_error,
+                      "kube-amd-gpu/default-device-plugin-x7k (CrashLoopBackOff, 3 restarts)"),
+             status_after(w, s).last_error);
+  BOOST_TEST(cordon_write(s) == "-", "its GPUs were changed: the cordon stays");
+  // Not yet: fewer restarts, not backing off, another namespace's pod, or not a plugin.
+  for (const auto& p : {plugin(2, true), plugin(5, false), plugin(5, true, "team")}) {
+    world x;
+    x.at(node_phase::verifying).cordoned_by_us().label_ours();
+    x.dcm_says("success");
+    x.reports("0");
+    x.in.pods = {p};
+    BOOST_TEST(phase_after(x, x.step()) == "Verifying");
+  }
+  // The resources are there: verified, whatever the plugin's pod shows.
+  world ok;
+  ok.at(node_phase::verifying).cordoned_by_us().partitioned();
+  ok.in.pods = {plugin(3, true)};
+  BOOST_TEST(phase_after(ok, ok.step()) == "Succeeded");
 }
 
 BOOST_AUTO_TEST_CASE(verification_times_out_after_the_profile_timeout_keeping_the_cordon) {
