@@ -24,6 +24,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
+
 const char* cpx_nps4 = R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
                        R"("memoryPartition":"NPS4","numGPUsAssigned":8}]})";
 
@@ -225,7 +227,6 @@ BOOST_AUTO_TEST_CASE(dcm_retrying_busy_gpus_keeps_the_node_waiting_until_they_ar
   c.start_simulator();
   c.await_default_service_account();
   const auto& a = c.nodes[0];
-  const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
   auto ds = c.api.create(
       daemon_sets, c.ns,
       R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"gpu-agent"},)"
@@ -384,7 +385,6 @@ BOOST_AUTO_TEST_CASE(a_device_plugin_crash_looping_after_the_untaint_fails_verif
   c.start_simulator();
   c.await_default_service_account();
   const auto& a = c.nodes[0];
-  const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
   auto ds = c.api.create(
       daemon_sets, c.ns,
       R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"default-device-plugin"},)"
