@@ -441,8 +441,8 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   s.condition(node_condition::node_cordoned, true, "Cordoned",
               "no new pods are scheduled to the node");
 
-  const auto clock = drain_context_of(in, s.entered());
-  const auto pass = plan_evictions(in.pods, in.pdbs, in.evictions, drain, clock);
+  const auto context = drain_context_of(in, s.entered());
+  const auto pass = plan_evictions(in.pods, in.pdbs, in.evictions, drain, context);
   if (past(s, drain_timeout_seconds(drain))) {
     fail_and_roll_back(
         in, s, out, "DrainTimeout",
@@ -481,7 +481,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
     out.taint = true;
     out.confirm_drained = drain.enabled;
     for (const auto& pod : pass.evictable)
-      if (deletion_not_awaited(pod, drain, clock))
+      if (deletion_not_awaited(pod, drain, context))
         out.not_awaited.push_back(pod.uid);
     out.events.push_back({true, "Normal", "Tainted", "amd-dcm=up:NoExecute added"});
     out.requeue = poll_interval;
@@ -491,7 +491,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   std::int32_t left = 0;
   for (const auto& pod : in.pods)
     if (!pod.mirror && !pod.finished() && !pod.tolerates_dcm_taint() &&
-        !deletion_not_awaited(pod, drain, clock))
+        !deletion_not_awaited(pod, drain, context))
       ++left;
   if (left > 0) {
     s.condition(node_condition::drained, false, "WaitingForPods",
