@@ -350,9 +350,9 @@ BOOST_FIXTURE_TEST_CASE(an_eviction_error_is_shown_with_the_servers_message, fix
              item->conditions["Drained"]);
   BOOST_TEST(c.healthy_pods("web") == 1);
   BOOST_REQUIRE(c.api.remove(kube::resources::pod_disruption_budgets(), c.ns, "web-pdb-2"));
-  // kube-controller-manager's disruption controller computes a budget again when it or its
-  // pods change, not when another budget over the same pods goes: until then the one left
-  // keeps the status it had beside the other (0 allowed), and the API server refuses (429).
+  // The budget left may keep the status it had beside its twin (0 allowed, so 429s) until
+  // it changes: seen for over 2 minutes. Touched, kube-controller-manager's disruption
+  // controller computes it again.
   c.patch(kube::resources::pod_disruption_budgets(), "web-pdb",
           R"({"metadata":{"annotations":{"e2e/touched":"1"}}})", c.ns);
   E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
