@@ -544,13 +544,15 @@ BOOST_AUTO_TEST_CASE(dcm_never_answering_fails_the_node_with_operator_timeout, *
   c.start_operator();
   const auto cpx = c.create_profile("cpx", profile_spec(c, cpx_payload, "cpx-nps4", 64));
   plan_options o;
-  o.verification_timeout = 5;
+  // Long enough for Applying's wait for DCM's file (the harness's --dcm-config-sync, 3.2 s
+  // at time scale 0.02) after the config write: the timeout bounds each phase.
+  o.verification_timeout = 10;
   o.entries = {{"all", c.selector(), cpx}};
   const auto plan = c.create_plan("stuck", plan_spec(o));
   E2E_REQUIRE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
   const auto item = c.item(plan, c.nodes[0]);
   BOOST_TEST(last_reason(*item) == "OperatorTimeout");
-  BOOST_TEST(contains(item->last_error, "within 5 s"), item->last_error);
+  BOOST_TEST(contains(item->last_error, "within 10 s"), item->last_error);
   // The history shows how long it waited.
   BOOST_TEST(std::count(item->phases.begin(), item->phases.end(), "WaitingOperator") == 1);
   BOOST_TEST(c.node(c.nodes[0]).unschedulable);
