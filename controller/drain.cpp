@@ -120,11 +120,15 @@ std::string deadlock_of(const pod_info& pod, const drain_context& context) {
   const auto room = room_for_replacement(pod, context);
   if (room.held.empty() || !room.open.empty())
     return {};
-  std::string names;
-  for (const auto& n : room.held)
-    names += (names.empty() ? "" : ", ") + n;
-  return "its replacement could run only on node(s) this operator holds cordoned (" + names +
-         "): those drains and this one wait on each other until a timeout";
+  return "its replacement could run only on node(s) this operator holds cordoned (" +
+         comma_list(room.held) + "): those drains and this one wait on each other until a timeout";
+}
+
+std::string comma_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 std::chrono::seconds eviction_backoff(int failures) {
@@ -166,7 +170,7 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
   for (const auto& pod : pass.evictable) {
     if (pod.deleting) {
       if (deletion_not_awaited(pod, drain, context)) {
-        pass.not_awaited.push_back(key_of(pod));
+        pass.not_awaited.push_back(pod.uid);
         continue;
       }
       ++pass.left;
@@ -320,14 +324,12 @@ protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
           std::all_of(room.candidates.begin(), room.candidates.end(),
                       [&](const auto& n) { return context.plan_nodes->count(n) > 0; });
       if (all_ours) {
-        std::string names;
-        for (const auto& n : room.candidates)
-          names += (names.empty() ? "" : ", ") + n;
         preview.warnings.push_back(
             "pod " + pod.ns + "/" + pod.name +
             ": a PodDisruptionBudget covers it, and its replacement could run only on nodes of "
             "this plan (" +
-            names + "): drained at the same time, they wait on each other until a timeout");
+            comma_list(room.candidates) +
+            "): drained at the same time, they wait on each other until a timeout");
       }
     }
   }

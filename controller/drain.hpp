@@ -132,7 +132,7 @@ struct eviction_pass {
   /// Evictions asked for the first time that lose data: emptyDir, or the pod for good.
   std::vector<std::string> losing_empty_dir;
   std::vector<std::string> losing_unmanaged;
-  /// Being deleted, but not waited for (deletion_not_awaited).
+  /// Being deleted, but not waited for (deletion_not_awaited): their uids.
   std::vector<std::string> not_awaited;
   /// Pods evicted by this run; pods on the node neither evicted nor being deleted; pods
   /// on the node not among the evicted (deleted by someone else included).
@@ -154,6 +154,9 @@ protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
                                         const std::vector<pdb_info>& pdbs,
                                         const protocol::drain_policy& drain,
                                         const drain_context& context);
+
+/// "a, b, c": names for a message.
+std::string comma_list(const std::vector<std::string>& names);
 
 /// Keeps the outcome of an eviction request; a failure counts on from the last one.
 void record_eviction(std::map<std::string, eviction_memory>& memory, const std::string& pod,

@@ -323,23 +323,16 @@ bool labelled_by_this_run(const node_inputs& in, const status_editor& s) {
   return !in.node->label(dcm_profile_label).empty() && marked_by_this_run(in, s);
 }
 
-std::string pod_list(const std::vector<std::string>& pods) {
-  std::string out;
-  for (const auto& p : pods)
-    out += (out.empty() ? "" : ", ") + p;
-  return out;
-}
-
 // What the drain allows but loses is said once, as the evictions go out.
 void name_losses(const eviction_pass& pass, node_step& out) {
   if (!pass.losing_empty_dir.empty())
     out.events.push_back({false, "Warning", "EmptyDirDataDeleted",
-                          "evicting " + pod_list(pass.losing_empty_dir) +
+                          "evicting " + comma_list(pass.losing_empty_dir) +
                               ": the data of their emptyDir volumes is deleted "
                               "(drainPolicy.deleteEmptyDirData)"});
   if (!pass.losing_unmanaged.empty())
     out.events.push_back({false, "Warning", "UnmanagedPodEvicted",
-                          "evicting " + pod_list(pass.losing_unmanaged) +
+                          "evicting " + comma_list(pass.losing_unmanaged) +
                               ": no controller owns them, nothing recreates them "
                               "(drainPolicy.force)"});
 }
@@ -480,9 +473,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   if (!node.has_dcm_taint()) {
     out.taint = true;
     out.confirm_drained = drain.enabled;
-    for (const auto& pod : pass.evictable)
-      if (deletion_not_awaited(pod, drain, context))
-        out.not_awaited.push_back(pod.uid);
+    out.not_awaited = pass.not_awaited;
     out.events.push_back({true, "Normal", "Tainted", "amd-dcm=up:NoExecute added"});
     out.requeue = poll_interval;
     return;
