@@ -57,6 +57,18 @@ operator_metrics::operator_metrics()
                                 {"plan", "phase"})),
       dry_run(registry.gauge("gpu_partitioner_plan_dry_run",
                              "1 while the plan is a dry run (its nodes stay Pending), else 0.",
+                             {"plan"})),
+      window_open(registry.gauge(
+          "gpu_partitioner_plan_window_open",
+          "1 while the plan's change windows let nodes start (always, without windows), else 0.",
+          {"plan"})),
+      canary_phase(registry.gauge("gpu_partitioner_plan_canary_phase",
+                                  "1 for the phase of the plan's canary (Selecting, InProgress, "
+                                  "AwaitingPromotion, Passed, Failed), 0 for the others; none "
+                                  "without a canary.",
+                                  {"plan", "phase"})),
+      soaking(registry.gauge("gpu_partitioner_plan_soaking_nodes",
+                             "The plan's Succeeded nodes still soaking (holding their token).",
                              {"plan"})) {
   leader.set({}, 0);
   // Known label values start at 0, so that rate() and increase() see the first one.
@@ -102,11 +114,19 @@ void operator_metrics::publish_plan(const std::string& plan,
   progress.set({plan}, n.total > 0 ? double(n.succeeded) / n.total : 0.0);
   publish_plan_phase(plan, status.phase);
   dry_run.set({plan}, dry ? 1 : 0);
+  window_open.set({plan}, !status.window || status.window->may_start ? 1 : 0);
+  soaking.set({plan}, n.soaking);
+  if (status.canary && status.canary->phase) {
+    for (const auto& e : protocol::enum_names(protocol::codec::tag<protocol::canary_phase>{}))
+      canary_phase.set({plan, std::string(e.name)}, e.value == *status.canary->phase ? 1 : 0);
+  } else {
+    canary_phase.remove_where("plan", plan);
+  }
 }
 
 void operator_metrics::forget_plan(const std::string& plan) {
-  for (auto* f :
-       {&nodes, &transitions, &blocked_pods, &reconcile_errors, &progress, &plan_phase, &dry_run})
+  for (auto* f : {&nodes, &transitions, &blocked_pods, &reconcile_errors, &progress, &plan_phase,
+                  &dry_run, &window_open, &canary_phase, &soaking})
     f->remove_where("plan", plan);
 }
 

@@ -29,6 +29,9 @@ struct operator_metrics {
   metrics::family& progress;
   metrics::family& plan_phase;
   metrics::family& dry_run;
+  metrics::family& window_open;
+  metrics::family& canary_phase;
+  metrics::family& soaking;
   /// Every watch has listed once (for /readyz).
   std::atomic<bool> synced{false};
 
@@ -39,7 +42,8 @@ struct operator_metrics {
 
   /// The plan's phase as an enumeration gauge: 1 for its phase, 0 for the others.
   void publish_plan_phase(const std::string& plan, std::optional<protocol::plan_phase> phase);
-  /// The plan's nodes by phase, its progress, phase and dry-run flag.
+  /// The plan's nodes by phase, its progress, phase and dry-run flag, whether its windows
+  /// let nodes start, its canary's phase and its soaking nodes.
   void publish_plan(const std::string& plan, const protocol::partitioning_plan_status& status,
                     bool dry);
 

@@ -45,7 +45,28 @@ struct supervisor_state {
   /// Selected nodes without an item yet: a node of theirs going down counts against
   /// maxUnavailable, so node changes work the plan out again while there are any.
   bool absent = false;
+  /// profile -> the desiredHash its nodes should carry (for the canary's key).
+  std::map<std::string, std::string> hashes;
+  /// The plan's limits and items as last worked out, and the gate over them (windows,
+  /// canary, failure budget), decided again as items change and time passes.
+  controller::rollout_limits base_limits;
+  std::vector<std::string> selected, absent_items, absent_unavailable;
+  bool gate_live = false;
+  controller::gate_decision gate;
+  /// The canary's nodes the items were last worked out with.
+  std::set<std::string> canary_nodes;
+  /// What the governor was last sent.
+  std::optional<controller::rollout_limits> sent_limits;
+  std::vector<std::string> sent_selected, sent_absent, sent_absent_unavailable;
+  /// The pending wake-up for the gate (a window opening or closing, a soak ending).
+  std::optional<protocol::wall_clock::time_point> wake_at;
+  bool gate_due = false;
 };
+
+bool same_limits(const controller::rollout_limits& a, const controller::rollout_limits& b) {
+  return a.max_parallel == b.max_parallel && a.max_unavailable == b.max_unavailable &&
+         a.paused == b.paused && a.max_failures == b.max_failures && a.only == b.only;
+}
 
 } // namespace
 
@@ -94,9 +115,25 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             },
             [=](caf::error&) { failed(); });
   };
+  // The gate's next decision is due at `at` even if nothing changes: a tick then.
+  auto wake_at = [=](protocol::wall_clock::time_point at) {
+    if (s->wake_at && *s->wake_at <= at && *s->wake_at > protocol::wall_clock::now())
+      return;
+    s->wake_at = at;
+    const auto delay = std::max(at - protocol::wall_clock::now(),
+                                protocol::wall_clock::duration(std::chrono::milliseconds(1)));
+    self->delayed_send(self,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(delay) +
+                           std::chrono::milliseconds(5),
+                       tick_atom_v);
+  };
   return {
       [=](tick_atom) {
         s->retry_pending = false;
+        if (s->wake_at && *s->wake_at <= protocol::wall_clock::now()) {
+          s->wake_at.reset();
+          s->gate_due = true;
+        }
         if (auto view = s->latest)
           self->send(self, view_atom_v, std::move(view));
       },
@@ -121,6 +158,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
 
         // Nothing new starts unless the plan is live and resolves; nodes in flight finish.
         auto hold_all = [&] {
+          s->gate_live = false;
+          s->sent_limits.reset();
           controller::rollout_limits held;
           held.paused = true;
           std::vector<std::string> names;
@@ -165,7 +204,9 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
               keep_items.insert(name);
             hold_all();
           } else {
-            auto changes = controller::reconcile_items(*plan, resolution, mine, *view);
+            s->hashes = controller::wanted_hashes(*plan, resolution, *view);
+            auto changes =
+                controller::reconcile_items(*plan, resolution, mine, *view, s->canary_nodes);
             keep_items = changes.keep;
             s->absent = !changes.absent.empty();
             for (auto& want : changes.create) {
@@ -177,8 +218,11 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             }
             for (auto& want : changes.update) {
               const auto name = want.metadata.name;
-              if (s->requested[name] != want.spec.desired_hash) {
-                s->requested[name] = want.spec.desired_hash;
+              const auto what = want.spec.desired_hash + "|" +
+                                std::to_string(want.spec.soak_seconds.value_or(0)) + "|" +
+                                (want.spec.canary ? "canary" : "");
+              if (s->requested[name] != what) {
+                s->requested[name] = what;
                 write_item(name, item_io{item_io::op::update_spec, std::move(want)});
               }
             }
@@ -188,14 +232,78 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             limits.max_parallel = plan->spec.rollout.max_parallel;
             limits.max_unavailable = plan->spec.rollout.max_unavailable;
             limits.paused = plan->spec.paused;
-            self->send(s->governor, limits_atom_v, limits, changes.selected, changes.absent,
-                       changes.absent_unavailable);
+            s->base_limits = limits;
+            s->selected = changes.selected;
+            s->absent_items = changes.absent;
+            s->absent_unavailable = changes.absent_unavailable;
+            s->gate_live = true;
           }
         } else if (plan == nullptr || plan->metadata.deletion_timestamp) {
           hold_all(); // the plan is gone or being deleted
           s->resolved = false;
           keep_items.clear();
           resolution = {};
+        }
+        // The gate: whether the windows, the canary and the failure budget let nodes
+        // start. Decided again with every view while a window or an unfinished canary
+        // can change it, else when the plan or its items change (or a wake-up is due).
+        bool gate_changed = false;
+        const bool gate_every_view =
+            plan != nullptr &&
+            (!plan->spec.rollout.windows.empty() ||
+             (plan->spec.rollout.canary &&
+              !(s->gate.canary && s->gate.canary->phase == protocol::canary_phase::passed)));
+        if (plan != nullptr && s->gate_live &&
+            (recompute || gate_every_view || !view->item_changes.empty() || s->gate_due)) {
+          s->gate_due = false;
+          controller::gate_inputs gin;
+          gin.plan = plan;
+          gin.resolution = &resolution;
+          gin.items = &mine;
+          gin.nodes = &view->nodes;
+          gin.hashes = s->hashes;
+          gin.previous = s->last_status.canary;
+          gin.now = protocol::wall_clock::now();
+          auto gate = controller::decide_gate(gin);
+          std::set<std::string> canary_nodes;
+          if (gate.canary)
+            canary_nodes.insert(gate.canary->nodes.begin(), gate.canary->nodes.end());
+          if (canary_nodes != s->canary_nodes) {
+            // The canary's items carry it (and its soak): work the items out again.
+            s->canary_nodes = canary_nodes;
+            s->resolved = false;
+            self->send(self, tick_atom_v);
+          }
+          for (const auto& e : gate.events) {
+            event_io ev;
+            ev.api_version = std::string(protocol::api_version);
+            ev.kind = std::string(protocol::partitioning_plan::kind_name);
+            ev.name = config.plan;
+            ev.uid = plan->metadata.uid;
+            ev.type = e.type;
+            ev.reason = e.reason;
+            ev.message = e.message;
+            self->send(config.writer, event_atom_v, ev);
+            log_info(e.reason + ": " + e.message, config.plan);
+          }
+          if (gate.wake)
+            wake_at(*gate.wake);
+          gate_changed = !(gate.window == s->gate.window) || !(gate.canary == s->gate.canary) ||
+                         gate.outside_window != s->gate.outside_window;
+          s->gate = std::move(gate);
+          auto limits = s->base_limits;
+          limits.max_failures = s->gate.max_failures;
+          limits.only = s->gate.only;
+          if (!s->sent_limits || !same_limits(*s->sent_limits, limits) ||
+              s->sent_selected != s->selected || s->sent_absent != s->absent_items ||
+              s->sent_absent_unavailable != s->absent_unavailable) {
+            s->sent_limits = limits;
+            s->sent_selected = s->selected;
+            s->sent_absent = s->absent_items;
+            s->sent_absent_unavailable = s->absent_unavailable;
+            self->send(s->governor, limits_atom_v, limits, s->selected, s->absent_items,
+                       s->absent_unavailable);
+          }
         }
         // Items no longer selected (node gone, labels changed) are deleted; their
         // finalizer returns the node to service. Looked for when the plan was worked out
@@ -254,9 +362,9 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           s->sent.erase(name);
         }
         if (plan != nullptr && !view->invalid_plans.count(config.plan) &&
-            (recompute || !view->item_changes.empty())) {
+            (recompute || !view->item_changes.empty() || gate_changed)) {
           auto status = controller::aggregate_plan_status(*plan, resolution, mine, s->last_status,
-                                                          protocol::wall_clock::now());
+                                                          protocol::wall_clock::now(), s->gate);
           if (!s->wrote_status || !(status == s->last_status)) {
             if (status.phase != s->last_status.phase && !status.history.empty()) {
               // An Event on the plan for each change of its phase.

@@ -8,7 +8,8 @@ namespace gpu_partitioner::controller {
 
 protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan,
                                          const selected_node& sel, const cluster_view& view,
-                                         std::map<std::string, std::string>& hashes) {
+                                         std::map<std::string, std::string>& hashes,
+                                         const std::set<std::string>& canary_nodes) {
   protocol::node_partitioning item;
   item.metadata.name = plan.metadata.name + "-" + sel.node;
   item.metadata.finalizers = {item_finalizer};
@@ -26,6 +27,9 @@ protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan
   item.spec.drain = plan.spec.rollout.drain;
   item.spec.verification = plan.spec.verification;
   item.spec.dry_run = plan.spec.dry_run;
+  const auto rollout = item_rollout_of(plan.spec.rollout, sel.node, canary_nodes);
+  item.spec.soak_seconds = rollout.soak_seconds;
+  item.spec.canary = rollout.canary;
   if (auto known = hashes.find(sel.profile); known != hashes.end()) {
     item.spec.desired_hash = known->second;
     return item;
@@ -48,17 +52,28 @@ bool spec_differs(const protocol::node_partitioning& have,
   return have.spec.desired_hash != want.spec.desired_hash ||
          have.spec.dry_run != want.spec.dry_run || !(have.spec.drain == want.spec.drain) ||
          !(have.spec.verification == want.spec.verification) ||
-         have.spec.profile_ref.name != want.spec.profile_ref.name;
+         have.spec.profile_ref.name != want.spec.profile_ref.name ||
+         have.spec.soak_seconds != want.spec.soak_seconds || have.spec.canary != want.spec.canary;
+}
+
+std::map<std::string, std::string> wanted_hashes(const protocol::partitioning_plan& plan,
+                                                 const plan_resolution& resolution,
+                                                 const cluster_view& view) {
+  std::map<std::string, std::string> hashes;
+  for (const auto& sel : resolution.selected)
+    if (!hashes.count(sel.profile))
+      desired_item(plan, sel, view, hashes);
+  return hashes;
 }
 
 item_changes reconcile_items(const protocol::partitioning_plan& plan,
                              const plan_resolution& resolution,
                              const std::map<std::string, const protocol::node_partitioning*>& mine,
-                             const cluster_view& view) {
+                             const cluster_view& view, const std::set<std::string>& canary_nodes) {
   item_changes out;
   std::map<std::string, std::string> hashes;
   for (const auto& sel : resolution.selected) {
-    auto want = desired_item(plan, sel, view, hashes);
+    auto want = desired_item(plan, sel, view, hashes, canary_nodes);
     const auto& name = want.metadata.name;
     out.selected.push_back(name);
     out.keep.insert(name);

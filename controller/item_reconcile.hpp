@@ -5,6 +5,7 @@
 
 #include "controller/cluster_view.hpp"
 #include "controller/plan_resolution.hpp"
+#include "controller/rollout_gate.hpp"
 #include "protocol/node_partitioning.hpp"
 #include "protocol/partitioning_plan.hpp"
 
@@ -22,7 +23,13 @@ namespace gpu_partitioner::controller {
 /// profile across the nodes of one plan and view.
 protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan,
                                          const selected_node& sel, const cluster_view& view,
-                                         std::map<std::string, std::string>& hashes);
+                                         std::map<std::string, std::string>& hashes,
+                                         const std::set<std::string>& canary_nodes = {});
+
+/// profile -> the desiredHash its nodes should carry, for each profile `resolution` uses.
+std::map<std::string, std::string> wanted_hashes(const protocol::partitioning_plan& plan,
+                                                 const plan_resolution& resolution,
+                                                 const cluster_view& view);
 
 /// Whether an existing item must be updated to match `want`.
 bool spec_differs(const protocol::node_partitioning& have, const protocol::node_partitioning& want);
@@ -46,10 +53,12 @@ struct item_changes {
 
 /// What a live, valid plan's items need, given its resolution and its items now (`mine`,
 /// by name).
+/// `canary_nodes` are the canary's nodes (their items carry canary and its soak).
 item_changes reconcile_items(const protocol::partitioning_plan& plan,
                              const plan_resolution& resolution,
                              const std::map<std::string, const protocol::node_partitioning*>& mine,
-                             const cluster_view& view);
+                             const cluster_view& view,
+                             const std::set<std::string>& canary_nodes = {});
 
 /// Whether the view's node changes can change a plan's node selection (resolve_plan's
 /// answer for any of the view's plans, which see each other's): a node came, went or

@@ -2,6 +2,7 @@
 
 #include "controller/drain.hpp"
 #include "controller/preflight.hpp"
+#include "controller/soak.hpp"
 #include "controller/verification.hpp"
 
 #include "controller/dcm_payload.hpp"
@@ -791,6 +792,43 @@ void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
   out.requeue = poll_interval;
 }
 
+// spec.soakSeconds after a success that changed the node: it holds its token while it
+// stays verified and healthy, and fails (left in service, as it is) if it does not.
+void soak(const node_inputs& in, status_editor& s, node_step& out) {
+  if (in.item.spec.soak_seconds.value_or(0) <= 0) {
+    s.drop_condition(node_condition::soaked);
+    return;
+  }
+  protocol::node_partitioning current = in.item;
+  current.status = s.status;
+  const auto end = soak_end(current);
+  if (!end) {
+    s.condition(node_condition::soaked, true, "NothingToSoak",
+                "the node was already in the target state");
+    return;
+  }
+  if (in.now >= *end) {
+    s.condition(node_condition::soaked, true, "Soaked",
+                "verified and healthy for " + std::to_string(*in.item.spec.soak_seconds) + " s");
+    return;
+  }
+  const auto since = *protocol::parse_time(s.status.completed_at);
+  if (const auto problem = soak_problem(in, since); !problem.empty()) {
+    s.condition(node_condition::soaked, false, problem.reason, problem.message);
+    const std::string why = "during its soak: " + problem.text();
+    s.error(why);
+    s.enter(node_phase::failed, "SoakFailed", why + "; the node is left in service as it is", true);
+    out.events.push_back({true, "Warning", "SoakFailed", why});
+    return;
+  }
+  s.condition(node_condition::soaked, false, "Soaking",
+              "watched until " + protocol::format_time(*end) +
+                  ": Ready, verified, no crash-looping GPU pod, no new DCM failure");
+  out.in_flight = true;
+  out.soaking = true;
+  out.requeue = std::chrono::duration_cast<std::chrono::milliseconds>(*end - in.now) + 1ms;
+}
+
 void on_succeeded(const node_inputs& in, status_editor& s, node_step& out) {
   if (s.status.observed_hash != in.item.spec.desired_hash) {
     s.enter(node_phase::pending, "SpecChanged",
@@ -800,8 +838,13 @@ void on_succeeded(const node_inputs& in, status_editor& s, node_step& out) {
   }
   // Finish returning the node: uncordon (unless an admin had cordoned it). A node that
   // was already in the target state was never taken.
-  if (run_started(s.status) && restore_node(*in.node, s, out, false))
+  if (run_started(s.status) && restore_node(*in.node, s, out, false)) {
     out.requeue = poll_interval;
+    if (soak_end(in.item))
+      out.in_flight = true; // its soak has not begun: the token stays
+    return;
+  }
+  soak(in, s, out);
 }
 
 void on_failed(const node_inputs& in, status_editor& s, node_step& out) {

@@ -204,6 +204,8 @@ struct node_step {
   bool wants_token = false;
   /// In flight: counts against maxParallel until it ends.
   bool in_flight = false;
+  /// In flight only for its soak: back in service, so not unavailable on that account.
+  bool soaking = false;
   /// Look again after this long even if nothing changes; zero: only on a change.
   std::chrono::milliseconds requeue{0};
   /// The node's writes wait until the status that decided them (its phase and run) is

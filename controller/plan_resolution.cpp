@@ -1,5 +1,7 @@
 #include "controller/plan_resolution.hpp"
 
+#include "controller/rollout_gate.hpp"
+
 #include "controller/selector.hpp"
 #include "protocol/codec/pattern.hpp"
 #include "protocol/codec/quote.hpp"
@@ -88,6 +90,19 @@ void check_spec(const protocol::partitioning_plan& plan, std::vector<std::string
       problems.push_back("spec.verification.requirePluginResources[" + std::to_string(i) +
                          "]: " + codec::quote(v.require_plugin_resources[i]) +
                          " is not a resource name" + limits_note);
+  // Windows: an unknown time zone, or one of no length (the schema checks the rest).
+  for (auto& problem : windows_of(plan.spec.rollout).problems)
+    problems.push_back(std::move(problem));
+  if (const auto& canary = plan.spec.rollout.canary) {
+    if (canary->nodes && canary->selector)
+      problems.push_back("spec.rollout.canary: set nodes or selector, not both");
+    if (canary->selector) {
+      if (is_empty(*canary->selector))
+        problems.push_back("spec.rollout.canary.selector: empty; name the canary's labels, or "
+                           "use nodes");
+      check_selector(*canary->selector, "spec.rollout.canary.selector", problems);
+    }
+  }
 }
 
 } // namespace

@@ -1,5 +1,9 @@
 #include "controller/plan_status.hpp"
 
+#include "controller/soak.hpp"
+
+#include <algorithm>
+
 namespace gpu_partitioner::controller {
 
 using protocol::condition_status;
@@ -23,6 +27,12 @@ void set_condition(protocol::partitioning_plan_status& st, const std::string& ty
       return;
     }
   st.conditions.push_back({type, wanted, generation, protocol::format_time(now), reason, message});
+}
+
+void drop_condition(protocol::partitioning_plan_status& st, const std::string& type) {
+  auto& c = st.conditions;
+  c.erase(std::remove_if(c.begin(), c.end(), [&](const auto& x) { return x.type == type; }),
+          c.end());
 }
 
 void remember(protocol::partitioning_plan_status& st,
@@ -64,8 +74,10 @@ protocol::partitioning_plan_status
 aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolution& resolution,
                       const std::map<std::string, const protocol::node_partitioning*>& items,
                       const protocol::partitioning_plan_status& previous,
-                      protocol::wall_clock::time_point now) {
+                      protocol::wall_clock::time_point now, const gate_decision& gate) {
   protocol::partitioning_plan_status st;
+  st.window = gate.window;
+  st.canary = gate.canary;
   st.conditions = previous.conditions;
   st.observed_generation = plan.metadata.generation;
   const auto gen = plan.metadata.generation;
@@ -95,6 +107,8 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
       break;
     case node_phase::succeeded:
       ++st.nodes.succeeded;
+      if (soak_end(*item).value_or(now) > now)
+        ++st.nodes.soaking;
       break;
     case node_phase::failed:
       ++st.nodes.failed;
@@ -104,8 +118,8 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
       break;
     }
   }
-  const auto in_flight =
-      st.nodes.draining + st.nodes.applying + st.nodes.waiting_operator + st.nodes.verifying;
+  const auto in_flight = st.nodes.draining + st.nodes.applying + st.nodes.waiting_operator +
+                         st.nodes.verifying + st.nodes.soaking;
 
   if (!resolution.problems.empty()) {
     set_condition(st, protocol::plan_condition::invalid, true, "InvalidSpec",
@@ -134,17 +148,53 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
       set_condition(st, protocol::plan_condition::nodes_selected, true, "NodesSelected",
                     "every partitioning selects at least one node", now, gen);
   }
+  // More failures than maxFailures (or a failed canary) stop the rollout; fewer are
+  // reported and the rest goes on.
+  const bool canary_failed = st.canary && st.canary->phase == protocol::canary_phase::failed;
+  const bool stopped = st.nodes.failed > gate.max_failures || canary_failed;
   set_condition(st, protocol::plan_condition::degraded, st.nodes.failed > 0,
-                st.nodes.failed > 0 ? "NodesFailed" : "NoFailures",
-                st.nodes.failed > 0 ? "failed: " + listed(failed_nodes) + "; no further nodes start"
-                                    : "no node failed",
+                canary_failed         ? "CanaryFailed"
+                : st.nodes.failed > 0 ? "NodesFailed"
+                                      : "NoFailures",
+                st.nodes.failed > 0
+                    ? "failed: " + listed(failed_nodes) +
+                          (canary_failed ? "; the canary failed: no further nodes start"
+                           : stopped
+                               ? "; no further nodes start (maxFailures " +
+                                     std::to_string(gate.max_failures) + ")"
+                               : "; within maxFailures (" + std::to_string(gate.max_failures) +
+                                     "): the rollout goes on")
+                    : "no node failed",
                 now, gen);
+  if (st.window) {
+    set_condition(st, protocol::plan_condition::outside_window, !gate.outside_window.empty(),
+                  gate.outside_window.empty() ? "InsideWindow" : "OutsideWindow",
+                  gate.outside_window.empty()
+                      ? "inside a change window" + (st.window->closes_at.empty()
+                                                        ? std::string()
+                                                        : " until " + st.window->closes_at)
+                      : gate.outside_window,
+                  now, gen);
+  } else {
+    drop_condition(st, protocol::plan_condition::outside_window);
+  }
+  if (st.canary && st.canary->phase) {
+    const auto phase = *st.canary->phase;
+    set_condition(st, protocol::plan_condition::canary, phase == protocol::canary_phase::passed,
+                  phase == protocol::canary_phase::failed
+                      ? "CanaryFailed"
+                      : std::string(protocol::codec::to_string(phase)),
+                  st.canary->message, now, gen);
+  } else {
+    drop_condition(st, protocol::plan_condition::canary);
+  }
   set_condition(st, protocol::plan_condition::paused, plan.spec.paused,
                 plan.spec.paused ? "Paused" : "Running",
                 plan.spec.paused ? "spec.paused: no node starts; nodes in flight finish"
                                  : "not paused",
                 now, gen);
-  const bool complete = st.nodes.total > 0 && st.nodes.succeeded == st.nodes.total;
+  const bool complete =
+      st.nodes.total > 0 && st.nodes.succeeded == st.nodes.total && st.nodes.soaking == 0;
   set_condition(st, protocol::plan_condition::completed, complete,
                 complete ? "AllNodesSucceeded" : "InProgress",
                 std::to_string(st.nodes.succeeded) + "/" + std::to_string(st.nodes.total) +
@@ -154,9 +204,11 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
                 in_flight > 0 ? "NodesInFlight" : "Idle",
                 std::to_string(in_flight) + " node(s) in flight", now, gen);
 
+  const bool nothing_left =
+      st.nodes.succeeded + st.nodes.failed == st.nodes.total && st.nodes.soaking == 0;
   if (!resolution.problems.empty())
     st.phase = plan_phase::degraded;
-  else if (st.nodes.failed > 0)
+  else if (st.nodes.failed > 0 && (stopped || nothing_left))
     st.phase = plan_phase::degraded;
   else if (complete)
     st.phase = plan_phase::completed;

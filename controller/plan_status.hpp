@@ -4,6 +4,7 @@
 // bounded history of what changed.
 
 #include "controller/plan_resolution.hpp"
+#include "controller/rollout_gate.hpp"
 #include "protocol/node_partitioning.hpp"
 #include "protocol/partitioning_plan.hpp"
 #include "protocol/timestamp.hpp"
@@ -17,7 +18,7 @@ protocol::partitioning_plan_status
 aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolution& resolution,
                       const std::map<std::string, const protocol::node_partitioning*>& items,
                       const protocol::partitioning_plan_status& previous,
-                      protocol::wall_clock::time_point now);
+                      protocol::wall_clock::time_point now, const gate_decision& gate = {});
 
 /// The status of a plan that did not decode: an Invalid condition naming the problem.
 protocol::partitioning_plan_status

@@ -16,6 +16,8 @@ const char* to_string(hold_reason reason) {
     return "MaxUnavailableReached";
   case hold_reason::no_candidates:
     return "NothingToStart";
+  case hold_reason::not_allowed:
+    return "NotAllowedYet";
   }
   return "None";
 }
@@ -47,7 +49,11 @@ std::int32_t rollout_governor::in_flight() const {
 
 bool rollout_governor::counts_unavailable(const std::string& node,
                                           const governor_node& facts) const {
-  return facts.unavailable || facts.in_flight || tokens_.count(node) > 0;
+  if (facts.unavailable || facts.failed)
+    return true;
+  if (facts.soaking)
+    return false;
+  return facts.in_flight || tokens_.count(node) > 0;
 }
 
 std::int32_t rollout_governor::unavailable() const {
@@ -58,14 +64,22 @@ std::int32_t rollout_governor::unavailable() const {
   return n;
 }
 
+std::int32_t rollout_governor::failed() const {
+  std::int32_t n = 0;
+  for (const auto& [name, facts] : nodes_)
+    if (facts.failed)
+      ++n;
+  return n;
+}
+
 hold_reason rollout_governor::check(const std::string& candidate,
                                     const governor_node& facts) const {
   if (limits_.paused)
     return hold_reason::paused;
-  if (limits_.stop_on_failure)
-    for (const auto& [name, n] : nodes_)
-      if (n.failed)
-        return hold_reason::failed_node;
+  if (failed() > limits_.max_failures)
+    return hold_reason::failed_node;
+  if (!allowed(candidate))
+    return hold_reason::not_allowed;
   if (in_flight() + 1 > limits_.max_parallel)
     return hold_reason::max_parallel;
   // A node that is already unavailable (an admin cordoned it) takes no more capacity
@@ -84,8 +98,9 @@ std::vector<std::string> rollout_governor::grant(const std::string* before) {
   if (limits_.paused || in_flight() >= limits_.max_parallel)
     return granted;
   std::int32_t unavailable_now = 0;
+  std::int32_t failed_now = 0;
   for (const auto& [name, facts] : nodes_) {
-    if (limits_.stop_on_failure && facts.failed)
+    if (facts.failed && ++failed_now > limits_.max_failures)
       return granted;
     if (counts_unavailable(name, facts))
       ++unavailable_now;
@@ -94,7 +109,7 @@ std::vector<std::string> rollout_governor::grant(const std::string* before) {
   for (const auto& [name, facts] : nodes_) {
     if (before != nullptr && name >= *before)
       break;
-    if (!facts.wants_token || tokens_.count(name) > 0 || facts.failed)
+    if (!facts.wants_token || tokens_.count(name) > 0 || facts.failed || !allowed(name))
       continue;
     if (in_flight() + 1 > limits_.max_parallel)
       break;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,8 +19,12 @@ struct rollout_limits {
   std::int32_t max_parallel = 1;
   protocol::int_or_percent max_unavailable;
   bool paused = false;
-  /// A Failed node stops the rollout: no new tokens until it is retried or removed.
-  bool stop_on_failure = true;
+  /// More Failed nodes than this stop the rollout: no new tokens until one is retried or
+  /// removed (maxFailures resolved; 0 stops on the first failure).
+  std::int32_t max_failures = 0;
+  /// Only these nodes may start (a canary, or none outside a change window); nullopt:
+  /// any.
+  std::optional<std::set<std::string>> only{};
 };
 
 /// What the governor knows of one of the plan's nodes.
@@ -30,13 +35,25 @@ struct governor_node {
   /// Unavailable for another reason: cordoned (an admin's cordon included), NotReady,
   /// or Failed and still cordoned.
   bool unavailable = false;
+  /// Failed: counts against maxFailures, and as unavailable whatever its node shows.
   bool failed = false;
+  /// In flight only for its soak: back in service, it holds its token (maxParallel) but
+  /// is not unavailable on that account.
+  bool soaking = false;
   /// Pending, preflight passed, not already in the target state: asks to start.
   bool wants_token = false;
 };
 
 /// Why the governor grants nothing more now (for plan status and logs).
-enum class hold_reason { none, paused, failed_node, max_parallel, max_unavailable, no_candidates };
+enum class hold_reason {
+  none,
+  paused,
+  failed_node,
+  max_parallel,
+  max_unavailable,
+  no_candidates,
+  not_allowed
+};
 
 const char* to_string(hold_reason reason);
 
@@ -68,6 +85,8 @@ public:
   std::int32_t in_flight() const;
   /// Nodes unavailable for any reason, in flight included.
   std::int32_t unavailable() const;
+  /// Failed nodes.
+  std::int32_t failed() const;
   /// maxUnavailable resolved against the plan's node count.
   std::int32_t max_unavailable() const { return limits_.max_unavailable.resolve(total()); }
 
@@ -76,6 +95,9 @@ public:
 
 private:
   bool counts_unavailable(const std::string& node, const governor_node& facts) const;
+  bool allowed(const std::string& node) const {
+    return !limits_.only || limits_.only->count(node) > 0;
+  }
   hold_reason check(const std::string& candidate, const governor_node& facts) const;
 
   rollout_limits limits_;

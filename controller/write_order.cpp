@@ -34,6 +34,7 @@ governor_node governor_facts(const node_inputs& in, const node_step& out) {
   using protocol::node_phase;
   governor_node facts;
   facts.in_flight = out.in_flight;
+  facts.soaking = out.soaking;
   facts.wants_token = out.wants_token;
   const bool was_failed = in.item.status.phase == node_phase::failed;
   const bool now_failed = out.status && out.status->phase == node_phase::failed;

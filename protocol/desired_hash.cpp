@@ -12,8 +12,6 @@
 
 namespace gpu_partitioner::protocol {
 
-namespace {
-
 std::string sha256_hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
@@ -29,8 +27,6 @@ std::string sha256_hex(std::string_view data) {
   }
   return out;
 }
-
-} // namespace
 
 std::string desired_state_json(const partitioning_profile_spec& profile, const drain_policy& drain,
                                const plan_verification& verification) {

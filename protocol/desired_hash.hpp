@@ -5,8 +5,12 @@
 #include "protocol/plan_verification.hpp"
 
 #include <string>
+#include <string_view>
 
 namespace gpu_partitioner::protocol {
+
+/// Lowercase hex SHA-256 of `data`.
+std::string sha256_hex(std::string_view data);
 
 /// What a node is asked to become: "sha256:" + lowercase hex SHA-256 of the canonical
 /// JSON (canonical_json.hpp) of

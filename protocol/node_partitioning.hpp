@@ -41,6 +41,12 @@ struct node_partitioning_spec {
   drain_policy drain;
   plan_verification verification;
   bool dry_run = false;
+  /// How long the node must stay verified and healthy after it succeeded, holding its
+  /// token (the plan's nodeSoakSeconds, or its canary's soak for a canary node). Not part
+  /// of desiredHash: a longer soak is not a new profile.
+  std::optional<std::int64_t> soak_seconds{};
+  /// One of the plan's canary nodes.
+  bool canary = false;
 };
 
 constexpr auto describe(codec::tag<node_partitioning_spec>) {
@@ -55,7 +61,8 @@ constexpr auto describe(codec::tag<node_partitioning_spec>) {
       codec::field("desiredHash", &T::desired_hash).required().matching(codec::desired_hash_format),
       codec::field("profileRef", &T::profile_ref).required(),
       codec::field("drainPolicy", &T::drain), codec::field("verification", &T::verification),
-      codec::field("dryRun", &T::dry_run));
+      codec::field("dryRun", &T::dry_run), codec::field("soakSeconds", &T::soak_seconds).minimum(0),
+      codec::field("canary", &T::canary));
 }
 
 /// DESIGN.md section 4: Pending -> Draining -> Applying -> WaitingOperator -> Verifying
@@ -271,6 +278,8 @@ inline constexpr const char* verified = "Verified";
 /// False (RetryNeeded) on a Failed node whose spec changed but that is not started over by
 /// itself (its GPUs may be mid-change).
 inline constexpr const char* up_to_date = "UpToDate";
+/// With spec.soakSeconds: False while the node soaks, True once it has.
+inline constexpr const char* soaked = "Soaked";
 } // namespace node_condition
 
 } // namespace gpu_partitioner::protocol

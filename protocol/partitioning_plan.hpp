@@ -21,19 +21,116 @@
 
 namespace gpu_partitioner::protocol {
 
+/// The days of the week, as a window names them.
+enum class weekday { sunday, monday, tuesday, wednesday, thursday, friday, saturday };
+
+constexpr auto enum_names(codec::tag<weekday>) {
+  using E = weekday;
+  return std::array<codec::enum_name<E>, 7>{{{E::sunday, "Sun"},
+                                             {E::monday, "Mon"},
+                                             {E::tuesday, "Tue"},
+                                             {E::wednesday, "Wed"},
+                                             {E::thursday, "Thu"},
+                                             {E::friday, "Fri"},
+                                             {E::saturday, "Sat"}}};
+}
+
+/// "HH:MM" on a 24-hour clock; an end may also be "24:00".
+inline bool is_clock_time(std::string_view s) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (s.size() != 5 || s[2] != ':' || !digit(s[0]) || !digit(s[1]) || !digit(s[3]) || !digit(s[4]))
+    return false;
+  return (s[0] < '2' || (s[0] == '2' && s[1] <= '3')) && s[3] <= '5';
+}
+inline bool is_clock_time_or_midnight(std::string_view s) {
+  return is_clock_time(s) || s == "24:00";
+}
+inline constexpr codec::pattern clock_time{"^([01][0-9]|2[0-3]):[0-5][0-9]$",
+                                           "a time of day HH:MM (00:00 to 23:59)", &is_clock_time};
+inline constexpr codec::pattern clock_time_or_midnight{"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$",
+                                                       "a time of day HH:MM (00:00 to 24:00)",
+                                                       &is_clock_time_or_midnight};
+
+/// spec.rollout.windows[]: when nodes may start. A window opens on each of its days at
+/// `start` and closes at `end`, local to `timeZone`; an end not after the start is on the
+/// next day. Windows gate starts only: nodes in flight finish.
+struct rollout_window {
+  /// The days it opens; none: every day.
+  std::vector<weekday> days;
+  std::string start;
+  std::string end;
+  /// An IANA time zone name (Europe/Berlin), read from the system's zoneinfo.
+  std::string time_zone = "UTC";
+};
+
+constexpr auto describe(codec::tag<rollout_window>) {
+  using T = rollout_window;
+  return std::make_tuple(codec::field("days", &T::days).max_items(7),
+                         codec::field("start", &T::start).required().matching(clock_time),
+                         codec::field("end", &T::end).required().matching(clock_time_or_midnight),
+                         codec::field("timeZone", &T::time_zone).min_length(1).max_length(64));
+}
+
+/// How a canary that passed its soak lets the rest of the plan go.
+enum class canary_promotion { automatic, manual };
+
+constexpr auto enum_names(codec::tag<canary_promotion>) {
+  using E = canary_promotion;
+  return std::array<codec::enum_name<E>, 2>{{{E::automatic, "Automatic"}, {E::manual, "Manual"}}};
+}
+
+/// spec.rollout.canary: the first nodes, which must pass before any other starts.
+struct canary_policy {
+  /// How many of each partitioning's nodes (a count, or a percentage rounded down but at
+  /// least 1).
+  std::optional<int_or_percent> nodes{};
+  /// Or: the plan's nodes this selects.
+  std::optional<label_selector> selector{};
+  /// How long every canary node must stay verified and healthy after it succeeded.
+  std::optional<std::int64_t> soak_seconds{};
+  std::optional<canary_promotion> promotion{};
+
+  std::int64_t soak() const { return soak_seconds.value_or(0); }
+  canary_promotion promotion_mode() const {
+    return promotion.value_or(canary_promotion::automatic);
+  }
+};
+
+constexpr auto describe(codec::tag<canary_policy>) {
+  using T = canary_policy;
+  return std::make_tuple(codec::field("nodes", &T::nodes), codec::field("selector", &T::selector),
+                         codec::field("soakSeconds", &T::soak_seconds).minimum(0),
+                         codec::field("promotion", &T::promotion));
+}
+
 /// spec.rollout: how many nodes may be disrupted at once, and how they are drained.
+/// The fields after drainPolicy are optional without a schema default: a plan that does
+/// not set them reads back as it was written.
 struct rollout_policy {
   std::int32_t max_parallel = 1;
   int_or_percent max_unavailable = int_or_percent::count(1);
   drain_policy drain;
+  std::vector<rollout_window> windows{};
+  /// No node starts when less than this is left of the window it would start in.
+  std::optional<std::int64_t> min_window_remaining_seconds{};
+  std::optional<canary_policy> canary{};
+  /// A node holds its token until it has stayed verified and healthy this long.
+  std::optional<std::int64_t> node_soak_seconds{};
+  /// How many nodes may fail before no more start (default 0: the first failure stops).
+  std::optional<count_or_percent> max_failures{};
 };
 
 constexpr auto describe(codec::tag<rollout_policy>) {
   using T = rollout_policy;
-  // int_or_percent validates its own range (minimum 1, 1% to 100%).
-  return std::make_tuple(codec::field("maxParallel", &T::max_parallel).minimum(1),
-                         codec::field("maxUnavailable", &T::max_unavailable),
-                         codec::field("drainPolicy", &T::drain));
+  // int_or_percent validates its own range (minimum 1, 1% to 100%; maxFailures from 0).
+  return std::make_tuple(
+      codec::field("maxParallel", &T::max_parallel).minimum(1),
+      codec::field("maxUnavailable", &T::max_unavailable), codec::field("drainPolicy", &T::drain),
+      codec::field("windows", &T::windows).max_items(32),
+      codec::field("minWindowRemainingSeconds", &T::min_window_remaining_seconds).minimum(0),
+      codec::field("canary", &T::canary),
+      codec::field("nodeSoakSeconds", &T::node_soak_seconds).minimum(0),
+      codec::field("maxFailures", &T::max_failures));
 }
 
 /// One entry of spec.partitionings: a set of nodes and the profile they get.
@@ -92,6 +189,8 @@ struct node_counts {
   std::int32_t verifying = 0;
   std::int32_t succeeded = 0;
   std::int32_t failed = 0;
+  /// Of the succeeded, those still soaking (holding their token).
+  std::int32_t soaking = 0;
 };
 
 constexpr auto describe(codec::tag<node_counts>) {
@@ -103,7 +202,8 @@ constexpr auto describe(codec::tag<node_counts>) {
                          codec::field("waitingOperator", &T::waiting_operator).minimum(0),
                          codec::field("verifying", &T::verifying).minimum(0),
                          codec::field("succeeded", &T::succeeded).minimum(0),
-                         codec::field("failed", &T::failed).minimum(0));
+                         codec::field("failed", &T::failed).minimum(0),
+                         codec::field("soaking", &T::soaking).minimum(0));
 }
 
 /// A node the plan leaves alone because two partitionings (or two plans) select it.
@@ -132,6 +232,61 @@ constexpr auto describe(codec::tag<plan_event>) {
                          codec::field("message", &T::message));
 }
 
+/// status.window: where the rollout stands against spec.rollout.windows.
+struct window_status {
+  /// The clock is inside a window.
+  bool open = false;
+  /// A node may start now (open, with enough of the window left).
+  bool may_start = false;
+  /// When open: when the window closes.
+  std::string closes_at;
+  /// When nodes may next start (now, if they may).
+  std::string next_start;
+};
+
+constexpr auto describe(codec::tag<window_status>) {
+  using T = window_status;
+  return std::make_tuple(codec::field("open", &T::open), codec::field("mayStart", &T::may_start),
+                         codec::field("closesAt", &T::closes_at).date_time(),
+                         codec::field("nextStart", &T::next_start).date_time());
+}
+
+enum class canary_phase { selecting, in_progress, awaiting_promotion, passed, failed };
+
+constexpr auto enum_names(codec::tag<canary_phase>) {
+  using E = canary_phase;
+  return std::array<codec::enum_name<E>, 5>{{{E::selecting, "Selecting"},
+                                             {E::in_progress, "InProgress"},
+                                             {E::awaiting_promotion, "AwaitingPromotion"},
+                                             {E::passed, "Passed"},
+                                             {E::failed, "Failed"}}};
+}
+
+/// status.canary: the canary of the plan's current profiles and policies (`key`).
+struct canary_status {
+  /// The most canary nodes a plan lists (larger canaries are cut to this).
+  static constexpr std::size_t nodes_limit = 1000;
+
+  /// Which desired state the canary tests: a new profile or policy is a new canary.
+  std::string key;
+  std::optional<canary_phase> phase;
+  /// The canary's nodes, chosen once per key.
+  std::vector<std::string> nodes;
+  /// When the last canary node's soak ends (or ended).
+  std::string soak_ends;
+  std::string passed_at;
+  std::string message;
+};
+
+constexpr auto describe(codec::tag<canary_status>) {
+  using T = canary_status;
+  return std::make_tuple(codec::field("key", &T::key), codec::field("phase", &T::phase),
+                         codec::field("nodes", &T::nodes).max_items(T::nodes_limit),
+                         codec::field("soakEnds", &T::soak_ends).date_time(),
+                         codec::field("passedAt", &T::passed_at).date_time(),
+                         codec::field("message", &T::message));
+}
+
 struct partitioning_plan_status {
   /// The maximum number of entries in `history`; the writer drops the oldest.
   static constexpr std::size_t history_limit = 50;
@@ -144,6 +299,8 @@ struct partitioning_plan_status {
   std::vector<node_conflict> conflicts;
   std::vector<condition> conditions;
   std::vector<plan_event> history;
+  std::optional<window_status> window{};
+  std::optional<canary_status> canary{};
 };
 
 constexpr auto describe(codec::tag<partitioning_plan_status>) {
@@ -152,7 +309,8 @@ constexpr auto describe(codec::tag<partitioning_plan_status>) {
                          codec::field("phase", &T::phase), codec::field("nodes", &T::nodes),
                          codec::field("order", &T::order), codec::field("conflicts", &T::conflicts),
                          codec::field("conditions", &T::conditions).map_key("type"),
-                         codec::field("history", &T::history).max_items(T::history_limit));
+                         codec::field("history", &T::history).max_items(T::history_limit),
+                         codec::field("window", &T::window), codec::field("canary", &T::canary));
 }
 
 /// Rolls profiles out to the nodes its partitionings select (cluster-scoped).
@@ -175,6 +333,10 @@ constexpr auto describe(codec::tag<partitioning_plan>) {
       codec::field("status", &T::status));
 }
 
+/// On a PartitioningPlan: promotes its canary once it has soaked, when the value is the
+/// canary's key (`kubectl partitioning promote` writes it).
+inline constexpr const char* promote_canary_annotation = "infrastructure.silogen.ai/promote-canary";
+
 /// The condition types of a PartitioningPlan's status.
 namespace plan_condition {
 inline constexpr const char* invalid = "Invalid";
@@ -184,6 +346,8 @@ inline constexpr const char* paused = "Paused";
 inline constexpr const char* progressing = "Progressing";
 inline constexpr const char* degraded = "Degraded";
 inline constexpr const char* completed = "Completed";
+inline constexpr const char* outside_window = "OutsideWindow";
+inline constexpr const char* canary = "Canary";
 } // namespace plan_condition
 
 } // namespace gpu_partitioner::protocol

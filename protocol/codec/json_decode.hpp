@@ -165,12 +165,13 @@ inline bool decode_scalar(const rapidjson::Value& v, double& out, decode_context
   return true;
 }
 
-inline bool decode_scalar(const rapidjson::Value& v, int_or_percent& out, decode_context& cx) {
-  std::optional<result<int_or_percent>> parsed;
+template <std::int32_t Min>
+bool decode_scalar(const rapidjson::Value& v, basic_int_or_percent<Min>& out, decode_context& cx) {
+  std::optional<result<basic_int_or_percent<Min>>> parsed;
   if (v.IsInt64())
-    parsed = int_or_percent::parse(v.GetInt64());
+    parsed = basic_int_or_percent<Min>::parse(v.GetInt64());
   else if (v.IsString())
-    parsed = int_or_percent::parse(view(v));
+    parsed = basic_int_or_percent<Min>::parse(view(v));
   else if (v.IsUint64())
     return cx.fail("expected a 32-bit integer, got " + std::to_string(v.GetUint64()));
   else

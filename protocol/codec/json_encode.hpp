@@ -59,7 +59,7 @@ void encode_value(const T& v, rapidjson::Value& out, json_allocator& a) {
   } else if constexpr (is_named_enum_v<T>) {
     // The table's names are string literals: no copy needed.
     out.SetString(detail::literal(to_string(v)));
-  } else if constexpr (std::is_same_v<T, int_or_percent>) {
+  } else if constexpr (is_int_or_percent<T>::value) {
     if (v.is_percent()) {
       const std::string s = v.to_string();
       out.SetString(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);

@@ -3350,3 +3350,171 @@ BOOST_AUTO_TEST_CASE(a_gpu_pod_tolerating_the_taint_is_evicted_and_a_daemon_sets
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// -- soak (spec.soakSeconds): the token held while the node stays verified and healthy --
+
+namespace {
+
+// A node verified at t0 by this run, back in service, soaking for `seconds`.
+world soaking_world(std::int64_t seconds) {
+  world w;
+  w.in.item.spec.soak_seconds = seconds;
+  w.at(node_phase::succeeded).partitioned();
+  w.status().history.back().reason = "Verified";
+  w.status().completed_at = gp::format_time(t0);
+  return w;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(soak)
+
+BOOST_AUTO_TEST_CASE(a_soaking_node_holds_its_token_until_the_soak_ends) {
+  auto w = soaking_world(300);
+  w.later(100s);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(s.in_flight);
+  BOOST_TEST(s.soaking);
+  BOOST_TEST(condition_of(w, s, "Soaked") == "False/Soaking");
+  // It looks again when the soak ends, even if nothing changes.
+  BOOST_TEST(s.requeue.count() == 200001);
+  BOOST_TEST(no_node_writes(s));
+}
+
+BOOST_AUTO_TEST_CASE(the_soak_ends_at_completion_plus_its_length_across_a_restart) {
+  // The soak's start is the recorded completion: a restarted operator neither resets nor
+  // skips it.
+  auto w = soaking_world(300);
+  w.later(299s);
+  BOOST_TEST(w.step().in_flight);
+  w.later(300s);
+  auto s = w.step();
+  BOOST_TEST(!s.in_flight);
+  BOOST_TEST(!s.soaking);
+  BOOST_TEST(condition_of(w, s, "Soaked") == "True/Soaked");
+}
+
+BOOST_AUTO_TEST_CASE(no_soak_without_soak_seconds) {
+  auto w = soaking_world(0);
+  w.in.item.spec.soak_seconds.reset();
+  auto s = w.step();
+  BOOST_TEST(!s.in_flight);
+  BOOST_TEST(condition_of(w, s, "Soaked") == "-");
+}
+
+BOOST_AUTO_TEST_CASE(a_node_found_in_the_target_state_has_nothing_to_soak) {
+  world w;
+  w.in.item.spec.soak_seconds = 300;
+  w.partitioned();
+  auto s = w.step(); // Pending: already partitioned as wanted
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  w.in.item.status = *s.status;
+  auto again = w.step();
+  BOOST_TEST(!again.in_flight);
+  BOOST_TEST(condition_of(w, again, "Soaked") == "True/NothingToSoak");
+}
+
+BOOST_AUTO_TEST_CASE(a_retry_that_finds_the_node_in_the_target_state_soaks) {
+  // A node failed (its GPUs checked by an admin) and retried: its new success is watched.
+  auto w = soaking_world(300);
+  auto& h = w.status().history;
+  h.back() = {node_phase::failed, gp::format_time(t0), "SoakFailed", "failed"};
+  h.push_back({node_phase::pending, gp::format_time(t0), "Retry", ""});
+  h.push_back({node_phase::succeeded, gp::format_time(t0), "AlreadyInTargetState", ""});
+  w.status().phase = node_phase::succeeded;
+  w.later(10s);
+  auto s = w.step();
+  BOOST_TEST(s.in_flight);
+  BOOST_TEST(condition_of(w, s, "Soaked") == "False/Soaking");
+}
+
+struct soak_case {
+  const char* name;
+  std::function<void(world&)> harm;
+  const char* reason;
+};
+
+std::ostream& operator<<(std::ostream& os, const soak_case& c) {
+  return os << c.name;
+}
+
+const soak_case soak_cases[] = {
+    {"not ready", [](world& w) { w.node().ready = false; }, "NodeNotReady"},
+    {"ready label gone", [](world& w) { w.node().labels.erase(ready_label); }, "VerificationLost"},
+    {"allocatable changed", [](world& w) { w.node().allocatable[gpu] = "8"; }, "VerificationLost"},
+    {"state label failure", [](world& w) { w.node().labels[gc::dcm_state_label] = "failure"; },
+     "DCMFailed"},
+    {"new DCM failure event", [](world& w) { w.dcm_event("PartitionRetrying"); }, "DCMFailed"},
+    {"GPU pod crash-looping",
+     [](world& w) {
+       auto p = pod("trainer");
+       p.gpus = 8;
+       p.crash_looping = true;
+       p.restarts = 3;
+       w.with(p);
+     },
+     "PodCrashLooping"},
+    {"device plugin crash-looping",
+     [](world& w) {
+       auto p = daemon_pod("device-plugin-x");
+       p.device_plugin = true;
+       p.crash_looping = true;
+       p.restarts = 5;
+       w.with(p);
+     },
+     "PodCrashLooping"},
+};
+
+BOOST_DATA_TEST_CASE(a_problem_during_the_soak_fails_the_node_in_service, bdata::make(soak_cases),
+                     c) {
+  auto w = soaking_world(300);
+  w.later(60s);
+  c.harm(w);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "SoakFailed");
+  BOOST_TEST(condition_of(w, s, "Soaked") == std::string("False/") + c.reason);
+  BOOST_TEST(has_event(s, "SoakFailed", true, "Warning"));
+  // Left in service as it is: no cordon, no taint.
+  BOOST_TEST(no_node_writes(s));
+  BOOST_TEST(!s.in_flight);
+}
+
+BOOST_AUTO_TEST_CASE(what_does_not_fail_a_soak) {
+  auto w = soaking_world(300);
+  w.later(60s);
+  // DCM's success Event from the run itself (at t0, not after), a crash-looping pod that
+  // holds no GPU, one with fewer restarts than the bound.
+  auto web = pod("web");
+  web.crash_looping = true;
+  web.restarts = 10;
+  auto young = pod("young");
+  young.gpus = 1;
+  young.crash_looping = true;
+  young.restarts = 2;
+  w.with(web).with(young);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(s.soaking);
+}
+
+BOOST_AUTO_TEST_CASE(after_the_soak_a_problem_is_not_the_soaks) {
+  auto w = soaking_world(300);
+  w.later(301s);
+  w.node().ready = false;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(!s.in_flight);
+}
+
+BOOST_AUTO_TEST_CASE(the_token_stays_while_the_node_is_being_returned) {
+  // Verified this step, the uncordon not yet seen: the soak has not begun, the token stays.
+  auto w = soaking_world(300);
+  w.cordoned_by_us();
+  auto s = w.step();
+  BOOST_TEST(cordon_write(s) == "uncordon");
+  BOOST_TEST(s.in_flight);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -65,7 +65,7 @@ struct model {
   std::set<std::string> tokens;
 
   bool down(const std::string& name, const gc::governor_node& f) const {
-    return f.unavailable || f.in_flight || tokens.count(name) > 0;
+    return f.unavailable || f.failed || f.in_flight || tokens.count(name) > 0;
   }
   std::int32_t unavailable() const {
     std::int32_t n = 0;
@@ -79,11 +79,15 @@ struct model {
       return mu.value();
     return std::max<std::int32_t>(1, static_cast<std::int32_t>(nodes.size()) * mu.value() / 100);
   }
-  bool any_failed() const {
-    return std::any_of(nodes.begin(), nodes.end(), [](const auto& kv) { return kv.second.failed; });
+  bool over_failure_budget() const {
+    return std::count_if(nodes.begin(), nodes.end(),
+                         [](const auto& kv) { return kv.second.failed; }) > limits.max_failures;
   }
   bool candidate(const std::string& name, const gc::governor_node& f) const {
     return f.wants_token && !f.failed && tokens.count(name) == 0;
+  }
+  bool allowed(const std::string& name) const {
+    return !limits.only || limits.only->count(name) > 0;
   }
   bool any_candidate() const {
     return std::any_of(nodes.begin(), nodes.end(),
@@ -92,11 +96,11 @@ struct model {
   // The nodes grant() must start now, in order, and the tokens afterwards.
   std::vector<std::string> grants() const {
     std::vector<std::string> out;
-    if (limits.paused || (limits.stop_on_failure && any_failed()))
+    if (limits.paused || over_failure_budget())
       return out;
     model after = *this;
     for (const auto& [name, f] : nodes) {
-      if (!after.candidate(name, f))
+      if (!after.candidate(name, f) || !allowed(name))
         continue;
       if (static_cast<std::int32_t>(after.tokens.size()) + 1 > limits.max_parallel)
         continue;
@@ -189,7 +193,15 @@ private:
     l.max_unavailable = chance(50) ? gp::int_or_percent::count(1 + pick(5))
                                    : gp::int_or_percent::percent(percents[pick(6)]);
     l.paused = chance(15);
-    l.stop_on_failure = !chance(15);
+    l.max_failures = chance(70) ? 0 : pick(3);
+    if (chance(10)) {
+      // A canary or a closed window: only some nodes (or none) may start.
+      std::set<std::string> only;
+      for (int i = 0; i < 8; ++i)
+        if (chance(50))
+          only.insert(name_of(i));
+      l.only = only;
+    }
     return l;
   }
 
@@ -200,7 +212,8 @@ private:
     model_.limits = l;
     event_ = "set_limits(maxParallel=" + std::to_string(l.max_parallel) +
              ", maxUnavailable=" + l.max_unavailable.to_string() + (l.paused ? ", paused" : "") +
-             (l.stop_on_failure ? "" : ", no stop_on_failure") + ")";
+             ", maxFailures=" + std::to_string(l.max_failures) +
+             (l.only ? ", only " + std::to_string(l.only->size()) + " nodes" : "") + ")";
     check();
   }
 
@@ -401,8 +414,8 @@ private:
       return fail(std::string("no candidate, yet holding() is ") + gc::to_string(reason));
     if (model_.any_candidate() && model_.limits.paused && reason != gc::hold_reason::paused)
       return fail(std::string("paused, yet holding() is ") + gc::to_string(reason));
-    if (model_.any_candidate() && !model_.limits.paused && model_.limits.stop_on_failure &&
-        model_.any_failed() && reason != gc::hold_reason::failed_node)
+    if (model_.any_candidate() && !model_.limits.paused && model_.over_failure_budget() &&
+        reason != gc::hold_reason::failed_node)
       return fail(std::string("a node failed, yet holding() is ") + gc::to_string(reason));
   }
 
@@ -435,12 +448,12 @@ BOOST_DATA_TEST_CASE(every_grant_matches_the_model_and_keeps_the_limits, bdata::
   // The run exercised what it claims to: many grants, grants to nodes that were already
   // down, nodes found in flight, and every reason for holding back.
   BOOST_TEST(stats.grant_calls >= events_per_seed / 6);
-  BOOST_TEST(stats.nodes_granted >= 500);
+  BOOST_TEST(stats.nodes_granted >= 400);
   BOOST_TEST(stats.grants_to_already_unavailable >= 1);
   BOOST_TEST(stats.observed_in_flight_without_grant >= 1);
   for (auto r : {gc::hold_reason::none, gc::hold_reason::paused, gc::hold_reason::failed_node,
                  gc::hold_reason::max_parallel, gc::hold_reason::max_unavailable,
-                 gc::hold_reason::no_candidates})
+                 gc::hold_reason::not_allowed, gc::hold_reason::no_candidates})
     BOOST_TEST(stats.reasons.count(r) == 1u, "never saw holding() == " << gc::to_string(r));
 }
 

@@ -304,7 +304,7 @@ BOOST_AUTO_TEST_CASE(maxUnavailable_counts_not_ready_nodes_that_want_nothing) {
 
 BOOST_AUTO_TEST_CASE(maxUnavailable_counts_failed_and_cordoned_nodes) {
   auto l = limits(3, count(1));
-  l.stop_on_failure = false;
+  l.max_failures = 10;
   auto g = governor(l, {{"node-a", failed_cordoned()}, {"node-b", waiting()}});
   BOOST_TEST(g.unavailable() == 1);
   BOOST_TEST(joined(g.grant()) == "");
@@ -399,7 +399,7 @@ BOOST_AUTO_TEST_CASE(paused_from_the_start_grants_nothing_until_unpaused) {
 BOOST_AUTO_TEST_CASE(failed_node_stops_the_rollout) {
   auto g = governor(limits(2, count(5)),
                     {{"node-a", failed_cordoned()}, {"node-b", waiting()}, {"node-c", waiting()}});
-  BOOST_TEST(g.limits().stop_on_failure);
+  BOOST_TEST(g.limits().max_failures == 0);
   BOOST_TEST(joined(g.grant()) == "");
   BOOST_TEST(holding(g) == "NodeFailed");
 }
@@ -435,14 +435,91 @@ BOOST_AUTO_TEST_CASE(clearing_failed_resumes_the_rollout) {
   BOOST_TEST(joined(g.grant()) == "node-a,node-b");
 }
 
-BOOST_AUTO_TEST_CASE(without_stop_on_failure_a_failed_node_is_never_started_but_others_are) {
+BOOST_AUTO_TEST_CASE(within_maxFailures_a_failed_node_is_never_started_but_others_are) {
   auto l = limits(2, count(5));
-  l.stop_on_failure = false;
+  l.max_failures = 1;
   auto failed_waiting = failed_cordoned();
   failed_waiting.wants_token = true;
   auto g = governor(l, {{"node-a", failed_waiting}, {"node-b", waiting()}, {"node-c", waiting()}});
   BOOST_TEST(joined(g.grant()) == "node-b,node-c");
   BOOST_TEST(!g.holds("node-a"));
+}
+
+BOOST_AUTO_TEST_CASE(maxFailures_counts_failures_before_stopping) {
+  // Budget arithmetic: with maxFailures 1, one failure lets the rest go; a second stops.
+  auto l = limits(2, count(5));
+  l.max_failures = 1;
+  auto g = governor(l, {{"node-a", failed_cordoned()},
+                        {"node-b", waiting()},
+                        {"node-c", waiting()},
+                        {"node-d", waiting()}});
+  BOOST_TEST(g.failed() == 1);
+  BOOST_TEST(joined(g.grant()) == "node-b,node-c");
+  g.observe("node-b", failed_cordoned());
+  g.release("node-b");
+  BOOST_TEST(g.failed() == 2);
+  BOOST_TEST(joined(g.grant()) == "");
+  BOOST_TEST(holding(g) == "NodeFailed");
+  // node-c still finishes: it holds its token.
+  BOOST_TEST(g.holds("node-c"));
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_node_back_in_service_still_counts_unavailable) {
+  // A failure returned to service (its GPUs were never touched) is not cordoned, yet it
+  // keeps counting against maxUnavailable.
+  auto l = limits(3, count(1));
+  l.max_failures = 5;
+  gc::governor_node failed_in_service;
+  failed_in_service.failed = true;
+  auto g = governor(l, {{"node-a", failed_in_service}, {"node-b", waiting()}});
+  BOOST_TEST(g.unavailable() == 1);
+  BOOST_TEST(joined(g.grant()) == "");
+  BOOST_TEST(holding(g) == "MaxUnavailableReached");
+}
+
+// -- soak --
+
+BOOST_AUTO_TEST_CASE(a_soaking_node_holds_its_token_but_is_not_unavailable) {
+  auto g = governor(limits(1, count(1)), {{"node-a", waiting()}, {"node-b", waiting()}});
+  BOOST_TEST(joined(g.grant()) == "node-a");
+  gc::governor_node soaking;
+  soaking.in_flight = true;
+  soaking.soaking = true;
+  g.observe("node-a", soaking);
+  BOOST_TEST(g.holds("node-a"));
+  BOOST_TEST(g.unavailable() == 0);
+  BOOST_TEST(joined(g.grant()) == "");
+  BOOST_TEST(holding(g) == "MaxParallelReached");
+  // Its soak over, the token goes back and the next node starts.
+  g.release("node-a");
+  g.observe("node-a", done());
+  BOOST_TEST(joined(g.grant()) == "node-b");
+}
+
+BOOST_AUTO_TEST_CASE(a_soaking_node_leaves_room_under_maxUnavailable) {
+  auto g = governor(limits(2, count(1)), {{"node-a", waiting()}, {"node-b", waiting()}});
+  BOOST_TEST(joined(g.grant()) == "node-a");
+  gc::governor_node soaking;
+  soaking.in_flight = true;
+  soaking.soaking = true;
+  g.observe("node-a", soaking);
+  BOOST_TEST(joined(g.grant()) == "node-b");
+}
+
+// -- only (canary, windows) --
+
+BOOST_AUTO_TEST_CASE(only_the_allowed_nodes_start) {
+  auto l = limits(3, count(3));
+  l.only = std::set<std::string>{"node-b"};
+  auto g = governor(l, {{"node-a", waiting()}, {"node-b", waiting()}, {"node-c", waiting()}});
+  BOOST_TEST(joined(g.grant()) == "node-b");
+  BOOST_TEST(holding(g) == "NotAllowedYet");
+  l.only = std::set<std::string>{};
+  g.set_limits(l);
+  BOOST_TEST(joined(g.grant()) == "");
+  l.only.reset();
+  g.set_limits(l);
+  BOOST_TEST(joined(g.grant()) == "node-a,node-c");
 }
 
 // -- forget --

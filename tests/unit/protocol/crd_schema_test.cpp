@@ -185,14 +185,13 @@ private:
           crd.push_back(str(v));
       if (crd != table)
         problem(path, "enum values differ from the C++ table");
-    } else if constexpr (std::is_same_v<M, gp::int_or_percent>) {
+    } else if constexpr (gp::is_int_or_percent<M>::value) {
       const Value* flag = member(schema, "x-kubernetes-int-or-string");
       if (!flag || !flag->IsBool() || !flag->GetBool() || member(schema, "type"))
         problem(path, "is not x-kubernetes-int-or-string without a type");
-      same_number(schema, "minimum",
-                  std::optional<std::int64_t>(gp::int_or_percent::schema_minimum), path);
+      same_number(schema, "minimum", std::optional<std::int64_t>(M::schema_minimum), path);
       same_number(schema, "maximum", int32_maximum<std::int32_t>(), path);
-      same_string(schema, "pattern", gp::int_or_percent::schema_pattern, path);
+      same_string(schema, "pattern", M::schema_pattern, path);
     } else if constexpr (codec::is_vector<M>::value) {
       if (!expect_type(schema, "array", path))
         return;
