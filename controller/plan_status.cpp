@@ -167,14 +167,16 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
                     : "no node failed",
                 now, gen);
   if (st.window) {
+    std::string message =
+        gate.outside_window.empty()
+            ? "inside a change window" +
+                  (st.window->closes_at.empty() ? std::string() : " until " + st.window->closes_at)
+            : gate.outside_window;
+    if (!gate.warnings.empty())
+      message += "; " + listed(gate.warnings);
     set_condition(st, protocol::plan_condition::outside_window, !gate.outside_window.empty(),
-                  gate.outside_window.empty() ? "InsideWindow" : "OutsideWindow",
-                  gate.outside_window.empty()
-                      ? "inside a change window" + (st.window->closes_at.empty()
-                                                        ? std::string()
-                                                        : " until " + st.window->closes_at)
-                      : gate.outside_window,
-                  now, gen);
+                  gate.outside_window.empty() ? "InsideWindow" : "OutsideWindow", message, now,
+                  gen);
   } else {
     drop_condition(st, protocol::plan_condition::outside_window);
   }

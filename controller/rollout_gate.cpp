@@ -82,7 +82,8 @@ bool heard_from(const protocol::node_partitioning& item) {
   if (*item.status.phase != node_phase::pending)
     return true;
   return condition_of(item, protocol::node_condition::started) != nullptr ||
-         condition_of(item, protocol::node_condition::preflight) != nullptr;
+         condition_of(item, protocol::node_condition::preflight) != nullptr ||
+         condition_of(item, protocol::node_condition::dry_run) != nullptr;
 }
 
 // Waiting for a token under the desired state it should have: a node the canary can try.
@@ -91,6 +92,10 @@ bool candidate(const protocol::node_partitioning& item, const std::string& wante
     return false;
   if (item.status.phase.value_or(node_phase::pending) != node_phase::pending)
     return false;
+  // A dry run's node that would start: its preview found nothing in the way.
+  if (item.spec.dry_run)
+    return item.status.preview && !item.status.preview->already_in_target_state &&
+           item.status.preview->findings.empty();
   const auto* started = condition_of(item, protocol::node_condition::started);
   return started && started->reason == "WaitingForToken";
 }
@@ -237,6 +242,13 @@ canary_outcome decide_canary(const gate_inputs& in, const protocol::canary_polic
       list += (list.empty() ? "" : "; ") + f;
     st.message = "canary node(s) failed: " + list +
                  "; no other node starts (retry a failed node, or change the plan)";
+    out.only = std::set<std::string>{};
+    return out;
+  }
+  if (plan.spec.dry_run) {
+    st.phase = canary_phase::in_progress;
+    st.message = "dry run: these " + std::to_string(members.size()) +
+                 " node(s) would be the canary; nothing starts";
     out.only = std::set<std::string>{};
     return out;
   }

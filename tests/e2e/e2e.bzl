@@ -3,7 +3,7 @@ real local control plane. It runs alone ("exclusive": the operator acts on every
 the cluster), is never cached ("external": its result depends on a live cluster), and runs
 outside the sandbox ("local")."""
 
-def e2e_test(name, srcs = None):
+def e2e_test(name, srcs = None, data = []):
     native.cc_test(
         name = name,
         size = "enormous",
@@ -13,7 +13,7 @@ def e2e_test(name, srcs = None):
             "//manifests/samples",
             "//tools/simulator:dcm-config.json",
             "//tools/simulator:gpu-sim",
-        ],
+        ] + data,
         tags = [
             "exclusive",
             "external",

@@ -104,4 +104,106 @@ BOOST_AUTO_TEST_CASE(thousands_of_failed_nodes_fit_one_condition_message) {
   BOOST_TEST(st.nodes.failed == 3000);
 }
 
+namespace {
+
+// Items in these phases (succeeded ones verified at t0, soaking for `soak` seconds).
+struct items_of {
+  std::vector<gp::node_partitioning> items;
+  std::map<std::string, const gp::node_partitioning*> by_name() const {
+    std::map<std::string, const gp::node_partitioning*> m;
+    for (const auto& i : items)
+      m[i.metadata.name] = &i;
+    return m;
+  }
+  items_of& add(gp::node_phase phase, std::int64_t soak = 0) {
+    gp::node_partitioning i;
+    i.metadata.name = "p-n" + std::to_string(items.size());
+    i.spec.node_name = "n" + std::to_string(items.size());
+    i.status.phase = phase;
+    if (soak > 0)
+      i.spec.soak_seconds = soak;
+    if (phase == gp::node_phase::succeeded) {
+      i.status.completed_at = gp::format_time(t0);
+      i.status.history = {{gp::node_phase::verifying, gp::format_time(t0), "", ""},
+                          {gp::node_phase::succeeded, gp::format_time(t0), "Verified", ""}};
+    }
+    items.push_back(i);
+    return *this;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(failures_within_maxFailures_keep_the_plan_progressing) {
+  items_of it;
+  it.add(gp::node_phase::failed).add(gp::node_phase::succeeded).add(gp::node_phase::pending);
+  gc::gate_decision gate;
+  gate.max_failures = 1;
+  auto st = gc::aggregate_plan_status(plan(), {}, it.by_name(), {}, t0, gate);
+  BOOST_TEST((*st.phase == gp::plan_phase::progressing));
+  const auto* c = condition(st, "Degraded");
+  BOOST_TEST_REQUIRE(c != nullptr);
+  BOOST_TEST(c->reason == "NodesFailed");
+  BOOST_TEST(contains(c->message, "within maxFailures (1): the rollout goes on"));
+  // The rest done: the plan ends Degraded, with its failure on record.
+  it.items[2].status.phase = gp::node_phase::succeeded;
+  st = gc::aggregate_plan_status(plan(), {}, it.by_name(), st, t0, gate);
+  BOOST_TEST((*st.phase == gp::plan_phase::degraded));
+  // Past the budget: Degraded at once.
+  it.items[2].status.phase = gp::node_phase::failed;
+  st = gc::aggregate_plan_status(plan(), {}, it.by_name(), st, t0, gate);
+  BOOST_TEST(
+      contains(condition(st, "Degraded")->message, "no further nodes start (maxFailures 1)"));
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_canary_degrades_the_plan) {
+  items_of it;
+  it.add(gp::node_phase::failed).add(gp::node_phase::pending);
+  gc::gate_decision gate;
+  gate.max_failures = 5;
+  gp::canary_status canary;
+  canary.key = "k";
+  canary.phase = gp::canary_phase::failed;
+  canary.message = "canary node(s) failed: n0";
+  gate.canary = canary;
+  auto st = gc::aggregate_plan_status(plan(), {}, it.by_name(), {}, t0, gate);
+  BOOST_TEST((*st.phase == gp::plan_phase::degraded));
+  BOOST_TEST(condition(st, "Degraded")->reason == "CanaryFailed");
+  BOOST_TEST(condition(st, "Canary")->reason == "CanaryFailed");
+  BOOST_TEST((condition(st, "Canary")->status == gp::condition_status::false_));
+  BOOST_TEST(st.canary->message == "canary node(s) failed: n0");
+}
+
+BOOST_AUTO_TEST_CASE(soaking_nodes_are_counted_and_keep_the_plan_from_completing) {
+  items_of it;
+  it.add(gp::node_phase::succeeded, 300).add(gp::node_phase::succeeded);
+  auto st = gc::aggregate_plan_status(plan(), {}, it.by_name(), {}, t0 + std::chrono::seconds(10));
+  BOOST_TEST(st.nodes.soaking == 1);
+  BOOST_TEST((*st.phase == gp::plan_phase::progressing));
+  BOOST_TEST(contains(condition(st, "Progressing")->message, "1 node(s) in flight"));
+  st = gc::aggregate_plan_status(plan(), {}, it.by_name(), st, t0 + std::chrono::seconds(300));
+  BOOST_TEST(st.nodes.soaking == 0);
+  BOOST_TEST((*st.phase == gp::plan_phase::completed));
+}
+
+BOOST_AUTO_TEST_CASE(outside_the_windows_the_condition_says_when_nodes_may_start) {
+  gc::gate_decision gate;
+  gp::window_status w;
+  w.next_start = "2026-12-02T22:00:00Z";
+  gate.window = w;
+  gate.outside_window = "outside every change window; nodes may start from 2026-12-02T22:00:00Z";
+  gate.warnings = {"spec.rollout.windows[1] is never open for minWindowRemainingSeconds"};
+  auto st = gc::aggregate_plan_status(plan(), {}, {}, {}, t0, gate);
+  const auto* c = condition(st, "OutsideWindow");
+  BOOST_TEST_REQUIRE(c != nullptr);
+  BOOST_TEST((c->status == gp::condition_status::true_));
+  BOOST_TEST(contains(c->message, "from 2026-12-02T22:00:00Z"));
+  BOOST_TEST(contains(c->message, "windows[1] is never open"));
+  BOOST_TEST(st.window->next_start == "2026-12-02T22:00:00Z");
+  // Without windows the condition goes.
+  st = gc::aggregate_plan_status(plan(), {}, {}, st, t0, {});
+  BOOST_TEST(condition(st, "OutsideWindow") == nullptr);
+  BOOST_TEST(!st.window);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

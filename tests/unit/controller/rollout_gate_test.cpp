@@ -490,6 +490,26 @@ BOOST_AUTO_TEST_CASE(the_canary_is_kept_across_a_restart) {
   BOOST_TEST(joined(d.only) == "plan-t-0");
 }
 
+BOOST_AUTO_TEST_CASE(a_dry_run_names_the_canary_it_would_take) {
+  fleet f(3, 0);
+  f.plan.spec.dry_run = true;
+  f.plan.spec.rollout.canary = gp::canary_policy{};
+  for (auto& [name, it] : f.items) {
+    it.spec.dry_run = true;
+    it.status = {};
+    it.status.phase = node_phase::pending;
+    fleet::set(it, gp::node_condition::dry_run, true, "DryRun");
+    it.status.preview = gp::dry_run_preview{};
+  }
+  f.item("t-0").status.preview->already_in_target_state = true;
+  f.item("t-1").status.preview->findings = {"NotAGPUNode: no amd.com/gpu"};
+  auto d = f.decide();
+  BOOST_TEST(joined(d.canary->nodes) == "t-2");
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(d.canary->message.find("dry run") == 0u);
+  BOOST_TEST(joined(d.only) == "");
+}
+
 BOOST_AUTO_TEST_CASE(windows_and_canary_both_hold) {
   fleet f(3, 0);
   f.plan.spec.rollout.canary = gp::canary_policy{};

@@ -50,8 +50,11 @@ BOOST_AUTO_TEST_SUITE(samples_round_trip)
 
 BOOST_AUTO_TEST_CASE(every_sample_file_is_covered_by_this_suite) {
   const std::set<std::string> covered = {
-      "dcm-payload-configmaps.yaml", "nodepartitioning-training-pool-partition-gpu-node-02.yaml",
-      "plan-training-pool-partition.yaml", "profile-mi300x-cpx-nps4.yaml",
+      "dcm-payload-configmaps.yaml",
+      "nodepartitioning-training-pool-partition-gpu-node-02.yaml",
+      "plan-training-pool-partition.yaml",
+      "plan-night-window-canary.yaml",
+      "profile-mi300x-cpx-nps4.yaml",
       "profile-mi300x-spx-nps1.yaml"};
   for (const auto& file : gpt::files_in(samples, ".yaml"))
     BOOST_TEST(covered.count(file) == 1u, file << " has no round-trip test");
@@ -67,6 +70,27 @@ BOOST_AUTO_TEST_CASE(spx_profile_round_trips) {
 
 BOOST_AUTO_TEST_CASE(plan_round_trips) {
   check_round_trip<gp::partitioning_plan>("plan-training-pool-partition.yaml");
+}
+
+BOOST_AUTO_TEST_CASE(night_plan_round_trips) {
+  check_round_trip<gp::partitioning_plan>("plan-night-window-canary.yaml");
+}
+
+BOOST_AUTO_TEST_CASE(night_plan_has_its_window_canary_soak_and_budget) {
+  const auto plan = decode_sample<gp::partitioning_plan>("plan-night-window-canary.yaml");
+  const auto& r = plan.spec.rollout;
+  BOOST_TEST_REQUIRE(r.windows.size() == 1u);
+  BOOST_TEST(r.windows[0].days.size() == 5u);
+  BOOST_TEST(r.windows[0].start == "22:00");
+  BOOST_TEST(r.windows[0].end == "05:00");
+  BOOST_TEST(r.windows[0].time_zone == "Europe/Berlin");
+  BOOST_TEST((r.min_window_remaining_seconds == std::int64_t{3600}));
+  BOOST_TEST_REQUIRE(r.canary.has_value());
+  BOOST_TEST(r.canary->nodes->value() == 1);
+  BOOST_TEST(r.canary->soak() == 1800);
+  BOOST_TEST((r.canary->promotion_mode() == gp::canary_promotion::manual));
+  BOOST_TEST((r.node_soak_seconds == std::int64_t{600}));
+  BOOST_TEST(r.max_failures->resolve(10) == 1);
 }
 
 BOOST_AUTO_TEST_CASE(node_item_round_trips) {

@@ -1,0 +1,342 @@
+// When and how far a rollout may go (issue 24), end to end on the real control plane with
+// gpu-sim: a change window that opens after the plan is applied, a canary promoted
+// automatically and one promoted with `kubectl partitioning promote`, a canary whose node
+// fails, and a failure budget that lets the rest complete.
+#include "tests/e2e/support/e2e.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace gpu_partitioner;
+using namespace gpu_partitioner::e2e;
+using namespace std::chrono_literals;
+namespace utf = boost::unit_test;
+
+namespace {
+
+const char* cpx_nps4 = R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
+                       R"("memoryPartition":"NPS4","numGPUsAssigned":8}]})";
+
+node_spec training(const std::string& fault = {}) {
+  node_spec s;
+  s.pool = "training-gpu";
+  s.fault = fault;
+  return s;
+}
+
+std::string profile_spec(const e2e_cluster& c) {
+  return R"({"targetSelector":{"matchLabels":{"gpu.vendor":"amd","gpu.family":"mi300x"}},)"
+         R"("expectedResources":[{"name":"amd.com/gpu","count":64}],)"
+         R"("verification":{"timeoutSeconds":20},"operatorPayload":{"kind":"ConfigMap",)"
+         R"("name":"cpx","namespace":)" +
+         quoted(c.ns) + R"(,"profileName":)" + quoted("e2e-cpx-" + c.key) + "}}";
+}
+
+/// One entry over the test's nodes; `rollout` is more of spec.rollout.
+std::string plan_spec(const e2e_cluster& c, const std::string& profile, int max_parallel,
+                      const std::string& rollout, const std::string& drain = {}) {
+  return R"({"rollout":{"maxParallel":)" + std::to_string(max_parallel) +
+         R"(,"maxUnavailable":3,"drainPolicy":{"timeoutSeconds":120)" +
+         (drain.empty() ? "" : "," + drain) + "}" + (rollout.empty() ? "" : "," + rollout) +
+         R"(},"verification":{"requirePluginResources":["amd.com/gpu"],"timeoutSeconds":20},)"
+         R"("partitionings":[{"name":"all","selector":)" +
+         c.selector() + R"(,"profileRef":{"kind":"PartitioningProfile","name":)" + quoted(profile) +
+         "}}]}";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// The plan's status member at `path` as text ("" if absent).
+std::string plan_status(e2e_cluster& c, const std::string& plan,
+                        std::initializer_list<const char*> path) {
+  auto p = c.get(plans, plan);
+  if (!p)
+    return {};
+  const rapidjson::Value* v = kube::find_path(*p, {"status"});
+  for (const char* key : path) {
+    if (!v || !v->IsObject() || !v->HasMember(key))
+      return {};
+    v = &(*v)[key];
+  }
+  if (v->IsString())
+    return v->GetString();
+  if (v->IsBool())
+    return v->GetBool() ? "true" : "false";
+  if (v->IsArray()) {
+    std::string out;
+    for (const auto& x : v->GetArray())
+      out += (out.empty() ? "" : ",") + std::string(x.IsString() ? x.GetString() : "?");
+    return out;
+  }
+  return {};
+}
+
+/// "Status/Reason: message" of the plan's condition `type`, "" if absent.
+std::string plan_condition(e2e_cluster& c, const std::string& plan, const std::string& type) {
+  auto p = c.get(plans, plan);
+  if (!p)
+    return {};
+  const auto* conditions = kube::find_path(*p, {"status", "conditions"});
+  if (!conditions || !conditions->IsArray())
+    return {};
+  for (const auto& x : conditions->GetArray())
+    if (kube::string_at(x, "type") == type)
+      return kube::string_at(x, "status") + "/" + kube::string_at(x, "reason") + ": " +
+             kube::string_at(x, "message");
+  return {};
+}
+
+/// The reasons of the Events about the plan.
+std::vector<std::string> plan_events(e2e_cluster& c, const std::string& plan) {
+  std::vector<std::string> out;
+  kube::list_options about;
+  about.field_selector = "involvedObject.kind=PartitioningPlan,involvedObject.name=" + plan;
+  if (auto events = c.api.list(kube::resources::events(), "", about); events.ok())
+    for (const auto& e : events.value()["items"].GetArray())
+      out.push_back(kube::string_at(e, "reason"));
+  return out;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+/// Nodes of the plan that ever started (an item in flight, or with a startedAt).
+std::vector<std::string> started(const std::vector<item_view>& items) {
+  std::vector<std::string> out;
+  for (const auto& i : items)
+    if (!i.started_at.empty() || i.in_flight())
+      out.push_back(i.node);
+  return out;
+}
+
+struct plugin_result {
+  int status = -1;
+  std::string output;
+};
+
+/// kubectl-partitioning (the plugin binary) with `args`, against $KUBECONFIG.
+plugin_result run_plugin(const std::vector<std::string>& args) {
+  std::string command = runfile("cli/kubectl-partitioning");
+  for (const auto& a : args)
+    command += " '" + a + "'";
+  command += " 2>&1";
+  plugin_result r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr)
+    return r;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr)
+    r.output += buf;
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+struct fixture {
+  e2e_cluster c;
+  std::string profile;
+  void start(const std::vector<std::string>& faults) {
+    std::vector<std::pair<std::string, node_spec>> specs;
+    for (std::size_t i = 0; i < faults.size(); ++i)
+      specs.push_back({std::string(1, static_cast<char>('a' + i)), training(faults[i])});
+    c.add_nodes(specs);
+    c.start_simulator();
+    c.start_operator();
+    c.create_payload("cpx", cpx_nps4);
+    profile = c.create_profile("cpx", profile_spec(c));
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(rollout)
+
+// A window in Asia/Kolkata (UTC+05:30) opening on the second minute boundary after the
+// plan: nothing starts before it; the node that starts in it is held by its drain past
+// the window's close and still finishes; the others wait for tomorrow's window.
+BOOST_FIXTURE_TEST_CASE(a_window_gates_starts_and_lets_a_node_in_flight_finish, fixture,
+                        *utf::timeout(420)) {
+  start({"", "", ""});
+  const auto a = c.nodes[0];
+  // A pod on a that its drain lets run for 75 s: a is in flight when the window closes.
+  c.create_deployment("trainer", 1, {{"kubernetes.io/hostname", a}});
+  E2E_REQUIRE(eventually([&] { return c.healthy_pods("trainer") == 1; }, 60s),
+              "the trainer did not start");
+  const auto now = std::chrono::system_clock::now();
+  const auto minute = std::chrono::duration_cast<std::chrono::minutes>(now.time_since_epoch());
+  const auto opens = std::chrono::system_clock::time_point(minute + 2min);
+  const auto closes = opens + 1min;
+  auto kolkata = [](std::chrono::system_clock::time_point t) {
+    const std::time_t local = std::chrono::system_clock::to_time_t(t) + 5 * 3600 + 30 * 60;
+    std::tm tm{};
+    gmtime_r(&local, &tm);
+    char buf[6];
+    std::snprintf(buf, sizeof buf, "%02d:%02d", tm.tm_hour, tm.tm_min);
+    return std::string(buf);
+  };
+  const auto plan = c.create_plan(
+      "window", plan_spec(c, profile, 1,
+                          R"("windows":[{"start":)" + quoted(kolkata(opens)) + R"(,"end":)" +
+                              quoted(kolkata(closes)) + R"(,"timeZone":"Asia/Kolkata"}])",
+                          R"("waitForCompletion":{"podSelector":{"matchLabels":{"app":"trainer"}},)"
+                          R"("timeoutSeconds":75})"));
+  E2E_REQUIRE(
+      eventually([&] { return contains(plan_condition(c, plan, "OutsideWindow"), "True/"); }, 30s),
+      c.describe(plan));
+  BOOST_TEST(plan_status(c, plan, {"window", "nextStart"}) == protocol::format_time(opens));
+  // Nothing starts before the window opens.
+  while (std::chrono::system_clock::now() < opens - 2s) {
+    BOOST_TEST_REQUIRE(started(c.plan_items(plan)).empty(), c.describe(plan));
+    std::this_thread::sleep_for(1s);
+  }
+  E2E_REQUIRE(eventually([&] { return !started(c.plan_items(plan)).empty(); }, 30s),
+              c.describe(plan));
+  auto first = c.item(plan, a);
+  BOOST_REQUIRE(first);
+  BOOST_TEST(first->started_at >= protocol::format_time(opens), first->started_at);
+  BOOST_TEST(contains(plan_condition(c, plan, "OutsideWindow"), "False/InsideWindow"));
+  // a finishes after the window closed; b and c never start.
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, a);
+                    return i && i->phase == "Succeeded";
+                  },
+                  240s),
+              c.describe(plan));
+  first = c.item(plan, a);
+  BOOST_TEST(first->completed_at >= protocol::format_time(closes),
+             "a finished at " << first->completed_at << ", the window closed at "
+                              << protocol::format_time(closes));
+  std::this_thread::sleep_for(5s);
+  const auto items = c.plan_items(plan);
+  BOOST_TEST(started(items) == std::vector<std::string>{a}, c.describe(plan));
+  BOOST_TEST(contains(plan_condition(c, plan, "OutsideWindow"), "True/OutsideWindow"),
+             plan_condition(c, plan, "OutsideWindow"));
+  BOOST_TEST(plan_status(c, plan, {"window", "nextStart"}) == protocol::format_time(opens + 24h));
+  BOOST_TEST(!c.node(a).unavailable());
+}
+
+// An automatic canary of one node with a soak: only it starts; once it has soaked the
+// canary passes (an Event says so) and the rest follow.
+BOOST_FIXTURE_TEST_CASE(a_canary_passes_its_soak_and_promotes_itself, fixture, *utf::timeout(300)) {
+  start({"", "", ""});
+  const auto plan =
+      c.create_plan("canary", plan_spec(c, profile, 3, R"("canary":{"nodes":1,"soakSeconds":8})"));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    return plan_status(c, plan, {"canary", "phase"}) == "InProgress";
+                  },
+                  30s),
+              c.describe(plan));
+  BOOST_TEST(plan_status(c, plan, {"canary", "nodes"}) == c.nodes[0]);
+  // While the canary is out, no other node starts, even with room for three.
+  const auto deadline = std::chrono::steady_clock::now() + 150s;
+  while (plan_status(c, plan, {"canary", "phase"}) != "Passed") {
+    const auto s = started(c.plan_items(plan));
+    BOOST_TEST_REQUIRE((s.empty() || s == std::vector<std::string>{c.nodes[0]}),
+                       "a node started before the canary passed: " << c.describe(plan));
+    E2E_REQUIRE(std::chrono::steady_clock::now() < deadline, c.describe(plan));
+    std::this_thread::sleep_for(200ms);
+  }
+  const auto passed_at = plan_status(c, plan, {"canary", "passedAt"});
+  const auto canary = c.item(plan, c.nodes[0]);
+  BOOST_REQUIRE(canary);
+  // It passed no sooner than its soak after it succeeded.
+  const auto done = protocol::parse_time(canary->completed_at);
+  const auto passed = protocol::parse_time(passed_at);
+  BOOST_REQUIRE(done && passed);
+  BOOST_TEST((*passed - *done >= 7s), canary->completed_at << " .. " << passed_at);
+  BOOST_TEST(contains(canary->conditions["Soaked"], "True/Soaked"), canary->conditions["Soaked"]);
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
+  for (const auto& i : c.plan_items(plan))
+    if (i.node != c.nodes[0])
+      BOOST_TEST(i.started_at >= passed_at, i.node << " started at " << i.started_at);
+  BOOST_TEST(has(plan_events(c, plan), "CanaryPassed"));
+  BOOST_TEST(contains(plan_condition(c, plan, "Canary"), "True/"));
+}
+
+// A manual canary waits after its soak until `kubectl partitioning promote`.
+BOOST_FIXTURE_TEST_CASE(a_manual_canary_waits_for_promote, fixture, *utf::timeout(300)) {
+  start({"", ""});
+  const auto plan = c.create_plan(
+      "manual", plan_spec(c, profile, 2, R"("canary":{"nodes":1,"promotion":"Manual"})"));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    return plan_status(c, plan, {"canary", "phase"}) == "AwaitingPromotion";
+                  },
+                  120s),
+              c.describe(plan));
+  // It stays waiting: the other node does not start.
+  std::this_thread::sleep_for(5s);
+  BOOST_TEST(plan_status(c, plan, {"canary", "phase"}) == "AwaitingPromotion");
+  BOOST_TEST(started(c.plan_items(plan)) == std::vector<std::string>{c.nodes[0]});
+  BOOST_TEST(has(plan_events(c, plan), "CanaryAwaitingPromotion"));
+  const auto out = run_plugin({"promote", plan});
+  BOOST_TEST(out.status == 0, out.output);
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
+  BOOST_TEST(plan_status(c, plan, {"canary", "phase"}) == "Passed");
+}
+
+// The canary node fails verification (its plugin reports 63 partitions, not 64): the
+// plan stops with CanaryFailed and no other node is touched.
+BOOST_FIXTURE_TEST_CASE(a_failed_canary_stops_the_plan_untouched, fixture, *utf::timeout(300)) {
+  start({"wrong-count", "", ""});
+  const auto b = c.nodes[1];
+  const auto cc = c.nodes[2];
+  const auto before_b = c.node(b).fingerprint();
+  const auto before_c = c.node(cc).fingerprint();
+  const auto plan = c.create_plan("failing", plan_spec(c, profile, 3, R"("canary":{"nodes":1})"));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    return plan_status(c, plan, {"canary", "phase"}) == "Failed";
+                  },
+                  120s),
+              c.describe(plan));
+  BOOST_TEST(contains(plan_condition(c, plan, "Degraded"), "True/CanaryFailed"),
+             plan_condition(c, plan, "Degraded"));
+  BOOST_TEST(contains(plan_status(c, plan, {"canary", "message"}), c.nodes[0]));
+  std::this_thread::sleep_for(5s);
+  BOOST_TEST(started(c.plan_items(plan)) == std::vector<std::string>{c.nodes[0]}, c.describe(plan));
+  BOOST_TEST(c.node(b).fingerprint() == before_b);
+  BOOST_TEST(c.node(cc).fingerprint() == before_c);
+  BOOST_TEST(c.plan_phase(plan) == "Degraded");
+  BOOST_TEST(has(plan_events(c, plan), "CanaryFailed"));
+}
+
+// maxFailures 1: the failing node is counted and the others complete.
+BOOST_FIXTURE_TEST_CASE(max_failures_one_lets_the_rest_complete, fixture, *utf::timeout(300)) {
+  start({"", "dcm-failure", ""});
+  const auto plan = c.create_plan("budget", plan_spec(c, profile, 1, R"("maxFailures":1)"));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    const auto items = c.plan_items(plan);
+                    int succeeded = 0, failed = 0;
+                    for (const auto& i : items) {
+                      succeeded += i.phase == "Succeeded";
+                      failed += i.phase == "Failed";
+                    }
+                    return items.size() == 3 && succeeded == 2 && failed == 1;
+                  },
+                  180s),
+              c.describe(plan));
+  BOOST_TEST(c.item(plan, c.nodes[1])->phase == "Failed");
+  E2E_REQUIRE(eventually([&] { return c.plan_phase(plan) == "Degraded"; }, 30s), c.describe(plan));
+  BOOST_TEST(contains(plan_condition(c, plan, "Degraded"), "within maxFailures (1)"),
+             plan_condition(c, plan, "Degraded"));
+  BOOST_TEST(!c.node(c.nodes[0]).unavailable());
+  BOOST_TEST(!c.node(c.nodes[2]).unavailable());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
