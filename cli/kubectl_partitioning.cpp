@@ -1,7 +1,8 @@
 // kubectl-partitioning: a kubectl plugin (kubectl finds it on PATH as
 // `kubectl partitioning ...`). It reads plans and items with the operator's own client
-// and codecs, and writes only what a user would: spec.paused of a plan, and the retry
-// annotation of a Failed item.
+// and codecs, and writes only what a user would: spec.paused of a plan, the retry
+// annotation of a Failed item, and the promote-canary annotation of a plan whose canary
+// awaits promotion.
 #include "actors/crd_resources.hpp"
 #include "cli/partitioning_cli.hpp"
 #include "kube/client.hpp"
@@ -140,6 +141,22 @@ int run(const cli::command& c, kube::client& client) {
     if (!done)
       return fail(done.error().describe());
     std::cout << "nodepartitioning/" << name << " will be retried\n";
+    return 0;
+  }
+  case cli::command_kind::promote: {
+    auto plan = get_plan(client, c.plan);
+    if (!plan)
+      return fail(plan.error().describe());
+    if (auto refusal = cli::promote_refusal(plan.value()))
+      return fail("not promoting the canary of plan " + c.plan + ": " + *refusal);
+    const std::string key = plan.value().status.canary->key;
+    auto done = client.patch(plans, {}, c.plan, kube::patch_type::merge, cli::promote_patch(key),
+                             {"kubectl-partitioning", false, {}});
+    if (!done)
+      return fail(done.error().describe());
+    std::cout << "partitioningplan/" << c.plan << " annotated "
+              << protocol::promote_canary_annotation << "=" << key
+              << ": its canary is promoted and its other nodes may start\n";
     return 0;
   }
   case cli::command_kind::help:

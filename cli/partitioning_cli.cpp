@@ -1,6 +1,7 @@
 #include "cli/partitioning_cli.hpp"
 
 #include "controller/node_machine.hpp"
+#include "controller/soak.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +12,7 @@ namespace gpu_partitioner::cli {
 
 namespace {
 
+using protocol::canary_phase;
 using protocol::condition_status;
 using protocol::node_phase;
 
@@ -56,18 +58,104 @@ std::string since(const std::string& time, protocol::wall_clock::time_point now)
   return format_duration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
 }
 
-/// What holds a node, in one line: the PDBs and pods blocking its drain, or its last error.
-std::string detail_of(const protocol::node_partitioning& item) {
-  const auto& st = item.status;
+/// `time` and how far it is from `now`: "T (in 6h00m)", "T (5m00s ago)"; the text alone
+/// when it is not a time.
+std::string when(const std::string& time, protocol::wall_clock::time_point now) {
+  auto t = protocol::parse_time(time);
+  if (!t)
+    return time;
+  if (*t >= now)
+    return time + " (in " +
+           format_duration(std::chrono::duration_cast<std::chrono::seconds>(*t - now)) + ")";
+  return time + " (" + format_duration(std::chrono::duration_cast<std::chrono::seconds>(now - *t)) +
+         " ago)";
+}
+
+/// Line breaks (from an error the status quotes) become spaces.
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
+
+/// The first `shown` names, comma-separated, then how many more there are.
+std::string some_of(const std::vector<std::string>& names, std::size_t shown) {
   std::string out;
+  for (std::size_t i = 0; i < names.size() && i < shown; ++i)
+    out += (i ? ", " : "") + names[i];
+  if (names.size() > shown)
+    out += " and " + std::to_string(names.size() - shown) + " more";
+  return out;
+}
+
+/// A Succeeded node that still holds its token: when its soak ends, if after `now`.
+std::optional<protocol::wall_clock::time_point>
+soaking_until(const protocol::node_partitioning& item, protocol::wall_clock::time_point now) {
+  auto end = controller::soak_end(item);
+  if (!end || *end <= now)
+    return std::nullopt;
+  return end;
+}
+
+std::string window_line(const protocol::window_status& w, protocol::wall_clock::time_point now) {
+  std::string out = "  window: ";
+  if (w.open)
+    out += w.closes_at.empty() ? std::string("open") : "open until " + when(w.closes_at, now);
+  else
+    out += "closed";
+  if (w.may_start)
+    return out + "\n";
+  if (w.open)
+    out += ", too little of it left for a node to start";
+  out += "; " + (w.next_start.empty() ? std::string("no window opens in the next week")
+                                      : "nodes may start from " + when(w.next_start, now));
+  return out + "\n";
+}
+
+std::string canary_lines(const protocol::canary_status& c, protocol::wall_clock::time_point now) {
+  std::string out = "  canary: " + (c.phase ? std::string(protocol::codec::to_string(*c.phase))
+                                            : std::string("Unknown"));
+  if (!c.nodes.empty())
+    out += " on " + some_of(c.nodes, 5);
+  if (auto end = protocol::parse_time(c.soak_ends))
+    out += std::string("; soak ") + (*end > now ? "ends " : "ended ") + when(c.soak_ends, now);
+  if (!c.passed_at.empty())
+    out += "; passed " + when(c.passed_at, now);
+  out += "\n";
+  if (!c.message.empty())
+    out += "    " + one_line(c.message) + "\n";
+  return out;
+}
+
+std::string window_column(const std::optional<protocol::window_status>& w) {
+  if (!w)
+    return "-";
+  if (w->may_start)
+    return "open";
+  return w->open ? "closing" : "closed";
+}
+
+std::string canary_column(const std::optional<protocol::canary_status>& c) {
+  if (!c)
+    return "-";
+  return c->phase ? std::string(protocol::codec::to_string(*c->phase)) : "Unknown";
+}
+
+/// What holds a node, in one line: the PDBs and pods blocking its drain, its last error,
+/// its soak; "canary" first for a canary node.
+std::string detail_of(const protocol::node_partitioning& item,
+                      protocol::wall_clock::time_point now) {
+  const auto& st = item.status;
+  std::string out = item.spec.canary ? "canary" : "";
   if (!st.drain.blocking_pdbs.empty()) {
-    out += "drain blocked by PDB";
+    out += (out.empty() ? "" : "; ") + std::string("drain blocked by PDB");
     for (std::size_t i = 0; i < st.drain.blocking_pdbs.size(); ++i)
       out += (i ? ", " : " ") + st.drain.blocking_pdbs[i].namespace_ + "/" +
              st.drain.blocking_pdbs[i].name;
   }
   if (!st.drain.blocking_pods.empty()) {
-    out += out.empty() ? "waiting for pod" : "; pod";
+    out += st.drain.blocking_pdbs.empty() ? (out.empty() ? "waiting for pod" : "; waiting for pod")
+                                          : "; pod";
     out += st.drain.blocking_pods.size() > 1 ? "s" : "";
     for (std::size_t i = 0; i < st.drain.blocking_pods.size() && i < 3; ++i) {
       const auto& b = st.drain.blocking_pods[i];
@@ -79,7 +167,10 @@ std::string detail_of(const protocol::node_partitioning& item) {
       out += " and " + std::to_string(st.drain.blocking_pods.size() - 3) + " more";
   }
   if (!st.last_error.empty())
-    out += (out.empty() ? "" : "; ") + st.last_error;
+    out += (out.empty() ? "" : "; ") + one_line(st.last_error);
+  if (auto end = soaking_until(item, now))
+    out += (out.empty() ? "" : "; ") + std::string("soaking, ends in ") +
+           format_duration(std::chrono::duration_cast<std::chrono::seconds>(*end - now));
   return out;
 }
 
@@ -94,13 +185,17 @@ std::string usage() {
   return "kubectl partitioning: watch and steer gpu-partitioner's PartitioningPlans\n"
          "\n"
          "Usage:\n"
-         "  kubectl partitioning list                   every plan, its phase and progress\n"
-         "  kubectl partitioning status PLAN [--all]    the plan and each node's phase, time in\n"
-         "                                              phase and what blocks it\n"
+         "  kubectl partitioning list                   every plan: phase, progress, window, "
+         "canary\n"
+         "  kubectl partitioning status PLAN [--all]    the plan, its window and canary, and each\n"
+         "                                              node's phase, time in phase and what\n"
+         "                                              blocks it\n"
          "  kubectl partitioning pause PLAN             no new node starts; nodes in flight "
          "finish\n"
          "  kubectl partitioning resume PLAN\n"
          "  kubectl partitioning retry PLAN NODE        retry a Failed node\n"
+         "  kubectl partitioning promote PLAN           let the rest of the plan follow its\n"
+         "                                              canary, once that awaits promotion\n"
          "\n"
          "Options: --kubeconfig FILE, --context NAME (else $KUBECONFIG, in-cluster, "
          "~/.kube/config)\n";
@@ -145,7 +240,7 @@ std::variant<command, usage_error> parse_arguments(const std::vector<std::string
     }
   }
   if (words.empty())
-    return usage_error{"no command given (list, status, pause, resume or retry)"};
+    return usage_error{"no command given (list, status, pause, resume, retry or promote)"};
   const std::string& verb = words[0];
   struct shape {
     command_kind kind;
@@ -158,10 +253,12 @@ std::variant<command, usage_error> parse_arguments(const std::vector<std::string
       {"pause", {command_kind::pause, 1, "PLAN"}},
       {"resume", {command_kind::resume, 1, "PLAN"}},
       {"retry", {command_kind::retry, 2, "PLAN NODE"}},
+      {"promote", {command_kind::promote, 1, "PLAN"}},
   };
   auto it = verbs.find(verb);
   if (it == verbs.end())
-    return usage_error{"unknown command \"" + verb + "\" (list, status, pause, resume or retry)"};
+    return usage_error{"unknown command \"" + verb +
+                       "\" (list, status, pause, resume, retry or promote)"};
   if (words.size() - 1 != it->second.operands)
     return usage_error{verb + " takes " +
                        (it->second.operands ? std::string(it->second.names) : "no arguments") +
@@ -227,8 +324,12 @@ std::string render_status(const protocol::partitioning_plan& plan,
       << spec.rollout.max_unavailable.to_string() << (spec.paused ? ", paused" : "")
       << (spec.dry_run ? ", dry run" : "") << "\n";
   out << "  in flight: " << counts.draining << " draining, " << counts.applying << " applying, "
-      << counts.waiting_operator << " waiting for DCM, " << counts.verifying
-      << " verifying; pending " << counts.pending << "\n";
+      << counts.waiting_operator << " waiting for DCM, " << counts.verifying << " verifying, "
+      << counts.soaking << " soaking; pending " << counts.pending << "\n";
+  if (st.window)
+    out << window_line(*st.window, now);
+  if (st.canary)
+    out << canary_lines(*st.canary, now);
   if (st.observed_generation < plan.metadata.generation)
     out << "  (the operator has not yet seen generation " << plan.metadata.generation << ")\n";
   // Conditions that say something is wrong or held.
@@ -253,14 +354,14 @@ std::string render_status(const protocol::partitioning_plan& plan,
   std::size_t hidden = 0;
   for (const auto& item : items) {
     const auto& s = item.status;
-    if (hide_succeeded && s.phase == node_phase::succeeded) {
+    if (hide_succeeded && s.phase == node_phase::succeeded && !soaking_until(item, now)) {
       ++hidden;
       continue;
     }
     std::string in_phase = s.history.empty() ? since(item.metadata.creation_timestamp, now)
                                              : since(s.history.back().time, now);
     rows.push_back({item.spec.node_name, phase_name(s.phase), in_phase, item.spec.profile_ref.name,
-                    detail_of(item)});
+                    detail_of(item, now)});
   }
   out << "\n" << table(rows);
   if (hidden > 0)
@@ -274,13 +375,14 @@ std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
   if (plans.empty())
     return "No PartitioningPlans.\n";
   std::vector<std::vector<std::string>> rows{
-      {"PLAN", "PHASE", "SUCCEEDED", "FAILED", "IN FLIGHT", "AGE"}};
+      {"PLAN", "PHASE", "SUCCEEDED", "FAILED", "IN FLIGHT", "SOAKING", "WINDOW", "CANARY", "AGE"}};
   for (const auto& p : plans) {
     const auto& n = p.status.nodes;
     int in_flight = n.draining + n.applying + n.waiting_operator + n.verifying;
     rows.push_back({p.metadata.name, plan_phase_name(p.status.phase),
                     std::to_string(n.succeeded) + "/" + std::to_string(n.total),
-                    std::to_string(n.failed), std::to_string(in_flight),
+                    std::to_string(n.failed), std::to_string(in_flight), std::to_string(n.soaking),
+                    window_column(p.status.window), canary_column(p.status.canary),
                     since(p.metadata.creation_timestamp, now)});
   }
   return table(rows);
@@ -301,6 +403,54 @@ std::optional<std::string> retry_refusal(const protocol::node_partitioning& item
 std::string retry_patch(protocol::wall_clock::time_point now) {
   return std::string("{\"metadata\":{\"annotations\":{\"") + controller::retry_annotation +
          "\":\"" + protocol::format_time(now) + "\"}}}";
+}
+
+std::optional<std::string> promote_refusal(const protocol::partitioning_plan& plan) {
+  if (plan.metadata.deletion_timestamp)
+    return "it is being deleted";
+  if (!plan.spec.rollout.canary)
+    return "it has no canary (spec.rollout.canary is not set)";
+  if (plan.status.observed_generation < plan.metadata.generation)
+    return "the operator has not yet seen generation " + std::to_string(plan.metadata.generation) +
+           " of it; try again once it has";
+  const auto& c = plan.status.canary;
+  if (!c || !c->phase)
+    return "the operator has not reported its canary yet (no status.canary)";
+  const std::string said = c->message.empty() ? "" : " (" + one_line(c->message) + ")";
+  switch (*c->phase) {
+  case canary_phase::awaiting_promotion:
+    if (c->key.empty())
+      return "status.canary has no key to promote";
+    return std::nullopt;
+  case canary_phase::selecting:
+    return "its canary is Selecting, not AwaitingPromotion: its nodes are not chosen yet" + said;
+  case canary_phase::in_progress:
+    return "its canary is InProgress, not AwaitingPromotion: it has not finished its soak" + said;
+  case canary_phase::passed:
+    return "its canary already passed" + (c->passed_at.empty() ? "" : " at " + c->passed_at) +
+           "; there is nothing to promote";
+  case canary_phase::failed:
+    return "its canary is Failed, not AwaitingPromotion" + said;
+  }
+  return "its canary's phase is unknown";
+}
+
+std::string promote_patch(const std::string& key) {
+  std::string value;
+  for (char ch : key) {
+    if (ch == '"' || ch == '\\') {
+      value += '\\';
+      value += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(ch));
+      value += buf;
+    } else {
+      value += ch;
+    }
+  }
+  return std::string("{\"metadata\":{\"annotations\":{\"") + protocol::promote_canary_annotation +
+         "\":\"" + value + "\"}}}";
 }
 
 } // namespace gpu_partitioner::cli

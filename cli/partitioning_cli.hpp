@@ -14,7 +14,7 @@
 
 namespace gpu_partitioner::cli {
 
-enum class command_kind { list, status, pause, resume, retry, help, version };
+enum class command_kind { list, status, pause, resume, retry, promote, help, version };
 
 struct command {
   command_kind kind = command_kind::help;
@@ -45,14 +45,16 @@ std::vector<protocol::node_partitioning>
 items_of_plan(const protocol::partitioning_plan& plan,
               const std::vector<protocol::node_partitioning>& all);
 
-/// `kubectl partitioning status PLAN`: the plan's phase and progress, its conditions that
-/// say something is wrong, and one row per node with its phase, time in phase and what
-/// holds it (blocking pods and PDBs, lastError).
+/// `kubectl partitioning status PLAN`: the plan's phase and progress, its change window and
+/// canary when it has them, its conditions that say something is wrong, and one row per
+/// node with its phase, time in phase and what holds it (blocking pods and PDBs, lastError,
+/// its soak).
 std::string render_status(const protocol::partitioning_plan& plan,
                           const std::vector<protocol::node_partitioning>& items,
                           protocol::wall_clock::time_point now, bool all_nodes);
 
-/// `kubectl partitioning list`: one row per plan.
+/// `kubectl partitioning list`: one row per plan, with its window and canary phase ("-"
+/// for a plan without).
 std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
                          protocol::wall_clock::time_point now);
 
@@ -64,5 +66,12 @@ std::optional<std::string> retry_refusal(const protocol::node_partitioning& item
 
 /// The merge patch that asks the operator to retry a Failed item.
 std::string retry_patch(protocol::wall_clock::time_point now);
+
+/// Whether the plan's canary can be promoted now; the reason when it cannot. Only a canary
+/// AwaitingPromotion, reported for the generation the plan has, is promoted.
+std::optional<std::string> promote_refusal(const protocol::partitioning_plan& plan);
+
+/// The merge patch that promotes the canary whose status.canary.key is `key`.
+std::string promote_patch(const std::string& key);
 
 } // namespace gpu_partitioner::cli

@@ -1,5 +1,5 @@
 // kubectl-partitioning's pure part: the command line, the status and list text, and
-// which retries it refuses.
+// which retries and promotions it refuses.
 #include "cli/partitioning_cli.hpp"
 #include "protocol/json.hpp"
 
@@ -69,6 +69,9 @@ BOOST_AUTO_TEST_CASE(each_command_with_its_operands) {
   BOOST_TEST(s.all_nodes);
   BOOST_TEST(parsed({"pause", "p1"}).kind == cli::command_kind::pause);
   BOOST_TEST(parsed({"resume", "p1"}).kind == cli::command_kind::resume);
+  auto pr = parsed({"promote", "p1"});
+  BOOST_TEST(pr.kind == cli::command_kind::promote);
+  BOOST_TEST(pr.plan == "p1");
   auto r = parsed({"--kubeconfig", "/k", "retry", "p1", "gpu-node-03", "--context=c"});
   BOOST_TEST(r.kind == cli::command_kind::retry);
   BOOST_TEST(r.plan == "p1");
@@ -80,9 +83,11 @@ BOOST_AUTO_TEST_CASE(each_command_with_its_operands) {
 }
 
 BOOST_AUTO_TEST_CASE(mistakes_are_named) {
-  BOOST_TEST(refused({}) == "no command given (list, status, pause, resume or retry)");
+  BOOST_TEST(refused({}) == "no command given (list, status, pause, resume, retry or promote)");
   BOOST_TEST(refused({"stauts", "p"}) ==
-             "unknown command \"stauts\" (list, status, pause, resume or retry)");
+             "unknown command \"stauts\" (list, status, pause, resume, retry or promote)");
+  BOOST_TEST(refused({"promote"}) == "promote takes PLAN, given 0");
+  BOOST_TEST(refused({"promote", "p", "n"}) == "promote takes PLAN, given 2");
   BOOST_TEST(refused({"status"}) == "status takes PLAN, given 0");
   BOOST_TEST(refused({"retry", "p"}) == "retry takes PLAN NODE, given 1");
   BOOST_TEST(refused({"list", "x"}) == "list takes no arguments, given 1");
@@ -156,7 +161,7 @@ BOOST_AUTO_TEST_CASE(status_shows_phase_time_and_what_blocks_each_node) {
       "Plan training-pool-partition: Degraded, 1/4 nodes succeeded, 1 failed  "
       "[###############...............]\n"
       "  maxParallel 2, maxUnavailable 25%\n"
-      "  in flight: 1 draining, 0 applying, 0 waiting for DCM, 0 verifying; pending 1\n"
+      "  in flight: 1 draining, 0 applying, 0 waiting for DCM, 0 verifying, 0 soaking; pending 1\n"
       "  Degraded: NodesFailed: 1 node failed: gpu-node-04\n"
       "  conflict: node gpu-node-09 left alone: also selected by plan other\n"
       "\n"
@@ -186,6 +191,89 @@ BOOST_AUTO_TEST_CASE(a_large_plan_lists_only_the_nodes_not_done_unless_all) {
   BOOST_TEST(all.find("not shown") == std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(status_shows_the_window_the_canary_and_the_soaking_nodes) {
+  auto p = plan_named("rollout", "u");
+  p.spec.rollout.canary = gp::canary_policy{};
+  p.status.phase = gp::plan_phase::progressing;
+  p.status.nodes = {3, 1, 0, 0, 0, 0, 2, 0, 1};
+  p.status.window = gp::window_status{true, true, "2026-11-29T18:00:00Z", "2026-11-29T12:00:00Z"};
+  p.status.canary = gp::canary_status{};
+  p.status.canary->key = "0123456789abcdef";
+  p.status.canary->phase = gp::canary_phase::in_progress;
+  p.status.canary->nodes = {"gpu-node-01"};
+  p.status.canary->soak_ends = "2026-11-29T12:20:00Z";
+  p.status.canary->message = "0/1 canary node(s) done; waiting for gpu-node-01";
+  auto canary = item(p, "gpu-node-01", gp::node_phase::verifying, "2026-11-29T11:45:00Z");
+  canary.spec.canary = true;
+  canary.spec.soak_seconds = 1800;
+  canary.status.phase = gp::node_phase::succeeded;
+  canary.status.history.push_back({gp::node_phase::succeeded, "2026-11-29T11:50:00Z", "", ""});
+  canary.status.completed_at = "2026-11-29T11:50:00Z";
+  std::vector<gp::node_partitioning> items{
+      canary, item(p, "gpu-node-02", gp::node_phase::succeeded, "2026-11-29T11:00:00Z"),
+      item(p, "gpu-node-03", std::nullopt, "")};
+  items[2].metadata.creation_timestamp = "2026-11-29T11:00:00Z";
+
+  std::string expected =
+      "Plan rollout: Progressing, 2/3 nodes succeeded  [####################..........]\n"
+      "  maxParallel 1, maxUnavailable 1\n"
+      "  in flight: 0 draining, 0 applying, 0 waiting for DCM, 0 verifying, 1 soaking; pending 1\n"
+      "  window: open until 2026-11-29T18:00:00Z (in 6h00m)\n"
+      "  canary: InProgress on gpu-node-01; soak ends 2026-11-29T12:20:00Z (in 20m00s)\n"
+      "    0/1 canary node(s) done; waiting for gpu-node-01\n"
+      "\n"
+      "NODE         PHASE      FOR     PROFILE          DETAIL\n"
+      "gpu-node-01  Succeeded  10m00s  mi300x-cpx-nps4  canary; soaking, ends in 20m00s\n"
+      "gpu-node-02  Succeeded  1h00m   mi300x-cpx-nps4\n"
+      "gpu-node-03  Pending    1h00m   mi300x-cpx-nps4\n";
+  BOOST_TEST(cli::render_status(p, items, now, false) == expected);
+
+  // A large plan still lists a Succeeded node while it soaks.
+  for (int i = 0; i < 25; ++i)
+    items.push_back(
+        item(p, "n" + std::to_string(10 + i), gp::node_phase::succeeded, "2026-11-29T11:59:00Z"));
+  auto quiet = cli::render_status(p, items, now, false);
+  BOOST_TEST(quiet.find("gpu-node-01  Succeeded") != std::string::npos);
+  BOOST_TEST(quiet.find("gpu-node-02") == std::string::npos);
+  BOOST_TEST(quiet.find("(26 Succeeded nodes not shown; --all lists them)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(status_says_when_nodes_may_next_start_and_how_the_canary_ended) {
+  auto p = plan_named("p", "u");
+  auto window_of = [&](gp::window_status w) {
+    p.status.window = w;
+    auto text = cli::render_status(p, {}, now, false);
+    auto at = text.find("  window: ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  BOOST_TEST(window_of({false, false, "", "2026-11-30T02:00:00Z"}) ==
+             "  window: closed; nodes may start from 2026-11-30T02:00:00Z (in 14h00m)");
+  BOOST_TEST(window_of({true, false, "2026-11-29T12:10:00Z", "2026-11-30T02:00:00Z"}) ==
+             "  window: open until 2026-11-29T12:10:00Z (in 10m00s), too little of it left for a "
+             "node to start; nodes may start from 2026-11-30T02:00:00Z (in 14h00m)");
+  BOOST_TEST(window_of({false, false, "", ""}) ==
+             "  window: closed; no window opens in the next week");
+
+  p.status.window.reset();
+  p.status.canary = gp::canary_status{};
+  p.status.canary->phase = gp::canary_phase::passed;
+  p.status.canary->nodes = {"n1", "n2", "n3", "n4", "n5", "n6", "n7"};
+  p.status.canary->soak_ends = "2026-11-29T11:25:00Z";
+  p.status.canary->passed_at = "2026-11-29T11:30:00Z";
+  p.status.canary->message = "7 canary node(s) passed,\npromoted";
+  auto text = cli::render_status(p, {}, now, false);
+  BOOST_TEST(text.find("window:") == std::string::npos);
+  BOOST_TEST(text.find("  canary: Passed on n1, n2, n3, n4, n5 and 2 more; soak ended "
+                       "2026-11-29T11:25:00Z (35m00s ago); passed 2026-11-29T11:30:00Z (30m00s "
+                       "ago)\n"
+                       "    7 canary node(s) passed, promoted\n") != std::string::npos);
+
+  // Neither line without windows and canary.
+  auto plain = cli::render_status(plan_named("q", "u"), {}, now, false);
+  BOOST_TEST(plain.find("window:") == std::string::npos);
+  BOOST_TEST(plain.find("canary:") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(status_says_when_the_operator_lags_and_when_there_are_no_nodes) {
   auto p = plan_named("p", "u");
   p.metadata.generation = 3;
@@ -199,11 +287,28 @@ BOOST_AUTO_TEST_CASE(list_shows_every_plan) {
   auto a = plan_named("alpha", "1");
   a.status.phase = gp::plan_phase::progressing;
   a.status.nodes = {8, 2, 1, 1, 1, 0, 3, 0};
+  a.status.nodes.soaking = 1;
+  a.status.window = gp::window_status{true, true, "2026-11-29T18:00:00Z", "2026-11-29T12:00:00Z"};
+  a.status.canary = gp::canary_status{};
+  a.status.canary->phase = gp::canary_phase::passed;
   auto b = plan_named("beta", "2");
-  BOOST_TEST(cli::render_plans({a, b}, now) ==
-             "PLAN   PHASE        SUCCEEDED  FAILED  IN FLIGHT  AGE\n"
-             "alpha  Progressing  3/8        0       3          1h00m\n"
-             "beta   Pending      0/0        0       0          1h00m\n");
+  auto c = plan_named("gamma", "3");
+  c.status.window = gp::window_status{false, false, "", "2026-11-30T02:00:00Z"};
+  c.status.canary = gp::canary_status{};
+  c.status.canary->phase = gp::canary_phase::awaiting_promotion;
+  auto d = plan_named("delta", "4");
+  d.status.window = gp::window_status{true, false, "2026-11-29T12:10:00Z", "2026-11-30T02:00:00Z"};
+  BOOST_TEST(
+      cli::render_plans({a, b, c, d}, now) ==
+      "PLAN   PHASE        SUCCEEDED  FAILED  IN FLIGHT  SOAKING  WINDOW   CANARY             AGE\n"
+      "alpha  Progressing  3/8        0       3          1        open     Passed             "
+      "1h00m\n"
+      "beta   Pending      0/0        0       0          0        -        -                  "
+      "1h00m\n"
+      "gamma  Pending      0/0        0       0          0        closed   AwaitingPromotion  "
+      "1h00m\n"
+      "delta  Pending      0/0        0       0          0        closing  -                  "
+      "1h00m\n");
   BOOST_TEST(cli::render_plans({}, now) == "No PartitioningPlans.\n");
 }
 
@@ -219,10 +324,64 @@ BOOST_AUTO_TEST_CASE(only_a_failed_node_is_retried) {
   BOOST_TEST(*cli::retry_refusal(deleting) == "it is being deleted");
 }
 
+BOOST_AUTO_TEST_CASE(only_a_canary_awaiting_promotion_is_promoted) {
+  auto p = plan_named("p", "u");
+  BOOST_TEST(*cli::promote_refusal(p) == "it has no canary (spec.rollout.canary is not set)");
+  p.spec.rollout.canary = gp::canary_policy{};
+  p.spec.rollout.canary->promotion = gp::canary_promotion::manual;
+  BOOST_TEST(*cli::promote_refusal(p) ==
+             "the operator has not reported its canary yet (no status.canary)");
+
+  p.status.canary = gp::canary_status{};
+  p.status.canary->key = "0123456789abcdef";
+  p.status.canary->nodes = {"n1"};
+  p.status.canary->phase = gp::canary_phase::selecting;
+  p.status.canary->message = "waiting for every node's preflight before choosing the canary";
+  BOOST_TEST(*cli::promote_refusal(p) ==
+             "its canary is Selecting, not AwaitingPromotion: its nodes are not chosen yet "
+             "(waiting for every node's preflight before choosing the canary)");
+  p.status.canary->phase = gp::canary_phase::in_progress;
+  p.status.canary->message = "0/1 canary node(s) done;\nwaiting for n1";
+  BOOST_TEST(*cli::promote_refusal(p) ==
+             "its canary is InProgress, not AwaitingPromotion: it has not finished its soak "
+             "(0/1 canary node(s) done; waiting for n1)");
+  p.status.canary->phase = gp::canary_phase::passed;
+  p.status.canary->passed_at = "2026-11-29T11:30:00Z";
+  BOOST_TEST(*cli::promote_refusal(p) ==
+             "its canary already passed at 2026-11-29T11:30:00Z; there is nothing to promote");
+  p.status.canary->phase = gp::canary_phase::failed;
+  p.status.canary->passed_at.clear();
+  p.status.canary->message = "canary node(s) failed: n1 (DCM reported failure)";
+  BOOST_TEST(*cli::promote_refusal(p) == "its canary is Failed, not AwaitingPromotion (canary "
+                                         "node(s) failed: n1 (DCM reported failure))");
+
+  p.status.canary->phase = gp::canary_phase::awaiting_promotion;
+  p.status.canary->message = "the canary passed its soak";
+  BOOST_TEST(!cli::promote_refusal(p));
+
+  // Its status must be the operator's word on the plan as it is now.
+  auto lagging = p;
+  lagging.metadata.generation = 2;
+  BOOST_TEST(*cli::promote_refusal(lagging) ==
+             "the operator has not yet seen generation 2 of it; try again once it has");
+  auto keyless = p;
+  keyless.status.canary->key.clear();
+  BOOST_TEST(*cli::promote_refusal(keyless) == "status.canary has no key to promote");
+  auto deleting = p;
+  deleting.metadata.deletion_timestamp = "2026-11-29T11:59:00Z";
+  BOOST_TEST(*cli::promote_refusal(deleting) == "it is being deleted");
+}
+
 BOOST_AUTO_TEST_CASE(patches) {
   BOOST_TEST(cli::pause_patch(true) == R"({"spec":{"paused":true}})");
   BOOST_TEST(cli::pause_patch(false) == R"({"spec":{"paused":false}})");
   BOOST_TEST(
       cli::retry_patch(now) ==
       R"({"metadata":{"annotations":{"infrastructure.silogen.ai/retry":"2026-11-29T12:00:00Z"}}})");
+  BOOST_TEST(
+      cli::promote_patch("0123456789abcdef") ==
+      R"({"metadata":{"annotations":{"infrastructure.silogen.ai/promote-canary":"0123456789abcdef"}}})");
+  BOOST_TEST(
+      cli::promote_patch("a\"b\\c\n") ==
+      R"({"metadata":{"annotations":{"infrastructure.silogen.ai/promote-canary":"a\"b\\c\u000a"}}})");
 }
