@@ -232,12 +232,13 @@ BOOST_FIXTURE_TEST_CASE(a_window_gates_starts_and_lets_a_node_in_flight_finish, 
   BOOST_TEST(!c.node(a).unavailable());
 }
 
-// An automatic canary of one node with a soak: only it starts; once it has soaked the
-// canary passes (an Event says so) and the rest follow.
+// An automatic canary of one node with a soak: only it starts; once it has soaked (an
+// operator restart in the middle neither resets nor skips the soak) the canary passes,
+// an Event says so, and the rest follow.
 BOOST_FIXTURE_TEST_CASE(a_canary_passes_its_soak_and_promotes_itself, fixture, *utf::timeout(300)) {
   start({"", "", ""});
   const auto plan =
-      c.create_plan("canary", plan_spec(c, profile, 3, R"("canary":{"nodes":1,"soakSeconds":8})"));
+      c.create_plan("canary", plan_spec(c, profile, 3, R"("canary":{"nodes":1,"soakSeconds":12})"));
   E2E_REQUIRE(eventually(
                   [&] {
                     return plan_status(c, plan, {"canary", "phase"}) == "InProgress";
@@ -245,10 +246,24 @@ BOOST_FIXTURE_TEST_CASE(a_canary_passes_its_soak_and_promotes_itself, fixture, *
                   30s),
               c.describe(plan));
   BOOST_TEST(plan_status(c, plan, {"canary", "nodes"}) == c.nodes[0]);
+  // The canary node soaks; the operator restarts meanwhile.
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, c.nodes[0]);
+                    return i && contains(i->conditions["Soaked"], "False/Soaking");
+                  },
+                  120s),
+              c.describe(plan));
+  c.kill_operator();
+  std::this_thread::sleep_for(2s);
+  c.start_operator();
   // While the canary is out, no other node starts, even with room for three: the others
   // start no sooner than the canary passed (the status may show the pass after them).
-  E2E_REQUIRE(eventually([&] { return plan_status(c, plan, {"canary", "phase"}) == "Passed"; },
-                         150s, 200ms),
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    return plan_status(c, plan, {"canary", "phase"}) == "Passed";
+                  },
+                  150s, 200ms),
               c.describe(plan));
   const auto passed_at = plan_status(c, plan, {"canary", "passedAt"});
   auto canary = c.item(plan, c.nodes[0]);
@@ -257,7 +272,7 @@ BOOST_FIXTURE_TEST_CASE(a_canary_passes_its_soak_and_promotes_itself, fixture, *
   const auto done = protocol::parse_time(canary->completed_at);
   const auto passed = protocol::parse_time(passed_at);
   BOOST_REQUIRE(done && passed);
-  BOOST_TEST((*passed - *done >= 7s), canary->completed_at << " .. " << passed_at);
+  BOOST_TEST((*passed - *done >= 11s), canary->completed_at << " .. " << passed_at);
   BOOST_TEST(contains(canary->conditions["Soaked"], "True/Soaked"), canary->conditions["Soaked"]);
   E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
   for (const auto& i : c.plan_items(plan))
@@ -315,10 +330,12 @@ BOOST_FIXTURE_TEST_CASE(a_failed_canary_stops_the_plan_untouched, fixture, *utf:
   BOOST_TEST(has(plan_events(c, plan), "CanaryFailed"));
 }
 
-// maxFailures 1: the failing node is counted and the others complete.
+// maxFailures 1: the failing node is counted and the others complete, each soaking 3 s
+// (holding the one token) before the next starts.
 BOOST_FIXTURE_TEST_CASE(max_failures_one_lets_the_rest_complete, fixture, *utf::timeout(300)) {
   start({"", "dcm-failure", ""});
-  const auto plan = c.create_plan("budget", plan_spec(c, profile, 1, R"("maxFailures":1)"));
+  const auto plan =
+      c.create_plan("budget", plan_spec(c, profile, 1, R"("maxFailures":1,"nodeSoakSeconds":3)"));
   E2E_REQUIRE(eventually(
                   [&] {
                     const auto items = c.plan_items(plan);
@@ -337,6 +354,68 @@ BOOST_FIXTURE_TEST_CASE(max_failures_one_lets_the_rest_complete, fixture, *utf::
              plan_condition(c, plan, "Degraded"));
   BOOST_TEST(!c.node(c.nodes[0]).unavailable());
   BOOST_TEST(!c.node(c.nodes[2]).unavailable());
+  const auto a = c.item(plan, c.nodes[0]);
+  const auto b = c.item(plan, c.nodes[1]);
+  BOOST_REQUIRE(a && b);
+  auto soaked = a->conditions;
+  BOOST_TEST(contains(soaked["Soaked"], "True/Soaked"), soaked["Soaked"]);
+  // b started only once a had soaked.
+  const auto a_done = protocol::parse_time(a->completed_at);
+  const auto b_start = protocol::parse_time(b->started_at);
+  BOOST_REQUIRE(a_done && b_start);
+  BOOST_TEST((*b_start - *a_done >= 3s), a->completed_at << " .. " << b->started_at);
+}
+
+// A dry run with a closed window and a canary: the status names the canary and when nodes
+// may start; nothing starts and no node changes. A window of no length is refused first.
+BOOST_FIXTURE_TEST_CASE(a_dry_run_previews_the_canary_and_the_window, fixture, *utf::timeout(180)) {
+  start({"", "", ""});
+  std::vector<std::string> before;
+  for (const auto& n : c.nodes)
+    before.push_back(c.node(n).fingerprint());
+  // From twelve hours from now, for a minute, in UTC: the window is closed.
+  auto clock_at = [](std::chrono::system_clock::time_point when) {
+    const std::time_t t = std::chrono::system_clock::to_time_t(when);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char at[6];
+    std::snprintf(at, sizeof at, "%02d:%02d", tm.tm_hour, tm.tm_min);
+    return std::string(at);
+  };
+  const auto opens = std::chrono::system_clock::now() + 12h;
+  const std::string start_at = clock_at(opens);
+  const std::string end_at = clock_at(opens + 1min);
+  auto window = [&](const std::string& end) {
+    return R"("canary":{"nodes":2},"windows":[{"start":)" + quoted(start_at) + R"(,"end":)" +
+           quoted(end) + "}]";
+  };
+  const auto invalid = c.create_plan("empty-window", plan_spec(c, profile, 3, window(start_at)));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    return contains(plan_condition(c, invalid, "Invalid"),
+                                    "spec.rollout.windows[0]: start and end are both");
+                  },
+                  30s),
+              plan_condition(c, invalid, "Invalid"));
+  c.delete_plan(invalid);
+  auto dry = plan_spec(c, profile, 3, window(end_at));
+  dry.insert(1, R"("dryRun":true,)");
+  const auto plan = c.create_plan("preview", dry);
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    return !plan_status(c, plan, {"canary", "nodes"}).empty();
+                  },
+                  60s),
+              c.describe(plan));
+  BOOST_TEST(plan_status(c, plan, {"canary", "nodes"}) == c.nodes[0] + "," + c.nodes[1]);
+  BOOST_TEST(contains(plan_status(c, plan, {"canary", "message"}), "dry run"));
+  BOOST_TEST(plan_status(c, plan, {"window", "open"}) == "false");
+  BOOST_TEST(!plan_status(c, plan, {"window", "nextStart"}).empty());
+  BOOST_TEST(contains(plan_condition(c, plan, "OutsideWindow"), "True/OutsideWindow"));
+  std::this_thread::sleep_for(3s);
+  BOOST_TEST(started(c.plan_items(plan)).empty());
+  for (std::size_t i = 0; i < c.nodes.size(); ++i)
+    BOOST_TEST(c.node(c.nodes[i]).fingerprint() == before[i]);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
