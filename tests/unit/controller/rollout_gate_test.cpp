@@ -35,6 +35,8 @@ struct fleet {
   std::map<std::string, gp::node_partitioning> items;
   gc::shared_map<gc::node_info> nodes;
   std::optional<gp::canary_status> previous;
+  /// profile -> the desiredHash its nodes should carry.
+  std::map<std::string, std::string> hashes{{"a", hash_a}, {"b", hash_b}};
   gp::wall_clock::time_point now = t0;
 
   fleet(int train, int infer) {
@@ -147,7 +149,7 @@ struct fleet {
     in.resolution = &resolution;
     in.items = &by_name;
     in.nodes = &nodes;
-    in.hashes = {{"a", hash_a}, {"b", hash_b}};
+    in.hashes = hashes;
     in.previous = previous;
     in.now = now;
     auto d = gc::decide_gate(in);
@@ -459,18 +461,8 @@ BOOST_AUTO_TEST_CASE(a_new_desired_state_is_a_new_canary) {
   for (auto& [name, it] : f.items)
     it.spec.desired_hash = hash_c;
   f.waiting("t-0").waiting("t-1").waiting("t-2");
-  std::map<std::string, const gp::node_partitioning*> by_name;
-  for (const auto& [name, it] : f.items)
-    by_name[name] = &it;
-  gc::gate_inputs in;
-  in.plan = &f.plan;
-  in.resolution = &f.resolution;
-  in.items = &by_name;
-  in.nodes = &f.nodes;
-  in.hashes = {{"a", hash_c}};
-  in.previous = f.previous;
-  in.now = t0;
-  auto d = gc::decide_gate(in);
+  f.hashes = {{"a", hash_c}};
+  auto d = f.decide();
   BOOST_TEST(d.canary->key != old_key);
   BOOST_TEST(phase(d) == "InProgress");
   BOOST_TEST(joined(d.canary->nodes) == "t-0");
