@@ -269,6 +269,8 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
     s.status.observed_hash = in.item.spec.desired_hash;
     s.status.completed_at = protocol::format_time(in.now);
     s.error("");
+    // A soak of an earlier run says nothing of this success.
+    s.drop_condition(node_condition::soaked);
     s.condition(node_condition::verified, true, "AlreadyInTargetState",
                 "the node already runs profile " + in.profile.dcm_name);
     s.enter(node_phase::succeeded, "AlreadyInTargetState",
@@ -281,6 +283,7 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
                 "waiting for the plan's rollout limits to allow this node");
     return;
   }
+  s.drop_condition(node_condition::soaked);
   s.condition(node_condition::started, true, "TokenGranted",
               "the rollout limits allow this node to start");
   s.status.observed_hash = in.item.spec.desired_hash;

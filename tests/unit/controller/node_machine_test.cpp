@@ -3508,6 +3508,31 @@ BOOST_AUTO_TEST_CASE(after_the_soak_a_problem_is_not_the_soaks) {
   BOOST_TEST(!s.in_flight);
 }
 
+BOOST_AUTO_TEST_CASE(a_new_run_forgets_the_last_runs_soak) {
+  // The canary reads Soaked=True as "this success has soaked": a new run must not show
+  // the last run's.
+  world w;
+  w.in.item.spec.soak_seconds = 300;
+  w.status().conditions.push_back({"Soaked", gp::condition_status::true_, std::nullopt,
+                                   gp::format_time(t0), "Soaked", "old run"});
+  w.in.token = true;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(condition_of(w, s, "Soaked") == "-");
+  // Retried into the target state: likewise.
+  world r;
+  r.in.item.spec.soak_seconds = 300;
+  r.failed_in(node_phase::verifying, "VerificationFailed");
+  r.status().conditions.push_back({"Soaked", gp::condition_status::true_, std::nullopt,
+                                   gp::format_time(t0), "Soaked", "old run"});
+  r.in.item.metadata.annotations[gc::retry_annotation] = "now";
+  r.partitioned();
+  auto retried = r.step();
+  BOOST_TEST(phase_after(r, retried) == "Succeeded");
+  BOOST_TEST(last_reason(r, retried) == "AlreadyInTargetState");
+  BOOST_TEST(condition_of(r, retried, "Soaked") == "-");
+}
+
 BOOST_AUTO_TEST_CASE(the_token_stays_while_the_node_is_being_returned) {
   // Verified this step, the uncordon not yet seen: the soak has not begun, the token stays.
   auto w = soaking_world(300);
