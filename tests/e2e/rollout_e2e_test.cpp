@@ -165,20 +165,24 @@ struct fixture {
 
 BOOST_AUTO_TEST_SUITE(rollout)
 
-// A window in Asia/Kolkata (UTC+05:30) opening on the second minute boundary after the
+// A window in Asia/Kolkata (UTC+05:30) opening on a minute boundary 25 to 85 s after the
 // plan: nothing starts before it; the node that starts in it is held by its drain past
 // the window's close and still finishes; the others wait for tomorrow's window.
 BOOST_FIXTURE_TEST_CASE(a_window_gates_starts_and_lets_a_node_in_flight_finish, fixture,
                         *utf::timeout(420)) {
   start({"", "", ""});
   const auto a = c.nodes[0];
-  // A pod on a that its drain lets run for 75 s: a is in flight when the window closes.
+  // A pod on a that its drain lets run for 65 s: a is in flight when the one-minute window
+  // closes.
   c.create_deployment("trainer", 1, {{"kubernetes.io/hostname", a}});
   E2E_REQUIRE(eventually([&] { return c.healthy_pods("trainer") == 1; }, 60s),
               "the trainer did not start");
   const auto now = std::chrono::system_clock::now();
   const auto minute = std::chrono::duration_cast<std::chrono::minutes>(now.time_since_epoch());
-  const auto opens = std::chrono::system_clock::time_point(minute + 2min);
+  // The first minute boundary at least 25 s away: time to see that nothing starts before.
+  auto opens = std::chrono::system_clock::time_point(minute + 1min);
+  if (opens - now < 25s)
+    opens += 1min;
   const auto closes = opens + 1min;
   auto kolkata = [](std::chrono::system_clock::time_point t) {
     const std::time_t local = std::chrono::system_clock::to_time_t(t) + 5 * 3600 + 30 * 60;
@@ -193,7 +197,7 @@ BOOST_FIXTURE_TEST_CASE(a_window_gates_starts_and_lets_a_node_in_flight_finish, 
                           R"("windows":[{"start":)" + quoted(kolkata(opens)) + R"(,"end":)" +
                               quoted(kolkata(closes)) + R"(,"timeZone":"Asia/Kolkata"}])",
                           R"("waitForCompletion":{"podSelector":{"matchLabels":{"app":"trainer"}},)"
-                          R"("timeoutSeconds":75})"));
+                          R"("timeoutSeconds":65})"));
   E2E_REQUIRE(
       eventually([&] { return contains(plan_condition(c, plan, "OutsideWindow"), "True/"); }, 30s),
       c.describe(plan));
