@@ -55,17 +55,25 @@ struct supervisor_state {
   controller::gate_decision gate;
   /// The canary's nodes the items were last worked out with.
   std::set<std::string> canary_nodes;
-  /// What the governor was last sent.
-  std::optional<controller::rollout_limits> sent_limits;
-  std::vector<std::string> sent_selected, sent_absent, sent_absent_unavailable;
+  /// What the governor was last told (limits_atom's arguments).
+  struct governor_orders {
+    controller::rollout_limits limits;
+    std::vector<std::string> selected, absent, absent_unavailable;
+  };
+  std::optional<governor_orders> told;
   /// The pending wake-up for the gate (a window opening or closing, a soak ending).
   std::optional<protocol::wall_clock::time_point> wake_at;
   bool gate_due = false;
 };
 
-bool same_limits(const controller::rollout_limits& a, const controller::rollout_limits& b) {
-  return a.max_parallel == b.max_parallel && a.max_unavailable == b.max_unavailable &&
-         a.paused == b.paused && a.max_failures == b.max_failures && a.only == b.only;
+bool same_orders(const supervisor_state::governor_orders& a,
+                 const supervisor_state::governor_orders& b) {
+  const auto& x = a.limits;
+  const auto& y = b.limits;
+  return x.max_parallel == y.max_parallel && x.max_unavailable == y.max_unavailable &&
+         x.paused == y.paused && x.max_failures == y.max_failures && x.only == y.only &&
+         a.selected == b.selected && a.absent == b.absent &&
+         a.absent_unavailable == b.absent_unavailable;
 }
 
 } // namespace
@@ -159,7 +167,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
         // Nothing new starts unless the plan is live and resolves; nodes in flight finish.
         auto hold_all = [&] {
           s->gate_live = false;
-          s->sent_limits.reset();
+          s->told.reset();
           controller::rollout_limits held;
           held.paused = true;
           std::vector<std::string> names;
@@ -291,18 +299,14 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           gate_changed = !(gate.window == s->gate.window) || !(gate.canary == s->gate.canary) ||
                          gate.outside_window != s->gate.outside_window;
           s->gate = std::move(gate);
-          auto limits = s->base_limits;
-          limits.max_failures = s->gate.max_failures;
-          limits.only = s->gate.only;
-          if (!s->sent_limits || !same_limits(*s->sent_limits, limits) ||
-              s->sent_selected != s->selected || s->sent_absent != s->absent_items ||
-              s->sent_absent_unavailable != s->absent_unavailable) {
-            s->sent_limits = limits;
-            s->sent_selected = s->selected;
-            s->sent_absent = s->absent_items;
-            s->sent_absent_unavailable = s->absent_unavailable;
-            self->send(s->governor, limits_atom_v, limits, s->selected, s->absent_items,
-                       s->absent_unavailable);
+          supervisor_state::governor_orders orders{s->base_limits, s->selected, s->absent_items,
+                                                   s->absent_unavailable};
+          orders.limits.max_failures = s->gate.max_failures;
+          orders.limits.only = s->gate.only;
+          if (!s->told || !same_orders(*s->told, orders)) {
+            s->told = orders;
+            self->send(s->governor, limits_atom_v, orders.limits, orders.selected, orders.absent,
+                       orders.absent_unavailable);
           }
         }
         // Items no longer selected (node gone, labels changed) are deleted; their

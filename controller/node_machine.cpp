@@ -647,10 +647,6 @@ protocol::wall_clock::time_point run_started_at(const status_editor& s) {
   return std::chrono::time_point_cast<std::chrono::seconds>(s.entered());
 }
 
-bool dcm_success_reason(const std::string& reason) {
-  return reason == "SuccessfullyPartitioned" || reason == "RequestedPartitionConfigAlreadyExists";
-}
-
 // The pods on the node that hold GPUs (they request an amd.com/ resource), for messages.
 std::string gpu_holders(const node_inputs& in) {
   std::string who;

@@ -84,6 +84,11 @@ inline constexpr int plugin_crash_restarts = 3;
 inline constexpr const char* dcm_pod_label = "app.kubernetes.io/name";
 inline constexpr const char* dcm_pod_label_value = "device-config-manager";
 
+/// DCM's Event reasons that mean the profile is in place.
+inline bool dcm_success_reason(const std::string& reason) {
+  return reason == "SuccessfullyPartitioned" || reason == "RequestedPartitionConfigAlreadyExists";
+}
+
 /// DCM's config ConfigMap as observed.
 struct dcm_config_state {
   std::string ns;

@@ -8,10 +8,6 @@ using protocol::node_phase;
 
 namespace {
 
-bool dcm_success(const std::string& reason) {
-  return reason == "SuccessfullyPartitioned" || reason == "RequestedPartitionConfigAlreadyExists";
-}
-
 // Whether the latest entry into Succeeded follows a change of the node: a run (Verifying)
 // or a failure retried. A node found in the target state was never touched: nothing of
 // ours to watch.
@@ -43,7 +39,7 @@ finding soak_problem(const node_inputs& in, protocol::wall_clock::time_point sin
   if (node.label(dcm_state_label) == "failure")
     return {"DCMFailed", "DCM's state label says failure"};
   for (const auto& e : in.dcm_events)
-    if (e.time > since && !dcm_success(e.reason))
+    if (e.time > since && !dcm_success_reason(e.reason))
       return {"DCMFailed", "DCM reported " + e.reason +
                                (e.profile.empty() ? "" : " for " + e.profile) +
                                (e.message.empty() ? "" : ": " + e.message)};

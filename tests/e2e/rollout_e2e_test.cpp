@@ -28,9 +28,8 @@ namespace {
 const char* cpx_nps4 = R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
                        R"("memoryPartition":"NPS4","numGPUsAssigned":8}]})";
 
-node_spec training(const std::string& fault = {}) {
+node_spec with_fault(const std::string& fault) {
   node_spec s;
-  s.pool = "training-gpu";
   s.fault = fault;
   return s;
 }
@@ -152,7 +151,7 @@ struct fixture {
   void start(const std::vector<std::string>& faults) {
     std::vector<std::pair<std::string, node_spec>> specs;
     for (std::size_t i = 0; i < faults.size(); ++i)
-      specs.push_back({std::string(1, static_cast<char>('a' + i)), training(faults[i])});
+      specs.push_back({std::string(1, static_cast<char>('a' + i)), with_fault(faults[i])});
     c.add_nodes(specs);
     c.start_simulator();
     c.start_operator();
