@@ -163,6 +163,22 @@ refuses_zero_max_unavailable() {
 $good_partitionings" | refuse 'spec.rollout.maxUnavailable: Invalid value: 0'
 }
 
+refuses_malformed_window_times() {
+  plan "  rollout: {windows: [{start: \"25:00\", end: \"06:00\"}]}
+$good_partitionings" | refuse 'spec.rollout.windows\[0\].start: Invalid value: "25:00"' &&
+  plan "  rollout: {windows: [{start: \"22:00\", end: \"6:00\"}]}
+$good_partitionings" | refuse 'spec.rollout.windows\[0\].end: Invalid value: "6:00"' &&
+  plan "  rollout: {windows: [{start: \"22:00\", end: \"06:00\", days: [Monday]}]}
+$good_partitionings" | refuse 'spec.rollout.windows\[0\].days\[0\]: Unsupported value: "Monday"'
+}
+
+refuses_negative_max_failures_and_soak() {
+  plan "  rollout: {maxFailures: -1}
+$good_partitionings" | refuse 'spec.rollout.maxFailures: Invalid value: -1' &&
+  plan "  rollout: {nodeSoakSeconds: -5}
+$good_partitionings" | refuse 'spec.rollout.nodeSoakSeconds: Invalid value: -5'
+}
+
 refuses_zero_drain_timeout() {
   plan "  rollout: {drainPolicy: {timeoutSeconds: 0}}
 $good_partitionings" | refuse 'spec.rollout.drainPolicy.timeoutSeconds: Invalid value: 0'
@@ -235,6 +251,7 @@ run_case explain_documents_fields explain_documents_fields
 for c in refuses_plan_without_partitionings refuses_empty_partitionings refuses_unknown_eviction_kind \
   refuses_zero_max_parallel refuses_malformed_percentage refuses_percentage_over_100 \
   refuses_zero_max_unavailable refuses_zero_drain_timeout refuses_string_timeout \
+  refuses_malformed_window_times refuses_negative_max_failures_and_soak \
   refuses_bad_partitioning_name refuses_partitioning_without_profile_ref_name \
   refuses_profile_without_operator_payload refuses_payload_kind_other_than_configmap \
   refuses_negative_expected_count refuses_expected_resource_without_name \
