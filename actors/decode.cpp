@@ -186,3 +186,95 @@ controller::dcm_event decode_dcm_event(const rapidjson::Value& v) {
 }
 
 } // namespace gpu_partitioner::actors
+
+namespace gpu_partitioner::actors {
+
+namespace {
+
+// A device attribute as text: exactly one of string, int, bool, version is set.
+std::string attribute_text(const rapidjson::Value& a) {
+  if (!a.IsObject())
+    return {};
+  if (const auto* s = find_path(a, {"string"}); s && s->IsString())
+    return s->GetString();
+  if (const auto* v = find_path(a, {"version"}); v && v->IsString())
+    return v->GetString();
+  if (const auto* i = find_path(a, {"int"}); i && i->IsInt64())
+    return std::to_string(i->GetInt64());
+  if (const auto* b = find_path(a, {"bool"}); b && b->IsBool())
+    return b->GetBool() ? "true" : "false";
+  return {};
+}
+
+std::int64_t int_at(const rapidjson::Value* v) {
+  return v != nullptr && v->IsInt64() ? v->GetInt64() : 0;
+}
+
+} // namespace
+
+controller::resource_slice_info decode_resource_slice(const rapidjson::Value& o) {
+  controller::resource_slice_info s;
+  if (const auto* meta = find_path(o, {"metadata"})) {
+    s.name = string_at(*meta, "name");
+    s.uid = string_at(*meta, "uid");
+    s.resource_version = string_at(*meta, "resourceVersion");
+  }
+  const auto* spec = find_path(o, {"spec"});
+  if (spec == nullptr || !spec->IsObject())
+    return s;
+  s.driver = string_at(*spec, "driver");
+  s.node = string_at(*spec, "nodeName");
+  if (const auto* pool = find_path(*spec, {"pool"}); pool && pool->IsObject()) {
+    s.pool = string_at(*pool, "name");
+    s.generation = int_at(find_path(*pool, {"generation"}));
+    s.slice_count = std::max<std::int64_t>(1, int_at(find_path(*pool, {"resourceSliceCount"})));
+  }
+  if (const auto* c = find_path(*spec, {"sharedCounters"}); c && c->IsArray() && !c->Empty())
+    s.shared_counters = true;
+  if (const auto* devices = find_path(*spec, {"devices"}); devices && devices->IsArray())
+    for (const auto& d : devices->GetArray()) {
+      controller::dra_device dev;
+      dev.name = string_at(d, "name");
+      if (const auto* attrs = find_path(d, {"attributes"}); attrs && attrs->IsObject())
+        for (const auto& a : attrs->GetObject())
+          dev.attributes[a.name.GetString()] = attribute_text(a.value);
+      if (const auto* c = find_path(d, {"consumesCounters"}); c && c->IsArray() && !c->Empty())
+        dev.consumes_counters = true;
+      s.devices.push_back(std::move(dev));
+    }
+  return s;
+}
+
+controller::resource_claim_info decode_resource_claim(const rapidjson::Value& o) {
+  controller::resource_claim_info c;
+  if (const auto* meta = find_path(o, {"metadata"})) {
+    c.ns = string_at(*meta, "namespace");
+    c.name = string_at(*meta, "name");
+  }
+  const auto* allocation = find_path(o, {"status", "allocation"});
+  if (allocation == nullptr || !allocation->IsObject())
+    return c;
+  if (const auto* results = find_path(*allocation, {"devices", "results"});
+      results && results->IsArray())
+    for (const auto& r : results->GetArray())
+      c.devices.push_back({string_at(r, "driver"), string_at(r, "pool"), string_at(r, "device")});
+  // Node-local devices bind the allocation to their node: one term, matching metadata.name.
+  if (const auto* terms = find_path(*allocation, {"nodeSelector", "nodeSelectorTerms"});
+      terms && terms->IsArray())
+    for (const auto& t : terms->GetArray())
+      if (const auto* fields = find_path(t, {"matchFields"}); fields && fields->IsArray())
+        for (const auto& f : fields->GetArray()) {
+          const auto* values = find_path(f, {"values"});
+          if (string_at(f, "key") == "metadata.name" && string_at(f, "operator") == "In" &&
+              values && values->IsArray() && values->Size() == 1 && (*values)[0].IsString())
+            c.node = (*values)[0].GetString();
+        }
+  if (const auto* reserved = find_path(o, {"status", "reservedFor"});
+      reserved && reserved->IsArray())
+    for (const auto& r : reserved->GetArray())
+      if (string_at(r, "resource") == "pods")
+        c.reserved_for.emplace_back(string_at(r, "uid"), string_at(r, "name"));
+  return c;
+}
+
+} // namespace gpu_partitioner::actors

@@ -26,5 +26,10 @@ std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value
 /// One of DCM's Events: its source host, what it is about, and what it says (with the
 /// profile it answers, SelectedProfile of the PartitionStatus JSON in its message).
 controller::dcm_event decode_dcm_event(const rapidjson::Value& event);
+/// A ResourceSlice: its pool, driver, node, and devices with their attributes as text.
+controller::resource_slice_info decode_resource_slice(const rapidjson::Value& slice);
+/// A ResourceClaim: the devices allocated, the node they bind it to, the pods it is
+/// reserved for (an unallocated claim has none of these).
+controller::resource_claim_info decode_resource_claim(const rapidjson::Value& claim);
 
 } // namespace gpu_partitioner::actors

@@ -30,7 +30,18 @@ using controller::config_map_data;
 
 /// One change seen by a watch: an object of one kind, or its deletion (by key).
 struct observation {
-  enum class kind { node, pod, pdb, plan, profile, item, config_map, dcm_event };
+  enum class kind {
+    node,
+    pod,
+    pdb,
+    plan,
+    profile,
+    item,
+    config_map,
+    dcm_event,
+    resource_slice,
+    resource_claim
+  };
   kind what = kind::node;
   bool deleted = false;
   /// name, or namespace/name for namespaced objects.
@@ -43,6 +54,8 @@ struct observation {
   std::shared_ptr<const protocol::node_partitioning> item;
   std::shared_ptr<const config_map_data> data;
   std::shared_ptr<const controller::dcm_event> event;
+  std::shared_ptr<const controller::resource_slice_info> slice;
+  std::shared_ptr<const controller::resource_claim_info> claim;
   /// An object that did not decode: the field and the problem.
   std::string problem;
   /// When the watch delivered it (the start of a reaction to it).
@@ -53,7 +66,7 @@ using controller::in_flight;
 
 /// How many resources the Watcher lists, each answered by one synced_atom: the view is
 /// complete once every one has listed.
-inline constexpr std::size_t watched_resources = 8;
+inline constexpr std::size_t watched_resources = 10;
 using cluster_snapshot = controller::cluster_view;
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 

@@ -19,6 +19,9 @@ struct root_state {
   std::map<std::string, std::string> pod_nodes;
   /// DCM Event (namespace/name) -> the node it came from.
   std::map<std::string, std::string> event_nodes;
+  /// ResourceSlice -> its node; ResourceClaim (namespace/name) -> the node of its devices.
+  std::map<std::string, std::string> slice_nodes;
+  std::map<std::string, std::string> claim_nodes;
   /// DCM's ConfigMap, namespace/name.
   std::string dcm_key;
   std::set<std::string> synced;
@@ -34,6 +37,28 @@ bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b
   return a.uid != b.uid || a.generation != b.generation || a.labels != b.labels ||
          a.annotations != b.annotations || a.finalizers != b.finalizers ||
          a.deletion_timestamp != b.deletion_timestamp;
+}
+
+// Files a per-node object (a ResourceSlice, a claim) under its node ("" : under none),
+// moving it from where it was.
+template <class T>
+void file_under(controller::shared_map<controller::cluster_view::by_key<T>>& per_node,
+                std::map<std::string, std::string>& where, controller::cluster_view& v,
+                const observation& o, const std::shared_ptr<const T>& object,
+                const std::string& node) {
+  if (auto was = where.find(o.key); was != where.end()) {
+    auto& entries = controller::cluster_view::edit(per_node, was->second);
+    entries.erase(o.key);
+    if (entries.empty())
+      per_node.erase(was->second);
+    v.node_changes.emplace(was->second, o.received);
+    where.erase(was);
+  }
+  if (o.deleted || !object || node.empty())
+    return;
+  controller::cluster_view::edit(per_node, node)[o.key] = object;
+  where[o.key] = node;
+  v.node_changes.emplace(node, o.received);
 }
 
 void apply(root_state& s, const observation& o) {
@@ -156,6 +181,15 @@ void apply(root_state& s, const observation& o) {
         v.invalid_profiles[o.key] = o.problem;
     }
     break;
+  case k::resource_slice:
+    file_under(v.slices_by_node, s.slice_nodes, v, o, o.slice, o.slice ? o.slice->node : "");
+    break;
+  case k::resource_claim: {
+    // Only claims on some node's GPUs matter: their pods hold the GPUs.
+    const bool on_gpus = o.claim && !controller::gpu_claims({*o.claim}).empty();
+    file_under(v.claims_by_node, s.claim_nodes, v, o, o.claim, on_gpus ? o.claim->node : "");
+    break;
+  }
   case k::item: {
     v.item_changes.insert(o.key);
     auto old = v.items.find(o.key);
@@ -217,7 +251,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
       },
       [=](synced_atom, const std::string& resource) {
         s->synced.insert(resource);
-        // DCM's ConfigMap has its own watch among the eight; the payloads' are listed_atom.
+        // DCM's ConfigMap has its own watch among them; the payloads' are listed_atom.
         if (resource == kube::resources::config_maps().plural)
           s->view.config_maps_listed.insert(s->dcm_key);
         s->view.shared_changed = true;

@@ -127,6 +127,12 @@ private:
     case k::item:
       o.item = typed<protocol::node_partitioning>(v, o);
       break;
+    case k::resource_slice:
+      o.slice = std::make_shared<const controller::resource_slice_info>(decode_resource_slice(v));
+      break;
+    case k::resource_claim:
+      o.claim = std::make_shared<const controller::resource_claim_info>(decode_resource_claim(v));
+      break;
     }
   }
 
@@ -189,11 +195,12 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
   auto state = std::make_shared<watcher_state>();
   std::vector<stream> streams;
   auto add = [&](kube::resource r, observation::kind what, std::string field_selector = {},
-                 std::string ns = {}) {
+                 std::string ns = {}, bool may_be_absent = false) {
     kube::list_watch_options o;
     o.what = std::move(r);
     o.ns = std::move(ns);
     o.field_selector = std::move(field_selector);
+    o.may_be_absent = may_be_absent;
     streams.push_back({o, what});
   };
   using k = observation::kind;
@@ -209,6 +216,10 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
   add(items_resource, k::item);
   // DCM explains its failures in Events; the workers quote them.
   add(kube::resources::events(), k::dcm_event, "source=amd-device-config-manager");
+  // Dynamic Resource Allocation (resource.k8s.io/v1): nodes that publish their GPUs as
+  // devices, and the claims pods hold them by. A cluster without the API has neither.
+  add(kube::resources::resource_slices(), k::resource_slice, {}, {}, true);
+  add(kube::resources::resource_claims(), k::resource_claim, {}, {}, true);
   if (streams.size() != watched_resources)
     throw std::logic_error("the watcher lists " + std::to_string(streams.size()) +
                            " resources; messages.hpp says " + std::to_string(watched_resources));

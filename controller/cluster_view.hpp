@@ -4,6 +4,7 @@
 // root and read by every decision. Plain data: what the watches saw, decoded into the
 // structs of observed.hpp and the CRD types.
 
+#include "controller/dra.hpp"
 #include "controller/observed.hpp"
 #include "controller/shared_map.hpp"
 #include "protocol/node_partitioning.hpp"
@@ -77,11 +78,24 @@ struct cluster_view {
     slot = copy;
     return *copy;
   }
+  /// Dynamic Resource Allocation, per node, shared and replaced as pods_by_node: its
+  /// ResourceSlices (by name), and the ResourceClaims allocated on its devices (by
+  /// namespace/name).
+  shared_map<by_key<resource_slice_info>> slices_by_node;
+  shared_map<by_key<resource_claim_info>> claims_by_node;
+  /// One node's entry of such a map, to change: a copy in its place.
+  template <class T>
+  static by_key<T>& edit(shared_map<by_key<T>>& per_node, const std::string& node) {
+    auto& slot = per_node[node];
+    auto copy = slot ? std::make_shared<by_key<T>>(*slot) : std::make_shared<by_key<T>>();
+    slot = copy;
+    return *copy;
+  }
   /// Every watch has listed once.
   bool synced = false;
   // -- what changed since the previous snapshot (a worker looks again only if its part did) --
-  /// Nodes whose Node object, pods or DCM Events changed, with the arrival of the earliest
-  /// such change (reaction latency starts there).
+  /// Nodes whose Node object, pods, DCM Events, ResourceSlices or claims changed, with the arrival
+  /// of the earliest such change (reaction latency starts there).
   std::map<std::string, protocol::wall_clock::time_point> node_changes;
   /// NodePartitionings, by name.
   std::set<std::string> item_changes;

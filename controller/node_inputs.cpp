@@ -192,6 +192,10 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
     out.pods = it->second;
   if (auto it = view_.dcm_events_by_node.find(node_name); it != view_.dcm_events_by_node.end())
     out.dcm_events = it->second;
+  if (auto it = view_.slices_by_node.find(node_name); it != view_.slices_by_node.end())
+    out.slices = it->second;
+  if (auto it = view_.claims_by_node.find(node_name); it != view_.claims_by_node.end())
+    out.claims = it->second;
   if (auto it = view_.node_changes.find(node_name); it != view_.node_changes.end())
     out.node_changed_at = it->second;
   out.pdbs = budgets(out);
@@ -301,9 +305,23 @@ node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partiti
   in.now = now;
   in.node = std::move(node);
   const auto& node_name = in.item.spec.node_name;
+  if (slice.slices)
+    for (const auto& [name, s] : *slice.slices)
+      in.slices.push_back(*s);
+  if (slice.claims)
+    for (const auto& [key, c] : *slice.claims)
+      in.claims.push_back(*c);
+  // A pod a claim on the node's GPUs is reserved for holds them, as one requesting an
+  // amd.com/ resource does: the drain removes it whatever it tolerates.
+  const auto holders = claim_holders(in.claims);
   if (slice.pods)
-    for (const auto& [key, pod] : *slice.pods)
+    for (const auto& [key, pod] : *slice.pods) {
       in.pods.push_back(*pod);
+      if (auto h = holders.find(pod->uid); h != holders.end()) {
+        in.pods.back().gpus += h->second;
+        in.pods.back().gpu_claims = true;
+      }
+    }
   // The budgets matter to a drain (and a dry run's preview) only.
   if (in.item.spec.dry_run || in.item.status.phase == protocol::node_phase::draining)
     for (const auto& pdb : slice.pdbs)

@@ -71,6 +71,8 @@ struct node_slice {
   /// The budgets that cover a pod on the node.
   std::vector<std::shared_ptr<const pdb_info>> pdbs;
   std::shared_ptr<const cluster_view::by_key<dcm_event>> dcm_events;
+  std::shared_ptr<const cluster_view::by_key<resource_slice_info>> slices;
+  std::shared_ptr<const cluster_view::by_key<resource_claim_info>> claims;
   std::shared_ptr<const resolved_profile> profile;
   plan_standing plan;
   std::shared_ptr<const dcm_config_state> dcm;

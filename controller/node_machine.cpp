@@ -291,6 +291,10 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   s.status.completed_at.clear();
   s.status.drain = {};
   s.error("");
+  // A node that publishes its GPUs through DRA is verified by its devices (verification.cpp).
+  s.status.dra.reset();
+  if (publishes_gpus(in.slices))
+    s.status.dra = protocol::dra_run{protocol::amd_dra_driver, {}};
   out.in_flight = true;
   s.enter(node_phase::draining, "Started", "cordoning and draining the node");
   out.requeue = 1ms;
@@ -388,6 +392,18 @@ std::pair<std::string, std::string> drain_holds(const eviction_pass& pass) {
   return {reason, message};
 }
 
+// On a node in DRA mode, once the taint has taken the driver down: what it published so far
+// is from before DCM ran, and verification does not count it as the change's result.
+void record_slices_before_dcm(const node_inputs& in, status_editor& s) {
+  if (!s.status.dra)
+    return;
+  auto& marks = s.status.dra->slices_before_dcm;
+  marks.clear();
+  for (const auto& slice : in.slices)
+    if (slice.driver == s.status.dra->driver && marks.size() < 64)
+      marks.push_back(slice_mark(slice));
+}
+
 void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   const auto& drain = in.item.spec.drain;
@@ -399,6 +415,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   if (marked_by_this_run(in, s)) {
     s.condition(node_condition::drained, true, "Drained",
                 "the node runs no pod that holds its GPUs");
+    record_slices_before_dcm(in, s);
     s.enter(node_phase::applying, "Drained", "the drain was over: handing the profile to DCM");
     out.requeue = 1ms;
     return;
@@ -497,6 +514,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   if (drain.enabled)
     s.condition(node_condition::drained, true, "Drained",
                 "the node runs no pod that holds its GPUs");
+  record_slices_before_dcm(in, s);
   s.enter(node_phase::applying, "Drained", "handing profile " + in.profile.dcm_name + " to DCM");
   out.requeue = 1ms;
 }
@@ -602,6 +620,19 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
         std::max(poll_interval, std::chrono::duration_cast<std::chrono::milliseconds>(at - in.now));
     return;
   }
+  // Claims on the node's GPUs outlive their pods briefly: kube-controller-manager clears
+  // a claim's allocation once no pod holds it. DCM must not change devices still allocated.
+  if (s.status.dra)
+    if (const auto claims = gpu_claims(in.claims); !claims.empty()) {
+      std::vector<std::string> names;
+      for (const auto* c : claims)
+        names.push_back(c->ns + "/" + c->name);
+      s.condition(node_condition::profile_applied, false, "WaitingForClaims",
+                  std::to_string(claims.size()) +
+                      " ResourceClaim(s) still allocated on the node's GPUs: " + comma_list(names));
+      out.requeue = poll_interval;
+      return;
+    }
   node_patch p;
   if (node.label(dcm_profile_label) == profile) {
     // DCM ignores a re-write of the same value: take the label off first (with this

@@ -6,6 +6,7 @@
 // look again. Every step is idempotent: a controller restarted at any instant re-reads
 // the same state and continues.
 
+#include "controller/dra.hpp"
 #include "controller/finding.hpp"
 #include "controller/observed.hpp"
 #include "controller/shared_map.hpp"
@@ -136,6 +137,9 @@ struct node_inputs {
   /// The write error that a later successful write resolved: lastError is cleared if it
   /// still says this.
   std::string resolved_write_error;
+  /// The node's ResourceSlices (every driver's) and the claims allocated on its devices.
+  std::vector<resource_slice_info> slices;
+  std::vector<resource_claim_info> claims;
   /// DCM's Events from this node (about its pod here), any order.
   std::vector<dcm_event_info> dcm_events;
   /// DCM profile name -> payload, of every profile the item's plan uses that may be

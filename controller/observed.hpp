@@ -94,8 +94,11 @@ struct pod_info {
   std::vector<toleration> tolerations;
   /// spec.nodeSelector: where it (and a replacement from the same template) may run.
   std::map<std::string, std::string> node_selector;
-  /// GPUs (any amd.com/ resource) requested by its containers.
+  /// GPUs (any amd.com/ resource) requested by its containers, plus the devices of AMD's
+  /// DRA driver its claims hold.
   long long gpus = 0;
+  /// Some of its GPUs are held through ResourceClaims.
+  bool gpu_claims = false;
 
   bool tolerates_dcm_taint() const;
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }

@@ -1,6 +1,7 @@
 #include "controller/preflight.hpp"
 
 #include "controller/dcm_payload.hpp"
+#include "controller/dra.hpp"
 #include "controller/selector.hpp"
 #include "protocol/codec/pattern.hpp"
 #include "protocol/codec/quote.hpp"
@@ -115,15 +116,34 @@ std::vector<finding> preflight(const node_inputs& in) {
                                               " does not match the targetSelector of profile " +
                                               profile.name});
   if (in.node) {
-    // A node that reports no AMD GPU resource at all has nothing to partition: a CPU
-    // node, or one whose device plugin never ran. Draining it would gain nothing.
-    const bool gpus = std::any_of(in.node->allocatable.begin(), in.node->allocatable.end(),
-                                  [](const auto& r) { return r.first.rfind("amd.com/", 0) == 0; });
-    if (!gpus)
+    // A node that reports no AMD GPU at all has nothing to partition: a CPU node, or one
+    // whose device plugin or DRA driver never ran. Draining it would gain nothing.
+    const bool extended =
+        std::any_of(in.node->allocatable.begin(), in.node->allocatable.end(),
+                    [](const auto& r) { return r.first.rfind("amd.com/", 0) == 0; });
+    const auto dra = publication_of(in.slices, protocol::amd_dra_driver);
+    if (!extended && !dra.publishes && !in.item.status.dra)
       findings.push_back(
           {"NotAGPUNode", "node " + in.node->name +
-                              " reports no amd.com/ resource in status.allocatable: it has no "
-                              "AMD GPUs, or their device plugin is not running"});
+                              " reports no amd.com/ resource in status.allocatable and publishes "
+                              "no ResourceSlice of " +
+                              protocol::amd_dra_driver +
+                              ": it has no AMD GPUs, or neither their device plugin nor their "
+                              "DRA driver is running"});
+    // A driver that carves partitions itself on demand (partitionable devices, shared
+    // counters) owns the GPUs' modes: DCM changing them under it would break its claims.
+    if (dra.dynamic)
+      findings.push_back(
+          {"DRADynamicPartitioning",
+           "node " + in.node->name + "'s DRA driver " + protocol::amd_dra_driver +
+               " partitions the GPUs itself (its ResourceSlices carry shared counters): DCM "
+               "must not repartition them; leave the node out of the plan's nodeSelector"});
+    else if (dra.publishes && profile.spec.expected_devices.empty())
+      findings.push_back({"ExpectedDevicesMissing",
+                          "node " + in.node->name +
+                              " publishes its GPUs through DRA (ResourceSlices of " +
+                              protocol::amd_dra_driver + "), not extended resources, but " + where +
+                              "has no spec.expectedDevices to verify them by"});
   }
   // No AMD component sets a readiness label: one that is named must be a site's own, and
   // a site's labeller has it on the node already. A key the node lacks before the run

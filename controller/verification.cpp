@@ -1,6 +1,7 @@
 #include "controller/verification.hpp"
 
 #include "controller/dcm_payload.hpp"
+#include "controller/dra.hpp"
 #include "protocol/codec/quote.hpp"
 
 namespace gpu_partitioner::controller {
@@ -33,6 +34,25 @@ std::optional<long long> whole(const std::string& quantity) {
   return v;
 }
 
+// Whether AMD's DRA driver is known to run on the node again. During a run it is down from
+// the taint until Verifying takes the taint off, and known back once driver_back_after has
+// passed since: kubelet would have deleted the slices of a driver that did not come back.
+bool driver_known_back(const node_inputs& in) {
+  using p = protocol::node_phase;
+  const auto& st = in.item.status;
+  const auto phase = st.phase.value_or(p::pending);
+  if (!st.dra || (phase != p::applying && phase != p::waiting_operator && phase != p::verifying))
+    return true;
+  if (phase != p::verifying)
+    return false;
+  for (auto it = st.history.rbegin(); it != st.history.rend(); ++it)
+    if (it->phase == p::verifying) {
+      auto t = protocol::parse_time(it->time);
+      return t && in.now - *t >= driver_back_after;
+    }
+  return false;
+}
+
 } // namespace
 
 std::string verification_gap(const node_inputs& in) {
@@ -44,7 +64,19 @@ std::string verification_gap(const node_inputs& in) {
   for (const auto& ready : {item_ready, profile_ready != item_ready ? profile_ready : ""})
     if (!has_ready_label(node, ready))
       gaps.push_back("ready label " + ready + " missing");
-  if (in.profile.found)
+  // A node in DRA mode shows its GPUs as devices, not extended resources: those are
+  // counted instead, from slices its driver published since DCM ran (or, unchanged, that
+  // are still there long after the taint went, which kubelet would have deleted had the
+  // driver not come back).
+  const bool dra = in.item.status.dra || publishes_gpus(in.slices);
+  if (dra && in.profile.found) {
+    const auto* before = in.item.status.dra ? &in.item.status.dra->slices_before_dcm : nullptr;
+    if (auto gap =
+            devices_gap(in.slices, in.profile.spec.expected_devices, before, driver_known_back(in));
+        !gap.empty())
+      gaps.push_back(gap);
+  }
+  if (in.profile.found && !dra)
     for (const auto& want : in.profile.spec.expected_resources) {
       auto it = node.allocatable.find(want.name);
       auto have = it == node.allocatable.end() ? std::nullopt : whole(it->second);
@@ -62,6 +94,8 @@ std::string verification_gap(const node_inputs& in) {
                        ", expected " + codec::quote(*style));
     }
   for (const auto& name : in.item.spec.verification.require_plugin_resources) {
+    if (dra)
+      break; // no device plugin runs on a node in DRA mode
     auto it = node.allocatable.find(name);
     auto have = it == node.allocatable.end() ? std::nullopt : whole(it->second);
     if (!have || *have == 0)

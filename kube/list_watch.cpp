@@ -53,6 +53,10 @@ watch_output list_watch::do_list(const std::string& continue_token) {
   o.continue_token = continue_token;
   auto page = api_.list_page(options_.what, options_.ns, o);
   if (!page) {
+    if (options_.may_be_absent && page.error().kind == error_kind::not_found && !absent_reported_) {
+      absent_reported_ = true;
+      handler_.on_synced();
+    }
     watch_input failed;
     failed.what = watch_input::kind::request_failed;
     failed.failure = page.error();

@@ -44,6 +44,9 @@ struct list_watch_options {
   /// Nothing at all (not even a bookmark) for this long means a dead connection.
   std::chrono::seconds idle_timeout{120};
   watch_backoff backoff;
+  /// The resource may not be served (an API group the cluster does not offer): a list
+  /// answered 404 reports the view synced, empty, once, and the loop keeps trying.
+  bool may_be_absent = false;
 };
 
 /// Drives `watch_step` with real requests: lists, watches, resumes, relists after
@@ -67,6 +70,7 @@ private:
   list_watch_options options_;
   watch_handler& handler_;
   watch_state state_;
+  bool absent_reported_ = false;
 };
 
 } // namespace gpu_partitioner::kube

@@ -47,6 +47,18 @@ resource leases() {
 resource pod_disruption_budgets() {
   return {"policy", "v1", "poddisruptionbudgets", true};
 }
+resource resource_slices() {
+  return {"resource.k8s.io", "v1", "resourceslices", false};
+}
+resource resource_claims() {
+  return {"resource.k8s.io", "v1", "resourceclaims", true};
+}
+resource device_classes() {
+  return {"resource.k8s.io", "v1", "deviceclasses", false};
+}
+resource device_taint_rules() {
+  return {"resource.k8s.io", "v1alpha3", "devicetaintrules", false};
+}
 } // namespace resources
 
 std::string url_encode(const std::string& text) {

@@ -37,6 +37,12 @@ resource namespaces();
 resource service_accounts();
 resource leases();
 resource pod_disruption_budgets();
+/// Dynamic Resource Allocation (resource.k8s.io/v1, GA in 1.34).
+resource resource_slices();
+resource resource_claims();
+resource device_classes();
+/// Alpha in 1.35 (the DRADeviceTaintRules gate and resource.k8s.io/v1alpha3 served).
+resource device_taint_rules();
 } // namespace resources
 
 using protocol::compare_resource_versions;

@@ -213,6 +213,22 @@ constexpr auto describe(codec::tag<dry_run_preview>) {
                          codec::field("warnings", &T::warnings));
 }
 
+/// status.dra: the run is on a node that publishes its GPUs through Dynamic Resource
+/// Allocation, and what it published before DCM ran.
+struct dra_run {
+  std::string driver;
+  /// The node's ResourceSlices of the driver ("<uid>@<resourceVersion>") when the taint
+  /// had taken the driver down: slices still bearing one of these were not published after
+  /// the change.
+  std::vector<std::string> slices_before_dcm;
+};
+
+constexpr auto describe(codec::tag<dra_run>) {
+  using T = dra_run;
+  return std::make_tuple(codec::field("driver", &T::driver).required().min_length(1),
+                         codec::field("slicesBeforeDCM", &T::slices_before_dcm).max_items(64));
+}
+
 struct node_partitioning_status {
   /// The maximum number of entries in `history`; the writer drops the oldest.
   static constexpr std::size_t history_limit = 32;
@@ -227,6 +243,7 @@ struct node_partitioning_status {
   std::string started_at;
   std::string completed_at;
   std::optional<dry_run_preview> preview;
+  std::optional<dra_run> dra{};
 };
 
 constexpr auto describe(codec::tag<node_partitioning_status>) {
@@ -239,7 +256,7 @@ constexpr auto describe(codec::tag<node_partitioning_status>) {
       codec::field("lastError", &T::last_error),
       codec::field("startedAt", &T::started_at).date_time(),
       codec::field("completedAt", &T::completed_at).date_time(),
-      codec::field("preview", &T::preview));
+      codec::field("preview", &T::preview), codec::field("dra", &T::dra));
 }
 
 /// The work item for one node of one plan, named `<plan>-<node>` and owned by the plan

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,32 @@ constexpr auto describe(codec::tag<expected_resource>) {
   using T = expected_resource;
   return std::make_tuple(codec::field("name", &T::name).required().min_length(1),
                          codec::field("count", &T::count).required().minimum(0));
+}
+
+/// The DRA driver whose devices a profile's expectedDevices count by default: AMD's
+/// (ROCm/k8s-gpu-dra-driver).
+inline constexpr const char* amd_dra_driver = "gpu.amd.com";
+
+/// Devices a node whose GPUs are published through Dynamic Resource Allocation must show in
+/// its ResourceSlices after the change: those of `driver` whose attributes equal every
+/// entry of `attributes` (values compared as text: a string, a whole number, true or
+/// false, a version), `count` of them.
+struct expected_device {
+  std::optional<std::string> driver;
+  std::map<std::string, std::string> attributes;
+  std::int64_t count = 0;
+};
+
+constexpr auto describe(codec::tag<expected_device>) {
+  using T = expected_device;
+  return std::make_tuple(codec::field("driver", &T::driver).min_length(1).max_length(63),
+                         codec::field("attributes", &T::attributes),
+                         codec::field("count", &T::count).required().minimum(0));
+}
+
+/// The driver of an expected device: its own, else AMD's.
+inline std::string device_driver(const expected_device& d) {
+  return d.driver.value_or(amd_dra_driver);
 }
 
 /// The profile's own readiness check.
@@ -80,6 +107,9 @@ struct partitioning_profile_spec {
   /// Nodes this profile is meant for; absent: any node.
   std::optional<label_selector> target_selector;
   std::vector<expected_resource> expected_resources;
+  /// What a node in DRA mode (its GPUs in ResourceSlices, not extended resources) must
+  /// show instead of expected_resources.
+  std::vector<expected_device> expected_devices;
   profile_verification verification;
   payload_reference operator_payload;
 };
@@ -89,6 +119,7 @@ constexpr auto describe(codec::tag<partitioning_profile_spec>) {
   return std::make_tuple(codec::field("displayName", &T::display_name).max_length(256),
                          codec::field("targetSelector", &T::target_selector),
                          codec::field("expectedResources", &T::expected_resources).map_key("name"),
+                         codec::field("expectedDevices", &T::expected_devices).max_items(16),
                          codec::field("verification", &T::verification),
                          codec::field("operatorPayload", &T::operator_payload).required());
 }

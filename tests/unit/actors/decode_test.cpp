@@ -1,4 +1,5 @@
-// actors::decode_dcm_event, decode_pod, decode_pdb: objects as the watch delivers them,
+// actors::decode_dcm_event, decode_pod, decode_pdb, decode_resource_slice,
+// decode_resource_claim: objects as the watch delivers them,
 // decoded into what the decisions read.
 #include "actors/decode.hpp"
 
@@ -132,6 +133,71 @@ BOOST_AUTO_TEST_CASE(readiness_and_a_budgets_health_and_unhealthy_pod_policy_are
   BOOST_TEST(
       !ga::decode_pdb(parse(R"({"spec": {"unhealthyPodEvictionPolicy": "IfHealthyBudget"}})"))
            .always_allow_unhealthy);
+}
+
+BOOST_AUTO_TEST_CASE(a_resource_slice_gives_its_pool_and_devices_with_attributes_as_text) {
+  // As AMD's DRA driver publishes a CPX partition (resource.k8s.io/v1).
+  const auto s = ga::decode_resource_slice(parse(R"({
+    "metadata": {"name": "gpu-1-gpu.amd.com-abcde", "uid": "u1", "resourceVersion": "42"},
+    "spec": {"driver": "gpu.amd.com", "nodeName": "gpu-1",
+             "pool": {"name": "gpu-1", "generation": 3, "resourceSliceCount": 2},
+             "devices": [{"name": "gpu-1-128",
+                          "attributes": {"type": {"string": "amdgpu-partition"},
+                                         "cardIndex": {"int": 1},
+                                         "driverVersion": {"version": "6.12.12"},
+                                         "healthy": {"bool": true}},
+                          "capacity": {"memory": {"value": "48Gi"}}},
+                         {"name": "gpu-0-cpx-1",
+                          "consumesCounters": [{"counterSet": "gpu-0-counters",
+                                                "counters": {"memory": {"value": "24Gi"}}}]}]}})"));
+  BOOST_TEST(s.name == "gpu-1-gpu.amd.com-abcde");
+  BOOST_TEST(s.uid == "u1");
+  BOOST_TEST(s.resource_version == "42");
+  BOOST_TEST(s.driver == "gpu.amd.com");
+  BOOST_TEST(s.node == "gpu-1");
+  BOOST_TEST(s.pool == "gpu-1");
+  BOOST_TEST(s.generation == 3);
+  BOOST_TEST(s.slice_count == 2);
+  BOOST_TEST(!s.shared_counters);
+  BOOST_TEST_REQUIRE(s.devices.size() == 2u);
+  const auto& a = s.devices[0].attributes;
+  BOOST_TEST(a.at("type") == "amdgpu-partition");
+  BOOST_TEST(a.at("cardIndex") == "1");
+  BOOST_TEST(a.at("driverVersion") == "6.12.12");
+  BOOST_TEST(a.at("healthy") == "true");
+  BOOST_TEST(!s.devices[0].consumes_counters);
+  BOOST_TEST(s.devices[1].consumes_counters);
+  const auto counters = ga::decode_resource_slice(parse(R"({"spec": {"driver": "gpu.amd.com",
+      "nodeName": "gpu-1", "pool": {"name": "gpu-1", "generation": 1},
+      "sharedCounters": [{"name": "gpu-0-counters", "counters": {"memory": {"value": "192Gi"}}}]}})"));
+  BOOST_TEST(counters.shared_counters);
+  BOOST_TEST(counters.slice_count == 1); // absent: one
+}
+
+BOOST_AUTO_TEST_CASE(a_resource_claim_gives_its_devices_node_and_pods) {
+  const auto c = ga::decode_resource_claim(parse(R"({
+    "metadata": {"namespace": "team", "name": "train-0-gpu-x7k2p"},
+    "status": {"allocation": {
+                 "devices": {"results": [{"request": "gpu", "driver": "gpu.amd.com",
+                                          "pool": "gpu-1", "device": "gpu-1-128"}]},
+                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                   {"key": "metadata.name", "operator": "In", "values": ["gpu-1"]}]}]}},
+               "reservedFor": [{"resource": "pods", "name": "train-0", "uid": "p1"}]}})"));
+  BOOST_TEST(c.ns == "team");
+  BOOST_TEST(c.name == "train-0-gpu-x7k2p");
+  BOOST_TEST(c.node == "gpu-1");
+  BOOST_TEST_REQUIRE(c.devices.size() == 1u);
+  BOOST_TEST(c.devices[0].driver == "gpu.amd.com");
+  BOOST_TEST(c.devices[0].pool == "gpu-1");
+  BOOST_TEST(c.devices[0].name == "gpu-1-128");
+  BOOST_TEST_REQUIRE(c.reserved_for.size() == 1u);
+  BOOST_TEST(c.reserved_for[0].first == "p1");
+  BOOST_TEST(c.reserved_for[0].second == "train-0");
+  // Not allocated yet: nothing on any node.
+  const auto pending = ga::decode_resource_claim(
+      parse(R"({"metadata": {"namespace": "team", "name": "x"}, "spec": {"devices": {}}})"));
+  BOOST_TEST(pending.node.empty());
+  BOOST_TEST(pending.devices.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -150,6 +150,36 @@ BOOST_AUTO_TEST_CASE(the_nodes_pods_are_read_and_budgets_only_while_it_drains) {
   BOOST_TEST(assemble(b.v, preview).pdbs.size() == 1u, "a dry run previews the drain");
 }
 
+BOOST_AUTO_TEST_CASE(a_pod_a_gpu_claim_is_reserved_for_holds_gpus_and_the_slices_are_read) {
+  view_builder b;
+  b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx).node("a");
+  b.pod("a", "train", "train").pod("a", "web", "web");
+  auto& pods = b.v.pods_to_edit("a");
+  std::const_pointer_cast<gc::pod_info>(pods.at("team/train"))->uid = "uid-train";
+  std::const_pointer_cast<gc::pod_info>(pods.at("team/web"))->uid = "uid-web";
+  auto claim = std::make_shared<gc::resource_claim_info>();
+  claim->ns = "team";
+  claim->name = "train-gpu";
+  claim->node = "a";
+  claim->devices = {{gp::amd_dra_driver, "a", "gpu-1-128"}, {gp::amd_dra_driver, "a", "gpu-2-129"}};
+  claim->reserved_for = {{"uid-train", "train"}};
+  gc::cluster_view::edit(b.v.claims_by_node, "a")["team/train-gpu"] = claim;
+  auto slice = std::make_shared<gc::resource_slice_info>();
+  slice->name = "a-gpu.amd.com-x1";
+  slice->driver = gp::amd_dra_driver;
+  slice->node = "a";
+  gc::cluster_view::edit(b.v.slices_by_node, "a")[slice->name] = slice;
+  const auto in = assemble(b.v, item("a", "cpx"));
+  BOOST_TEST_REQUIRE(in.pods.size() == 2u);
+  for (const auto& p : in.pods) {
+    BOOST_TEST(p.gpus == (p.name == "train" ? 2 : 0), p.name);
+    BOOST_TEST(p.gpu_claims == (p.name == "train"), p.name);
+  }
+  BOOST_TEST(in.claims.size() == 1u);
+  BOOST_TEST_REQUIRE(in.slices.size() == 1u);
+  BOOST_TEST(in.slices[0].name == "a-gpu.amd.com-x1");
+}
+
 BOOST_AUTO_TEST_CASE(the_worker_facts_and_the_node_given_are_what_the_step_reads) {
   view_builder b;
   b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx).node("a");

@@ -3543,3 +3543,186 @@ BOOST_AUTO_TEST_CASE(the_token_stays_while_the_node_is_being_returned) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+// A node whose GPUs AMD's DRA driver publishes in ResourceSlices, not as amd.com/ extended
+// resources: found by what it publishes, drained of the pods its GPU claims are reserved
+// for, the label held until those claims are released, verified by its devices.
+BOOST_AUTO_TEST_SUITE(dra)
+
+gc::resource_slice_info gpu_slice(const std::string& uid, const std::string& rv, int devices,
+                                  const std::string& profile = "cpx_nps4") {
+  gc::resource_slice_info s;
+  s.name = node_name + "-gpu.amd.com-" + uid;
+  s.uid = uid;
+  s.resource_version = rv;
+  s.driver = gp::amd_dra_driver;
+  s.node = node_name;
+  s.pool = node_name;
+  s.generation = 1;
+  for (int i = 0; i < devices; ++i)
+    s.devices.push_back({"gpu-" + std::to_string(i + 1) + "-" + std::to_string(128 + i),
+                         {{"type", profile == "spx_nps1" ? "amdgpu" : "amdgpu-partition"},
+                          {"partitionProfile", profile}},
+                         false});
+  return s;
+}
+
+gc::resource_claim_info gpu_claim(const std::string& name, const std::string& pod_uid) {
+  gc::resource_claim_info c;
+  c.ns = "team";
+  c.name = name;
+  c.node = node_name;
+  c.devices = {{gp::amd_dra_driver, node_name, "gpu-1-128"}};
+  if (!pod_uid.empty())
+    c.reserved_for = {{pod_uid, "train"}};
+  return c;
+}
+
+// The world's node in DRA mode: 8 GPUs in SPX as slices, no amd.com/ resources, a profile
+// that expects 64 CPX partitions.
+world dra_world() {
+  world w;
+  w.node().allocatable.erase(gpu);
+  w.in.slices = {gpu_slice("s1", "10", 8, "spx_nps1")};
+  gp::expected_device cpx;
+  cpx.attributes = {{"type", "amdgpu-partition"}, {"partitionProfile", "cpx_nps4"}};
+  cpx.count = 64;
+  w.in.profile.spec.expected_devices = {cpx};
+  return w;
+}
+
+BOOST_AUTO_TEST_CASE(a_node_publishing_slices_is_a_gpu_node_and_its_run_records_dra) {
+  auto w = dra_world();
+  w.in.token = true;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  const auto& st = status_after(w, s);
+  BOOST_TEST_REQUIRE(st.dra.has_value());
+  BOOST_TEST(st.dra->driver == "gpu.amd.com");
+  // Without slices or resources: not a GPU node.
+  w.in.slices.clear();
+  auto refused = w.step();
+  BOOST_TEST(phase_after(w, refused) == "Failed");
+  BOOST_TEST(contains(status_after(w, refused).last_error, "no ResourceSlice of gpu.amd.com"));
+}
+
+BOOST_AUTO_TEST_CASE(a_driver_that_partitions_the_gpus_itself_is_refused_in_preflight) {
+  auto w = dra_world();
+  w.in.token = true;
+  auto counters = gpu_slice("k1", "3", 0);
+  counters.shared_counters = true;
+  w.in.slices.push_back(counters);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(condition_of(w, s, "Preflight") == "False/DRADynamicPartitioning");
+  BOOST_TEST(no_node_writes(s));
+  // A dry run names it too.
+  w.in.item.spec.dry_run = true;
+  auto preview = w.step();
+  BOOST_TEST_REQUIRE(status_after(w, preview).preview.has_value());
+  BOOST_TEST(contains(status_after(w, preview).preview->findings.at(0), "DRADynamicPartitioning"));
+}
+
+BOOST_AUTO_TEST_CASE(a_profile_without_expected_devices_is_refused_on_a_dra_node) {
+  auto w = dra_world();
+  w.in.token = true;
+  w.in.profile.spec.expected_devices.clear();
+  auto s = w.step();
+  BOOST_TEST(condition_of(w, s, "Preflight") == "False/ExpectedDevicesMissing");
+  BOOST_TEST(contains(status_after(w, s).last_error, "spec.expectedDevices"));
+}
+
+BOOST_AUTO_TEST_CASE(the_drain_evicts_a_claim_holder_that_tolerates_the_taint) {
+  auto w = dra_world();
+  w.at(node_phase::draining).cordoned_by_us();
+  w.status().dra = gp::dra_run{gp::amd_dra_driver, {}};
+  auto holder = pod("train");
+  holder.tolerations = {tolerate_dcm()};
+  holder.gpus = 1; // assemble_node_inputs marks the pods a GPU claim is reserved for
+  holder.gpu_claims = true;
+  auto bystander = pod("cpu-only");
+  bystander.tolerations = {tolerate_dcm()};
+  w.with(holder).with(bystander);
+  auto s = w.step();
+  BOOST_TEST(removals(s) == std::vector<std::string>{"team/train:evict"});
+}
+
+BOOST_AUTO_TEST_CASE(entering_applying_records_the_slices_published_before_dcm) {
+  auto w = dra_world();
+  w.at(node_phase::draining).cordoned_by_us().tainted();
+  w.status().dra = gp::dra_run{gp::amd_dra_driver, {}};
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Applying");
+  BOOST_TEST(status_after(w, s).dra->slices_before_dcm == std::vector<std::string>{"s1@10"});
+}
+
+BOOST_AUTO_TEST_CASE(the_label_waits_until_the_claims_on_the_gpus_are_released) {
+  auto w = dra_world();
+  w.at(node_phase::applying).cordoned_by_us().tainted().dcm_config_has_profile();
+  w.status().dra = gp::dra_run{gp::amd_dra_driver, {"s1@10"}};
+  // Its pod is gone; kube-controller-manager has not cleared the allocation yet.
+  w.in.claims = {gpu_claim("train-gpu-x7k2p", "")};
+  auto s = w.step();
+  BOOST_TEST(label_write(s, gc::dcm_profile_label) == "-");
+  BOOST_TEST(condition_of(w, s, "ProfileApplied") == "False/WaitingForClaims");
+  BOOST_TEST(
+      contains(condition(status_after(w, s), "ProfileApplied")->message, "team/train-gpu-x7k2p"));
+  // A claim on another driver's devices does not hold the label.
+  w.in.claims[0].devices = {{"nic.example.com", node_name, "eth1"}};
+  BOOST_TEST(label_write(w.step(), gc::dcm_profile_label) == dcm_name);
+  w.in.claims.clear();
+  BOOST_TEST(label_write(w.step(), gc::dcm_profile_label) == dcm_name);
+  // Past the verification timeout the claims fail the node back into service.
+  w.in.claims = {gpu_claim("train-gpu-x7k2p", "")};
+  w.later(std::chrono::seconds(w.in.item.spec.verification.timeout_seconds + 1));
+  auto late = w.step();
+  BOOST_TEST(phase_after(w, late) == "Failed");
+  BOOST_TEST(last_reason(w, late) == "ApplyTimeout");
+}
+
+BOOST_AUTO_TEST_CASE(verification_counts_devices_published_after_dcm) {
+  auto w = dra_world();
+  w.at(node_phase::verifying).cordoned_by_us().label_ours().dcm_says("success");
+  w.status().dra = gp::dra_run{gp::amd_dra_driver, {"s1@10"}};
+  // The driver not back yet: the old slice (SPX) is still there.
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Verifying");
+  BOOST_TEST(condition_of(w, s, "Verified") == "False/Mismatch");
+  // Updated in place with 63 partitions: the count is the gap.
+  w.in.slices = {gpu_slice("s1", "11", 63)};
+  s = w.step();
+  BOOST_TEST(contains(condition(status_after(w, s), "Verified")->message, "found 63"));
+  // 64: verified, and amd.com/gpu (absent on a DRA node) is not asked for.
+  w.in.slices = {gpu_slice("s1", "12", 64)};
+  s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(cordon_write(s) == "uncordon");
+}
+
+BOOST_AUTO_TEST_CASE(unchanged_slices_count_once_the_driver_must_be_back) {
+  // A change the devices do not show (the driver writes nothing when its devices are
+  // unchanged): the recorded slice counts once kubelet would have deleted it.
+  auto w = dra_world();
+  w.in.slices = {gpu_slice("s1", "10", 64)};
+  w.at(node_phase::verifying).cordoned_by_us().label_ours().dcm_says("success");
+  w.status().dra = gp::dra_run{gp::amd_dra_driver, {"s1@10"}};
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Verifying");
+  BOOST_TEST(contains(condition(status_after(w, s), "Verified")->message,
+                      "has not published the node's devices again since DCM ran"));
+  w.later(gc::driver_back_after);
+  BOOST_TEST(phase_after(w, w.step()) == "Succeeded");
+}
+
+BOOST_AUTO_TEST_CASE(a_dra_node_already_showing_the_devices_is_in_the_target_state) {
+  auto w = dra_world();
+  w.in.slices = {gpu_slice("s1", "10", 64)};
+  w.node().labels[gc::dcm_profile_label] = dcm_name;
+  w.dcm_config_has_profile();
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(last_reason(w, s) == "AlreadyInTargetState");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
