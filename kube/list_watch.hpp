@@ -44,8 +44,9 @@ struct list_watch_options {
   /// Nothing at all (not even a bookmark) for this long means a dead connection.
   std::chrono::seconds idle_timeout{120};
   watch_backoff backoff;
-  /// The resource may not be served (an API group the cluster does not offer): a list
-  /// answered 404 reports the view synced, empty, once, and the loop keeps trying.
+  /// The resource may not be served (an API group the cluster does not offer) or not be
+  /// granted: a list answered 404 or 403 reports the view synced, empty, once (the
+  /// restart note says why), and the loop keeps trying.
   bool may_be_absent = false;
 };
 

@@ -413,8 +413,8 @@ struct root_fixture : actor_fixture {
     profile.key = profile_name;
     profile.profile = std::make_shared<const gp::partitioning_profile>(make_profile());
     observe(profile);
-    for (const char* r :
-         {"nodes", "pods", "pdbs", "plans", "profiles", "items", "configmaps", "events"})
+    for (const char* r : {"nodes", "pods", "pdbs", "plans", "profiles", "items", "configmaps",
+                          "events", "resourceslices", "resourceclaims"})
       caf::anon_send(root, ga::synced_atom_v, std::string(r));
     // The profile's payload ConfigMap has been listed (and is not there).
     caf::anon_send(root, ga::listed_atom_v, std::string(dcm_ns) + "/cpx-nps4", true);

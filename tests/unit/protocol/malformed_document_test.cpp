@@ -248,6 +248,17 @@ REFUSES(
     R"({"spec":{"expectedResources":[{"name":"amd.com/gpu","count":8},
                                          {"name":"amd.com/gpu","count":64}]}})",
     R"(spec.expectedResources[1].name: "amd.com/gpu" is used twice (also at index 0); name must be unique)")
+REFUSES(expected_devices_without_count, profile,
+        R"({"spec":{"expectedDevices":[{"attributes":{"type":"amdgpu"}}]}})",
+        "spec.expectedDevices[0].count: required field is missing")
+REFUSES(expected_devices_negative_count, profile, R"({"spec":{"expectedDevices":[{"count":-8}]}})",
+        "spec.expectedDevices[0].count: must be at least 0, got -8")
+REFUSES(expected_devices_attribute_not_text, profile,
+        R"({"spec":{"expectedDevices":[{"attributes":{"cardIndex":7},"count":1}]}})",
+        "spec.expectedDevices[0].attributes[cardIndex]: expected a string, got integer")
+REFUSES(expected_devices_empty_driver, profile,
+        R"({"spec":{"expectedDevices":[{"driver":"","count":1}]}})",
+        "spec.expectedDevices[0].driver: must not be empty")
 REFUSES(display_name_over_256_characters, profile,
         R"({"spec":{"displayName":")" + std::string(257, 'x') + R"("}})",
         "spec.displayName: must be at most 256 characters long, got 257")

@@ -55,6 +55,7 @@ BOOST_AUTO_TEST_CASE(every_sample_file_is_covered_by_this_suite) {
       "plan-training-pool-partition.yaml",
       "plan-night-window-canary.yaml",
       "profile-mi300x-cpx-nps4.yaml",
+      "profile-mi300x-cpx-nps4-dra.yaml",
       "profile-mi300x-spx-nps1.yaml"};
   for (const auto& file : gpt::files_in(samples, ".yaml"))
     BOOST_TEST(covered.count(file) == 1u, file << " has no round-trip test");
@@ -62,6 +63,18 @@ BOOST_AUTO_TEST_CASE(every_sample_file_is_covered_by_this_suite) {
 
 BOOST_AUTO_TEST_CASE(cpx_profile_round_trips) {
   check_round_trip<gp::partitioning_profile>("profile-mi300x-cpx-nps4.yaml");
+}
+
+BOOST_AUTO_TEST_CASE(dra_profile_round_trips_with_its_expected_devices) {
+  check_round_trip<gp::partitioning_profile>("profile-mi300x-cpx-nps4-dra.yaml");
+  const auto p = decode_sample<gp::partitioning_profile>("profile-mi300x-cpx-nps4-dra.yaml");
+  BOOST_TEST_REQUIRE(p.spec.expected_devices.size() == 1u);
+  const auto& d = p.spec.expected_devices[0];
+  BOOST_TEST(gp::device_driver(d) == "gpu.amd.com");
+  BOOST_TEST(d.count == 64);
+  BOOST_TEST(d.attributes.at("partitionProfile") == "cpx_nps4");
+  BOOST_TEST(d.attributes.at("type") == "amdgpu-partition");
+  BOOST_TEST(gp::dcm_profile_name(p) == "mi300x-cpx-nps4");
 }
 
 BOOST_AUTO_TEST_CASE(spx_profile_round_trips) {
