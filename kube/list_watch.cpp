@@ -53,7 +53,9 @@ watch_output list_watch::do_list(const std::string& continue_token) {
   o.continue_token = continue_token;
   auto page = api_.list_page(options_.what, options_.ns, o);
   if (!page) {
-    if (options_.may_be_absent && page.error().kind == error_kind::not_found && !absent_reported_) {
+    const auto kind = page.error().kind;
+    if (options_.may_be_absent &&
+        (kind == error_kind::not_found || kind == error_kind::forbidden) && !absent_reported_) {
       absent_reported_ = true;
       handler_.on_synced();
     }
