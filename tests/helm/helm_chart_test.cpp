@@ -251,6 +251,8 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
       {"policy/poddisruptionbudgets", {"list", "watch"}},
       {"/configmaps", {"list", "watch"}},
       {"/events", {"list", "watch"}},
+      {"resource.k8s.io/resourceslices", {"list", "watch"}},
+      {"resource.k8s.io/resourceclaims", {"list", "watch"}},
       {"infrastructure.silogen.ai/partitioningplans", {"list", "watch"}},
       {"infrastructure.silogen.ai/partitioningprofiles", {"list", "watch"}},
       {"infrastructure.silogen.ai/nodepartitionings",
