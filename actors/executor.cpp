@@ -271,6 +271,31 @@ node_io_result executor::perform(const node_io& io) {
   return r;
 }
 
+std::string executor::ensure_device_class(const std::string& name, const std::string& json) {
+  const auto classes = kube::resources::device_classes();
+  auto current = api.get(classes, "", name);
+  if (!current) {
+    if (current.error().kind != kube::error_kind::not_found)
+      return "reading DeviceClass " + name + ": " + current.error().describe();
+    auto made = api.create(classes, "", json);
+    if (!made && made.error().kind != kube::error_kind::already_exists)
+      return "creating DeviceClass " + name + ": " + made.error().describe();
+    return {};
+  }
+  // A class of that name someone else made is theirs: never taken over.
+  const auto* mark =
+      kube::find_path(current.value(), {"metadata", "labels", controller::managed_by_label});
+  if (mark == nullptr || !mark->IsString() ||
+      mark->GetString() != std::string(controller::managed_by_value))
+    return "DeviceClass " + name + " exists and was not made by gpu-partitioner (no " +
+           controller::managed_by_label + "=" + controller::managed_by_value + "): left alone";
+  // Ours: its spec and owner brought in line (a merge patch replaces the selector list).
+  auto patched = api.patch(classes, "", name, kube::patch_type::merge, json, manager);
+  if (!patched)
+    return "updating DeviceClass " + name + ": " + patched.error().describe();
+  return {};
+}
+
 std::string executor::perform(const item_io& io) {
   switch (io.what) {
   case item_io::op::create: {
@@ -291,6 +316,8 @@ std::string executor::perform(const item_io& io) {
       return "updating " + io.item.metadata.name + ": " + patched.error().describe();
     return {};
   }
+  case item_io::op::ensure_device_class:
+    return ensure_device_class(io.device_class_name, io.device_class);
   case item_io::op::remove: {
     kube::delete_options o;
     o.precondition_uid = io.item.metadata.uid;

@@ -41,6 +41,8 @@ struct executor {
   node_io_result perform(const node_io& io);
 
   std::string perform(const item_io& io);
+  /// Makes the DeviceClass `name` from `json`, or brings one the operator made in line.
+  std::string ensure_device_class(const std::string& name, const std::string& json);
 };
 
 } // namespace gpu_partitioner::actors

@@ -110,10 +110,14 @@ struct node_io_result {
   std::map<std::string, controller::eviction_memory> evictions;
 };
 
-/// The supervisor's writes of NodePartitioning objects.
+/// The supervisor's writes: its NodePartitioning objects, and the DeviceClasses its
+/// profiles ask for.
 struct item_io {
-  enum class op { create, update_spec, remove } what = op::create;
+  enum class op { create, update_spec, remove, ensure_device_class } what = op::create;
   protocol::node_partitioning item;
+  /// ensure_device_class: the class (controller::device_class_json) and its name.
+  std::string device_class{};
+  std::string device_class_name{};
 };
 
 /// An Event to record (aggregated by the writer).

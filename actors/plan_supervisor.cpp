@@ -23,6 +23,8 @@ struct supervisor_state {
   std::map<std::string, node_worker_actor> workers; // item name -> worker
   /// Items we asked to create, delete or update, so a slow watch does not make us ask twice.
   std::map<std::string, std::string> requested; // item -> what (create/remove/hash)
+  /// DeviceClass name -> what was last asked to be written (a profile's deviceClassName).
+  std::map<std::string, std::string> device_classes;
   protocol::partitioning_plan_status last_status;
   bool wrote_status = false;
   /// The plan's node selection and the items it wants, kept until the plan, a profile, a
@@ -245,6 +247,31 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             s->absent_items = changes.absent;
             s->absent_unavailable = changes.absent_unavailable;
             s->gate_live = true;
+            // The DeviceClasses its profiles ask for, each written once per content (a
+            // failed write is asked again with the next resolution).
+            for (const auto& entry : plan->spec.partitionings) {
+              auto profile = view->profiles.find(entry.profile_ref.name);
+              if (profile == view->profiles.end())
+                continue;
+              auto json = controller::device_class_json(*profile->second);
+              const auto& name = profile->second->spec.device_class_name;
+              if (json.empty() || s->device_classes[*name] == json)
+                continue;
+              s->device_classes[*name] = json;
+              item_io io;
+              io.what = item_io::op::ensure_device_class;
+              io.device_class = std::move(json);
+              io.device_class_name = *name;
+              self->request(config.io, caf::infinite, io_atom_v, std::move(io))
+                  .then(
+                      [=, class_name = *name](const std::string& error) {
+                        if (!error.empty())
+                          s->device_classes.erase(class_name);
+                      },
+                      [=, class_name = *name](caf::error&) {
+                        s->device_classes.erase(class_name);
+                      });
+            }
           }
         } else if (plan == nullptr || plan->metadata.deletion_timestamp) {
           hold_all(); // the plan is gone or being deleted

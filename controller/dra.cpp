@@ -1,5 +1,8 @@
 #include "controller/dra.hpp"
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include <algorithm>
 #include <set>
 
@@ -117,6 +120,101 @@ std::string devices_gap(const std::vector<resource_slice_info>& slices,
              std::to_string(have);
   }
   return out;
+}
+
+namespace {
+
+// A CEL string literal: single-quoted, with quotes and backslashes escaped.
+std::string cel_string(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\\' || c == '\'')
+      out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+} // namespace
+
+std::string device_class_expression(const std::vector<protocol::expected_device>& expected) {
+  std::vector<std::string> alternatives;
+  for (const auto& want : expected) {
+    const std::string driver = protocol::device_driver(want);
+    std::string term = "device.driver == " + cel_string(driver);
+    for (const auto& [key, value] : want.attributes) {
+      // A qualified name (domain/name) is looked up in its domain, a bare one in the
+      // driver's, as DRA's CEL environment files them.
+      const auto slash = key.rfind('/');
+      const std::string domain = slash == std::string::npos ? driver : key.substr(0, slash);
+      const std::string name = slash == std::string::npos ? key : key.substr(slash + 1);
+      const std::string attrs = "device.attributes[" + cel_string(domain) + "]";
+      term += " && " + cel_string(name) + " in " + attrs + " && " + attrs + "[" + cel_string(name) +
+              "] == " + cel_string(value);
+    }
+    alternatives.push_back(std::move(term));
+  }
+  if (alternatives.size() == 1)
+    return alternatives.front();
+  std::string out;
+  for (const auto& a : alternatives)
+    out += (out.empty() ? "(" : " || (") + a + ")";
+  return out;
+}
+
+std::string device_class_json(const protocol::partitioning_profile& profile) {
+  const auto& name = profile.spec.device_class_name;
+  if (!name || profile.spec.expected_devices.empty())
+    return {};
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  auto text = [&](const std::string& t) {
+    w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
+  };
+  w.StartObject();
+  w.Key("apiVersion");
+  text("resource.k8s.io/v1");
+  w.Key("kind");
+  text("DeviceClass");
+  w.Key("metadata");
+  w.StartObject();
+  w.Key("name");
+  text(*name);
+  w.Key("labels");
+  w.StartObject();
+  w.Key(managed_by_label);
+  text(managed_by_value);
+  w.EndObject();
+  // Owned by the profile: the garbage collector removes it with the profile.
+  w.Key("ownerReferences");
+  w.StartArray();
+  w.StartObject();
+  w.Key("apiVersion");
+  text(std::string(protocol::api_version));
+  w.Key("kind");
+  text(std::string(protocol::partitioning_profile::kind_name));
+  w.Key("name");
+  text(profile.metadata.name);
+  w.Key("uid");
+  text(profile.metadata.uid);
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  w.Key("spec");
+  w.StartObject();
+  w.Key("selectors");
+  w.StartArray();
+  w.StartObject();
+  w.Key("cel");
+  w.StartObject();
+  w.Key("expression");
+  text(device_class_expression(profile.spec.expected_devices));
+  w.EndObject();
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  return buffer.GetString();
 }
 
 std::vector<const resource_claim_info*> gpu_claims(const std::vector<resource_claim_info>& claims) {

@@ -109,6 +109,20 @@ std::string devices_gap(const std::vector<resource_slice_info>& slices,
                         const std::vector<protocol::expected_device>& expected,
                         const std::vector<std::string>* before = nullptr, bool driver_back = true);
 
+/// A CEL selector for a DeviceClass that matches the devices `expected` counts (any of its
+/// entries): the driver, and each attribute as a string, e.g. `device.driver ==
+/// 'gpu.amd.com' && device.attributes['gpu.amd.com'].partitionProfile == 'cpx_nps4'`. An
+/// attribute the device lacks does not match. "" when `expected` is empty.
+std::string device_class_expression(const std::vector<protocol::expected_device>& expected);
+
+/// The DeviceClass a profile asks for (spec.deviceClassName) as JSON, owned by the
+/// profile and labelled as ours; "" when the profile names none or has no expected devices.
+std::string device_class_json(const protocol::partitioning_profile& profile);
+
+/// The label that marks a DeviceClass as the operator's (it changes no other).
+inline constexpr const char* managed_by_label = "app.kubernetes.io/managed-by";
+inline constexpr const char* managed_by_value = "gpu-partitioner";
+
 /// The claims allocated on the node's devices of AMD's DRA driver.
 std::vector<const resource_claim_info*> gpu_claims(const std::vector<resource_claim_info>& claims);
 

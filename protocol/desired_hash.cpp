@@ -53,6 +53,8 @@ std::string desired_hash(const partitioning_profile& profile, const drain_policy
                          const plan_verification& verification) {
   partitioning_profile_spec spec = profile.spec;
   spec.operator_payload.profile_name = dcm_profile_name(profile);
+  // A class for workloads to ask by is no change of the nodes.
+  spec.device_class_name.reset();
   return desired_hash(spec, drain, verification);
 }
 

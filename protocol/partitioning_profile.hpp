@@ -112,6 +112,9 @@ struct partitioning_profile_spec {
   std::vector<expected_device> expected_devices;
   profile_verification verification;
   payload_reference operator_payload;
+  /// A DeviceClass the operator keeps selecting the devices of expected_devices, so that
+  /// workloads can ask for this partition kind by class. Not part of desiredHash.
+  std::optional<std::string> device_class_name{};
 };
 
 constexpr auto describe(codec::tag<partitioning_profile_spec>) {
@@ -121,7 +124,10 @@ constexpr auto describe(codec::tag<partitioning_profile_spec>) {
                          codec::field("expectedResources", &T::expected_resources).map_key("name"),
                          codec::field("expectedDevices", &T::expected_devices).max_items(16),
                          codec::field("verification", &T::verification),
-                         codec::field("operatorPayload", &T::operator_payload).required());
+                         codec::field("operatorPayload", &T::operator_payload).required(),
+                         codec::field("deviceClassName", &T::device_class_name)
+                             .max_length(253)
+                             .matching(codec::dns1123_subdomain));
 }
 
 struct partitioning_profile_status {

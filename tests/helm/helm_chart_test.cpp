@@ -253,6 +253,7 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
       {"/events", {"list", "watch"}},
       {"resource.k8s.io/resourceslices", {"list", "watch"}},
       {"resource.k8s.io/resourceclaims", {"list", "watch"}},
+      {"resource.k8s.io/deviceclasses", {"get", "create", "patch"}},
       {"infrastructure.silogen.ai/partitioningplans", {"list", "watch"}},
       {"infrastructure.silogen.ai/partitioningprofiles", {"list", "watch"}},
       {"infrastructure.silogen.ai/nodepartitionings",

@@ -323,6 +323,12 @@ std::vector<rapidjson::Document> list_items(kube::client& api, const kube::resou
 
 } // namespace
 
+std::vector<rapidjson::Document> list_objects(kube::client& api, const kube::resource& r,
+                                              const std::string& ns,
+                                              const std::string& label_selector) {
+  return list_items(api, r, ns, label_selector);
+}
+
 std::string node_view::label(const std::string& key) const {
   auto it = labels.find(key);
   return it == labels.end() ? std::string{} : it->second;
@@ -627,17 +633,21 @@ void e2e_cluster::start_simulator(const std::string& time_scale,
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   sim_ = std::make_unique<child_process>(args, log);
   for (const auto& n : nodes)
-    BOOST_REQUIRE_MESSAGE(eventually(
-                              [&] {
-                                auto v = node(n);
-                                // A node whose kubelet is stopped reports nothing more.
-                                return (v.gpus > 0 && !v.label(ready_label).empty()) ||
-                                       v.label(fault_label).find("kubelet-stopped") !=
-                                           std::string::npos;
-                              },
-                              60s, 100ms),
-                          "node " << n << " never reported amd.com/gpu\n"
-                                  << sim_->tail());
+    BOOST_REQUIRE_MESSAGE(
+        eventually(
+            [&] {
+              auto v = node(n);
+              // A node whose kubelet is stopped reports nothing more.
+              if (v.label(fault_label).find("kubelet-stopped") != std::string::npos)
+                return true;
+              // A node in DRA mode publishes its GPUs as devices.
+              if (v.label(gpu_api_label).rfind("dra", 0) == 0)
+                return !resource_slices(n).empty() && !v.label(ready_label).empty();
+              return v.gpus > 0 && !v.label(ready_label).empty();
+            },
+            60s, 100ms),
+        "node " << n << " never reported amd.com/gpu or ResourceSlices\n"
+                << sim_->tail());
   // DCM's pod runs on every node (but where a fault keeps it away): the operator's
   // preflight looks for it.
   for (const auto& n : nodes) {
@@ -657,6 +667,22 @@ void e2e_cluster::start_simulator(const std::string& time_scale,
                           "DCM's pod never ran on node " << n << "\n"
                                                          << sim_->tail());
   }
+}
+
+std::vector<rapidjson::Document> e2e_cluster::resource_slices(const std::string& node_name) {
+  kube::list_options o;
+  o.field_selector = "spec.nodeName=" + node_name;
+  std::vector<rapidjson::Document> out;
+  auto list = api.list_page(kube::resources::resource_slices(), "", o);
+  if (!list)
+    return out;
+  if (const auto* items = kube::find_path(list.value(), {"items"}); items && items->IsArray())
+    for (const auto& item : items->GetArray()) {
+      rapidjson::Document d;
+      d.CopyFrom(item, d.GetAllocator());
+      out.push_back(std::move(d));
+    }
+  return out;
 }
 
 void e2e_cluster::start_operator() {

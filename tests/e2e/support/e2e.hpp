@@ -37,6 +37,9 @@ inline constexpr const char* profile_label = "dcm.amd.com/gpu-config-profile";
 inline constexpr const char* state_label = "dcm.amd.com/gpu-config-profile-state";
 inline constexpr const char* ready_label = "amd.com/gpu.ready";
 inline constexpr const char* fault_label = "sim.gpu-partitioner.io/fault";
+/// gpu-sim's node label: device-plugin (the default), dra, or dra-dynamic (AMD's DRA
+/// driver, partitioning the GPUs itself in the last).
+inline constexpr const char* gpu_api_label = "sim.gpu-partitioner.io/gpu-api";
 inline constexpr const char* partition_annotation = "sim.gpu-partitioner.io/partition";
 inline constexpr const char* was_unschedulable = "infrastructure.silogen.ai/was-unschedulable";
 inline constexpr const char* applied_hash = "infrastructure.silogen.ai/applied-hash";
@@ -60,6 +63,10 @@ std::string read_text(const std::string& path);
 std::vector<std::string> yaml_documents_as_json(const std::string& path);
 /// The string at `path`, "" if absent or not a string.
 std::string str(const rapidjson::Value& v, std::initializer_list<const char*> path);
+/// Every object of `r` in `ns` ("" : all, or cluster-scoped) matching `label_selector`.
+std::vector<rapidjson::Document> list_objects(kube::client& api, const kube::resource& r,
+                                              const std::string& ns,
+                                              const std::string& label_selector = {});
 
 /// Polls `condition` every `interval` until it holds or `timeout` passes.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
@@ -286,6 +293,8 @@ public:
   void create_pdb(const std::string& name, const std::string& app, int min_available);
   /// Pods of `app` that are Ready and not being deleted.
   int healthy_pods(const std::string& app);
+  /// The ResourceSlices naming `node` (spec.nodeName), any driver.
+  std::vector<rapidjson::Document> resource_slices(const std::string& node);
   /// DCM's Events from `node` (about its pod there), oldest first: "Reason SelectedProfile".
   std::vector<std::string> dcm_events(const std::string& node);
 

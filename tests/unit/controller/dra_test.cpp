@@ -175,4 +175,50 @@ BOOST_AUTO_TEST_CASE(pods_hold_gpus_through_claims_on_the_drivers_devices) {
   BOOST_TEST(gc::claim_holders({nic}).empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_device_class_selects_the_expected_devices_by_string_attributes) {
+  BOOST_TEST(gc::device_class_expression({cpx(64)}) ==
+             "device.driver == 'gpu.amd.com'"
+             " && 'partitionProfile' in device.attributes['gpu.amd.com']"
+             " && device.attributes['gpu.amd.com']['partitionProfile'] == 'cpx_nps4'"
+             " && 'type' in device.attributes['gpu.amd.com']"
+             " && device.attributes['gpu.amd.com']['type'] == 'amdgpu-partition'");
+  // A qualified attribute is looked up in its own domain; quotes are escaped.
+  gp::expected_device rooted;
+  rooted.driver = "gpu.example.com";
+  rooted.attributes = {{"resource.kubernetes.io/pcieRoot", "pci0000:00'x"}};
+  BOOST_TEST(gc::device_class_expression({rooted}) ==
+             "device.driver == 'gpu.example.com'"
+             " && 'pcieRoot' in device.attributes['resource.kubernetes.io']"
+             " && device.attributes['resource.kubernetes.io']['pcieRoot'] == 'pci0000:00\\'x'");
+  // Several entries: any of them.
+  gp::expected_device spx;
+  spx.attributes = {{"type", "amdgpu"}};
+  BOOST_TEST(gc::device_class_expression({spx, rooted}) ==
+             "(device.driver == 'gpu.amd.com' && 'type' in device.attributes['gpu.amd.com']"
+             " && device.attributes['gpu.amd.com']['type'] == 'amdgpu')"
+             " || (device.driver == 'gpu.example.com'"
+             " && 'pcieRoot' in device.attributes['resource.kubernetes.io']"
+             " && device.attributes['resource.kubernetes.io']['pcieRoot'] == 'pci0000:00\\'x')");
+}
+
+BOOST_AUTO_TEST_CASE(a_profile_names_its_device_class_owned_by_it_and_marked_ours) {
+  gp::partitioning_profile p;
+  p.metadata.name = "mi300x-cpx-nps4";
+  p.metadata.uid = "uid-1";
+  p.spec.expected_devices = {cpx(64)};
+  BOOST_TEST(gc::device_class_json(p).empty()); // no class asked for
+  p.spec.device_class_name = "mi300x-cpx-nps4.amd.com";
+  const auto json = gc::device_class_json(p);
+  BOOST_TEST(json.find(R"("name":"mi300x-cpx-nps4.amd.com")") != std::string::npos, json);
+  BOOST_TEST(json.find(R"("labels":{"app.kubernetes.io/managed-by":"gpu-partitioner"})") !=
+                 std::string::npos,
+             json);
+  BOOST_TEST(json.find(R"("kind":"PartitioningProfile","name":"mi300x-cpx-nps4","uid":"uid-1")") !=
+                 std::string::npos,
+             json);
+  BOOST_TEST(json.find(R"(['partitionProfile'] == 'cpx_nps4')") != std::string::npos, json);
+  p.spec.expected_devices.clear();
+  BOOST_TEST(gc::device_class_json(p).empty()); // nothing to select
+}
+
 BOOST_AUTO_TEST_SUITE_END()

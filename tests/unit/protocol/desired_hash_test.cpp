@@ -166,6 +166,13 @@ BOOST_AUTO_TEST_CASE(every_meaningful_field_changes_the_hash) {
       {"required plugin resources",
        [](input& i) { i.verification.require_plugin_resources.push_back("amd.com/xgmi"); }},
       {"verification timeout", [](input& i) { i.verification.timeout_seconds = 901; }},
+      {"expected devices",
+       [](input& i) {
+         gp::expected_device d;
+         d.attributes = {{"partitionProfile", "cpx_nps4"}};
+         d.count = 64;
+         i.profile.spec.expected_devices.push_back(d);
+       }},
   };
   const input base{profile_from(explicit_profile), sample_drain(), sample_verification()};
   const auto hash = [](const input& i) {
@@ -194,6 +201,15 @@ BOOST_AUTO_TEST_CASE(profile_overload_resolves_the_default_dcm_profile_name) {
   r.metadata.name = "other-profile";
   BOOST_TEST(gp::desired_hash(r, sample_drain(), sample_verification()) !=
              gp::desired_hash(p, sample_drain(), sample_verification()));
+}
+
+BOOST_AUTO_TEST_CASE(a_device_class_name_does_not_change_the_hash) {
+  // A class for workloads to ask by is no change of the nodes: no node runs again.
+  auto p = profile_from(explicit_profile);
+  auto q = p;
+  q.spec.device_class_name = "mi300x-cpx-nps4.amd.com";
+  BOOST_TEST(gp::desired_hash(p, sample_drain(), sample_verification()) ==
+             gp::desired_hash(q, sample_drain(), sample_verification()));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
