@@ -1,7 +1,8 @@
 // gpu-sim against the real local control plane: DCM's label-driven runs and their
 // answers (state label and Events), DCM's validation, injected faults, the device plugin
-// under the amd-dcm taint, GPU pods blocking a run, and kubelet for pods that the real
-// kube-scheduler places. Each case runs its own gpu-sim (posix_spawn, SIGTERM at the end)
+// under the amd-dcm taint, AMD's DRA driver (its ResourceSlice, kubelet's wipe, pods whose
+// claims the real scheduler allocates), GPU pods blocking a run, and kubelet for pods that
+// the real kube-scheduler places. Each case runs its own gpu-sim (posix_spawn, SIGTERM at the end)
 // over its own nodes (label simtest=<id>, kept to themselves by a simtest=<id>:NoSchedule
 // taint) and its own DCM ConfigMap in its own namespace, so cases can run side by side
 // with anything else on the cluster.
@@ -49,6 +50,8 @@ const std::string fault_label = "sim.gpu-partitioner.io/fault";
 const std::string partition_annotation = "sim.gpu-partitioner.io/partition";
 const std::string dcm_component = "amd-device-config-manager";
 const std::string dcm_config_name = "default-dcm-config";
+const std::string gpu_api_label = "sim.gpu-partitioner.io/gpu-api";
+const std::string dra_driver = "gpu.amd.com";
 
 // At --time-scale 0.02: a memory change 2.8 s, a compute change 0.2 s, the plugin's
 // restart 0.1 s (1 s when slow), DCM's retry period 1.2 s.
@@ -59,6 +62,7 @@ const char* config_lag = "0";
 const auto memory_run = 2800ms;
 
 const kube::resource deployments{"apps", "v1", "deployments", true};
+const kube::resource claim_templates{"resource.k8s.io", "v1", "resourceclaimtemplates", true};
 
 std::string runfile(const std::string& path) {
   const char* dir = std::getenv("TEST_SRCDIR");
@@ -201,10 +205,14 @@ struct sim_cluster {
   /// One node per entry, with that value of the fault label ("" for none).
   std::string lag;
   std::vector<std::string> extra;
+  /// Per node, its gpu-api label ("" or missing: none, gpu-sim's --gpu-api decides).
+  std::vector<std::string> apis;
+  std::vector<std::string> args;
+  std::string log_base;
 
   sim_cluster(std::initializer_list<std::string> node_faults, std::string lag_seconds = config_lag,
-              std::vector<std::string> extra_args = {})
-      : lag(std::move(lag_seconds)), extra(std::move(extra_args)) {
+              std::vector<std::string> extra_args = {}, std::vector<std::string> node_apis = {})
+      : lag(std::move(lag_seconds)), extra(std::move(extra_args)), apis(std::move(node_apis)) {
     try {
       set_up(node_faults);
     } catch (...) {
@@ -245,6 +253,8 @@ struct sim_cluster {
       };
       if (!faults[i].empty())
         labels[fault_label] = faults[i];
+      if (i < apis.size() && !apis[i].empty())
+        labels[gpu_api_label] = apis[i];
       auto node = api.create(kube::resources::nodes(), "",
                              R"({"apiVersion":"v1","kind":"Node","metadata":{"name":)" +
                                  quoted(name) + R"(,"labels":)" + json_map(labels) +
@@ -255,32 +265,55 @@ struct sim_cluster {
     const char* kubeconfig = std::getenv("KUBECONFIG");
     BOOST_REQUIRE_MESSAGE(kubeconfig != nullptr, "KUBECONFIG is not set");
     const char* outputs = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
-    const std::string log =
-        std::string(outputs != nullptr ? outputs : "/tmp") + "/gpu-sim-" + id + ".log";
-    std::vector<std::string> args{runfile("tools/simulator/gpu-sim"),
-                                  "--node-selector",
-                                  "simtest=" + selector_value,
-                                  "--dcm-config",
-                                  ns + "/" + dcm_config_name,
-                                  "--time-scale",
-                                  time_scale,
-                                  "--kubeconfig",
-                                  kubeconfig,
-                                  "--ready-label",
-                                  std::string(ready_label) + "=true",
-                                  "--dcm-config-lag",
-                                  lag};
+    log_base = std::string(outputs != nullptr ? outputs : "/tmp") + "/gpu-sim-" + id;
+    args = {runfile("tools/simulator/gpu-sim"),
+            "--node-selector",
+            "simtest=" + selector_value,
+            "--dcm-config",
+            ns + "/" + dcm_config_name,
+            "--time-scale",
+            time_scale,
+            "--kubeconfig",
+            kubeconfig,
+            "--ready-label",
+            std::string(ready_label) + "=true",
+            "--dcm-config-lag",
+            lag};
     args.insert(args.end(), extra.begin(), extra.end());
-    sim = std::make_unique<simulator_process>(args, log);
+    sim = std::make_unique<simulator_process>(args, log_base + ".log");
     // kubelet registers each node, then the plugin reports SPX: 8 GPUs (amd.com/gpu, or
-    // amd.com/spx_nps1 under the mixed strategy), ready.
+    // amd.com/spx_nps1 under the mixed strategy), ready; on a DRA node the driver publishes
+    // its slice instead.
     const bool mixed = std::find(extra.begin(), extra.end(), "mixed") != extra.end();
     const char* resource = mixed ? "amd.com/spx_nps1" : "amd.com/gpu";
-    for (const auto& n : nodes)
-      BOOST_REQUIRE_MESSAGE(
-          eventually([&] { return gpus(n, resource) == 8 && label(n, ready_label); }, 60s),
-          "node " << n << " never reported " << resource << "=8\n"
-                  << sim->log());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto& n = nodes[i];
+      if (node_api(i) == "device-plugin")
+        BOOST_REQUIRE_MESSAGE(
+            eventually([&] { return gpus(n, resource) == 8 && label(n, ready_label); }, 60s),
+            "node " << n << " never reported " << resource << "=8\n"
+                    << sim->log());
+      else
+        BOOST_REQUIRE_MESSAGE(
+            eventually([&] { return !slices(n).empty() && label(n, ready_label); }, 60s),
+            "node " << n << " never published a ResourceSlice\n"
+                    << sim->log());
+    }
+  }
+
+  /// The GPU API of our i-th node: its label, else gpu-sim's flag, else the device plugin.
+  std::string node_api(std::size_t i) const {
+    if (i < apis.size() && !apis[i].empty())
+      return apis[i];
+    auto flag = std::find(extra.begin(), extra.end(), "--gpu-api");
+    return flag != extra.end() && flag + 1 != extra.end() ? *(flag + 1) : "device-plugin";
+  }
+
+  /// Stops gpu-sim and starts a new one with the same flags (the API server's objects stay).
+  void restart_simulator() {
+    const int status = sim->stop();
+    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    sim = std::make_unique<simulator_process>(args, log_base + "-restarted.log");
   }
 
   void tear_down() {
@@ -354,6 +387,43 @@ struct sim_cluster {
   }
 
   std::string state(const std::string& name) { return label(name, state_label).value_or(""); }
+
+  // -- the DRA driver's ResourceSlices --
+
+  /// The node's slices of gpu.amd.com, by name.
+  std::vector<rapidjson::Document> slices(const std::string& name) {
+    kube::list_options o;
+    o.field_selector = "spec.driver=" + dra_driver + ",spec.nodeName=" + name;
+    auto list = api.list(kube::resources::resource_slices(), "", o);
+    std::vector<rapidjson::Document> out;
+    if (!list)
+      return out;
+    for (const auto& item : list.value()["items"].GetArray()) {
+      rapidjson::Document d;
+      d.CopyFrom(item, d.GetAllocator());
+      out.push_back(std::move(d));
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return kube::string_at(a["metadata"], "name") < kube::string_at(b["metadata"], "name");
+    });
+    return out;
+  }
+
+  /// The node's only slice; fails the test if it has not exactly one.
+  rapidjson::Document only_slice(const std::string& name) {
+    auto all = slices(name);
+    BOOST_REQUIRE_EQUAL(all.size(), 1u);
+    return std::move(all.front());
+  }
+
+  /// The devices of the node's slices.
+  std::size_t devices(const std::string& name) {
+    std::size_t n = 0;
+    for (const auto& s : slices(name))
+      if (const auto* d = kube::find_path(s, {"spec", "devices"}); d != nullptr && d->IsArray())
+        n += d->Size();
+    return n;
+  }
 
   void patch_node(const std::string& name, const std::string& body) {
     auto r = api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge, body);
@@ -904,6 +974,258 @@ BOOST_AUTO_TEST_CASE(a_deployment_runs_and_an_evicted_pod_moves_to_another_sched
   BOOST_TEST(eventually([&] {
     return !c.api.get(kube::resources::pods(), c.ns, victim).ok() && ready_replicas() == 2;
   }));
+}
+
+// -- AMD's DRA driver (gpu.amd.com) --
+
+namespace {
+
+/// A device of a slice by name; nullptr if it has none of that name.
+const rapidjson::Value* device_named(const rapidjson::Value& slice, const std::string& name) {
+  const auto* devices = kube::find_path(slice, {"spec", "devices"});
+  if (devices != nullptr && devices->IsArray())
+    for (const auto& d : devices->GetArray())
+      if (kube::string_at(d, "name") == name)
+        return &d;
+  return nullptr;
+}
+
+/// attributes[name][kind] as text ("" if absent): kind is string, version or int.
+std::string attribute(const rapidjson::Value& device, const char* name, const char* kind) {
+  const auto* v = kube::find_path(device, {"attributes", name, kind});
+  if (v == nullptr)
+    return "";
+  if (v->IsInt64())
+    return std::to_string(v->GetInt64());
+  return v->IsString() ? v->GetString() : "";
+}
+
+std::string capacity(const rapidjson::Value& device, const char* name) {
+  const auto* v = kube::find_path(device, {"capacity", name, "value"});
+  return v != nullptr && v->IsString() ? v->GetString() : "";
+}
+
+long long pool_field(const rapidjson::Value& slice, const char* field) {
+  const auto* v = kube::find_path(slice, {"spec", "pool", field});
+  return v != nullptr && v->IsInt64() ? v->GetInt64() : -1;
+}
+
+std::string slice_name(const rapidjson::Value& slice) {
+  return kube::string_at(slice["metadata"], "name");
+}
+
+std::string slice_version(const rapidjson::Value& slice) {
+  return kube::string_at(slice["metadata"], "resourceVersion");
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_dra_node_publishes_one_slice_with_the_drivers_attributes_and_no_amd_gpu,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c({"", ""}, config_lag, {}, {"dra", "device-plugin"});
+  const auto& dra = c.nodes[0];
+  const auto& plugin = c.nodes[1];
+  BOOST_TEST(c.gpus(dra) == -1); // no device plugin there: no amd.com/gpu at all
+  BOOST_TEST(c.gpus(plugin) == 8);
+  BOOST_TEST(c.slices(plugin).empty());
+
+  const auto slice = c.only_slice(dra);
+  const auto& spec = slice["spec"];
+  BOOST_TEST(kube::string_at(spec, "driver") == dra_driver);
+  BOOST_TEST(kube::string_at(spec, "nodeName") == dra);
+  BOOST_TEST(kube::string_at(spec["pool"], "name") == dra);
+  BOOST_TEST(pool_field(slice, "generation") == 1);
+  BOOST_TEST(pool_field(slice, "resourceSliceCount") == 1);
+  BOOST_TEST(kube::string_at(slice["metadata"], "generateName") == dra + "-gpu.amd.com-");
+  const auto* owner = kube::find_path(slice, {"metadata", "ownerReferences"});
+  BOOST_REQUIRE(owner != nullptr && owner->IsArray() && owner->Size() == 1u);
+  BOOST_TEST(kube::string_at((*owner)[0], "kind") == "Node");
+  BOOST_TEST(kube::string_at((*owner)[0], "name") == dra);
+  auto node = c.node(dra);
+  BOOST_REQUIRE(node.has_value());
+  BOOST_TEST(kube::string_at((*owner)[0], "uid") == kube::string_at((*node)["metadata"], "uid"));
+  BOOST_TEST(spec["devices"].Size() == 8u);
+
+  const auto* gpu = device_named(slice, "gpu-1-128");
+  BOOST_REQUIRE(gpu != nullptr);
+  BOOST_TEST(attribute(*gpu, "type", "string") == "amdgpu");
+  BOOST_TEST(attribute(*gpu, "pciAddr", "string") == "0000:0c:00.0");
+  BOOST_TEST(attribute(*gpu, "cardIndex", "int") == "1");
+  BOOST_TEST(attribute(*gpu, "renderIndex", "int") == "128");
+  BOOST_TEST(attribute(*gpu, "deviceID", "string") == "0x74a1");
+  BOOST_TEST(attribute(*gpu, "family", "string") == "AI");
+  BOOST_TEST(attribute(*gpu, "productName", "string") == "AMD_Instinct_MI300X_OAM");
+  BOOST_TEST(attribute(*gpu, "driverVersion", "version") == "6.10.5");
+  BOOST_TEST(!attribute(*gpu, "driverSrcVersion", "string").empty());
+  BOOST_TEST(attribute(*gpu, "partitionProfile", "string") == "spx_nps1");
+  BOOST_TEST(capacity(*gpu, "memory") == "192Gi");
+  BOOST_TEST(capacity(*gpu, "computeUnits") == "304");
+  BOOST_TEST(capacity(*gpu, "simdUnits") == "1216");
+  BOOST_TEST(device_named(slice, "gpu-8-135") != nullptr);
+
+  // A restarted gpu-sim is not a restarted driver: it adopts the slice and writes nothing.
+  c.restart_simulator();
+  std::this_thread::sleep_for(2s);
+  const auto after = c.only_slice(dra);
+  BOOST_TEST(slice_name(after) == slice_name(slice));
+  BOOST_TEST(slice_version(after) == slice_version(slice));
+  BOOST_TEST(c.gpus(plugin) == 8);
+}
+
+BOOST_AUTO_TEST_CASE(a_repartition_under_the_taint_publishes_the_new_partitions,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c({""}, config_lag, {"--gpu-api", "dra"});
+  const auto& n = c.nodes[0];
+  const auto first = slice_name(c.only_slice(n));
+  c.taint_and_wait_for_plugin_down(n);
+  c.request(n, "cpx-nps4");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  c.set_dcm_taint(n, false);
+  E2E_CHECK(eventually([&] { return c.devices(n) == 64u; }), "devices " << c.devices(n));
+  const auto slice = c.only_slice(n);
+  // The run took longer than kubelet's wipe delay: the driver came back to no slice.
+  BOOST_TEST(slice_name(slice) != first);
+  BOOST_TEST(pool_field(slice, "generation") == 1);
+  const auto* part = device_named(slice, "gpu-1-128");
+  BOOST_REQUIRE(part != nullptr);
+  BOOST_TEST(attribute(*part, "type", "string") == "amdgpu-partition");
+  BOOST_TEST(attribute(*part, "partitionProfile", "string") == "cpx_nps4");
+  BOOST_TEST(attribute(*part, "parentPciAddr", "string") == "0000:0c:00.0");
+  BOOST_TEST(attribute(*part, "parentDeviceID", "string") == "0x74a1");
+  BOOST_TEST(attribute(*part, "pciAddr", "string").empty());
+  BOOST_TEST(capacity(*part, "memory") == "24Gi");
+  BOOST_TEST(capacity(*part, "computeUnits") == "38");
+  BOOST_TEST(capacity(*part, "simdUnits") == "152");
+  BOOST_TEST(device_named(slice, "gpu-64-191") != nullptr);
+  BOOST_TEST(c.gpus(n) == -1);
+}
+
+// The publishing helper updates a one-slice pool in place: consumers see new devices and a
+// new resourceVersion under the same pool generation.
+BOOST_AUTO_TEST_CASE(
+    a_driver_back_before_the_wipe_updates_its_slice_in_place_keeping_the_generation,
+    *boost::unit_test::timeout(150)) {
+  // At time scale 0.5: kubelet wipes 15 s after the driver went; a compute change without
+  // host services takes 5 s, the plugin's restart 2.5 s.
+  sim_cluster c({""}, config_lag, {"--gpu-api", "dra", "--time-scale", "0.5"});
+  const auto& n = c.nodes[0];
+  c.replace_config(R"({"gpu-config-profiles":{"cpx-nps1":{"profiles":[{"computePartition":)"
+                   R"("CPX","memoryPartition":"NPS1","numGPUsAssigned":8}]}}})");
+  std::this_thread::sleep_for(1s); // gpu-sim has read it (no lag here)
+  const auto before = c.only_slice(n);
+  const auto tainted = std::chrono::steady_clock::now();
+  c.taint_and_wait_for_plugin_down(n);
+  c.request(n, "cpx-nps1");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  c.set_dcm_taint(n, false);
+  E2E_CHECK(eventually([&] { return c.devices(n) == 64u; }), "devices " << c.devices(n));
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - tainted)
+                        .count();
+  BOOST_TEST_REQUIRE(took < 15000, "the driver was down " << took << " ms: past the wipe");
+  const auto after = c.only_slice(n);
+  BOOST_TEST(slice_name(after) == slice_name(before));
+  BOOST_TEST(pool_field(after, "generation") == pool_field(before, "generation"));
+  BOOST_TEST(slice_version(after) != slice_version(before));
+  BOOST_TEST(attribute(after["spec"]["devices"][0], "partitionProfile", "string") == "cpx_nps1");
+}
+
+BOOST_AUTO_TEST_CASE(kubelet_wipes_the_slice_30_s_scaled_after_the_taint_takes_the_driver_down,
+                     *boost::unit_test::timeout(150)) {
+  // At time scale 0.1 the wipe comes 3 s after the driver's plugin went.
+  sim_cluster c({""}, config_lag, {"--gpu-api", "dra", "--time-scale", "0.1"});
+  const auto& n = c.nodes[0];
+  const auto first = slice_name(c.only_slice(n));
+  const auto tainted = std::chrono::steady_clock::now();
+  c.taint_and_wait_for_plugin_down(n);
+  std::this_thread::sleep_for(1500ms);
+  BOOST_TEST(c.slices(n).size() == 1u); // kubelet waits for the driver to come back
+  BOOST_REQUIRE_MESSAGE(eventually([&] { return c.slices(n).empty(); }, 20s),
+                        "the slice was never wiped\n"
+                            << c.sim->log());
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - tainted)
+                        .count();
+  BOOST_TEST(took >= 3000, "wiped " << took << " ms after the taint");
+  // Back with the untaint: a new slice, its pool starting again at generation 1.
+  c.set_dcm_taint(n, false);
+  BOOST_REQUIRE(eventually([&] { return c.slices(n).size() == 1u; }));
+  const auto again = c.only_slice(n);
+  BOOST_TEST(slice_name(again) != first);
+  BOOST_TEST(pool_field(again, "generation") == 1);
+}
+
+// The real kube-scheduler allocates the claim from the node's slice and reserves it before
+// binding; gpu-sim's kubelet starts the pod, and DCM finds its GPU busy until it is gone.
+BOOST_AUTO_TEST_CASE(a_pod_claiming_a_gpu_is_scheduled_started_and_keeps_dcm_busy,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c({""}, config_lag, {"--gpu-api", "dra"});
+  const auto& n = c.nodes[0];
+  c.await_default_service_account();
+  // AMD's chart's DeviceClass; cluster-wide, so other cases may have made it already (and
+  // may still use it: it stays).
+  auto made = c.api.create(
+      kube::resources::device_classes(), "",
+      R"({"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":)" +
+          quoted(dra_driver) + R"(},"spec":{"selectors":[{"cel":{"expression":)" +
+          quoted("device.driver == '" + dra_driver + "'") + "}}]}}");
+  BOOST_REQUIRE_MESSAGE(made.ok() || made.error().kind == kube::error_kind::already_exists,
+                        (made.ok() ? "" : made.error().describe()));
+  auto tmpl =
+      c.api.create(claim_templates, c.ns,
+                   R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate",)"
+                   R"("metadata":{"name":"one-amd-gpu"},"spec":{"spec":{"devices":{"requests":[)"
+                   R"({"name":"gpu","exactly":{"deviceClassName":)" +
+                       quoted(dra_driver) + R"(,"count":1}}]}}}})");
+  BOOST_REQUIRE_MESSAGE(tmpl.ok(), (tmpl.ok() ? "" : tmpl.error().describe()));
+  const std::string pod =
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"gpu-claimer"},"spec":{)"
+      R"("automountServiceAccountToken":false,"terminationGracePeriodSeconds":5,)"
+      R"("nodeSelector":{"simtest":)" +
+      quoted(c.selector_value) +
+      R"(},"tolerations":[{"key":"simtest","operator":"Equal","value":)" +
+      quoted(c.selector_value) +
+      R"(,"effect":"NoSchedule"}],)"
+      R"("resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"one-amd-gpu"}],)"
+      R"("containers":[{"name":"c","image":"rocm/pytorch:sim",)"
+      R"("resources":{"claims":[{"name":"gpu"}]}}]}})";
+  auto created = c.api.create(kube::resources::pods(), c.ns, pod);
+  BOOST_REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+  std::string uid;
+  BOOST_REQUIRE_MESSAGE(eventually(
+                            [&] {
+                              auto p = c.api.get(kube::resources::pods(), c.ns, "gpu-claimer");
+                              if (!p.ok() || !pod_ready(p.value()))
+                                return false;
+                              uid = kube::string_at(p.value()["metadata"], "uid");
+                              return node_of(p.value()) == n;
+                            },
+                            60s),
+                        "the pod with a claim never ran on " << n << "\n"
+                                                             << c.sim->log());
+  auto claims = c.api.list(kube::resources::resource_claims(), c.ns);
+  BOOST_REQUIRE(claims.ok());
+  BOOST_REQUIRE_EQUAL(claims.value()["items"].Size(), 1u);
+  const auto& claim = claims.value()["items"][0];
+  const auto* result = kube::find_path(claim, {"status", "allocation", "devices", "results"});
+  BOOST_REQUIRE(result != nullptr && result->IsArray() && result->Size() == 1u);
+  BOOST_TEST(kube::string_at((*result)[0], "driver") == dra_driver);
+  BOOST_TEST(kube::string_at((*result)[0], "pool") == n);
+  BOOST_TEST(device_named(c.only_slice(n), kube::string_at((*result)[0], "device")) != nullptr);
+  const auto* reserved = kube::find_path(claim, {"status", "reservedFor"});
+  BOOST_REQUIRE(reserved != nullptr && reserved->IsArray() && reserved->Size() == 1u);
+  BOOST_TEST(kube::string_at((*reserved)[0], "uid") == uid);
+
+  c.request(n, "qpx-nps1");
+  BOOST_TEST(c.await_state(n) == "failure");
+  E2E_CHECK(c.has_event(n, "PartitionRetrying"), describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+
+  // The pod goes: kubelet unprepares its claim and DCM's next retry succeeds.
+  BOOST_REQUIRE(c.api.remove(kube::resources::pods(), c.ns, "gpu-claimer"));
+  E2E_CHECK(eventually([&] { return c.state(n) == "success"; }),
+            "state " << c.state(n) << ", events " << describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "QPX/NPS1");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,6 +4,42 @@
 
 namespace gpu_partitioner::sim {
 
+bool claims_prepared(const observed_pod& pod, const std::map<pod_key, observed_claim>& claims,
+                     const std::set<std::string>& drivers_up) {
+  for (const auto& c : pod.claims) {
+    if (!c.claim)
+      return false;
+    if (c.claim->empty())
+      continue;
+    auto found = claims.find({pod.ns, *c.claim});
+    if (found == claims.end() || !found->second.allocated)
+      return false;
+    const auto& reserved = found->second.reserved_for;
+    if (std::find(reserved.begin(), reserved.end(), pod.uid) == reserved.end())
+      return false;
+    for (const auto& d : found->second.devices)
+      if (!drivers_up.count(d.driver))
+        return false;
+  }
+  return true;
+}
+
+int claimed_devices(const observed_pod& pod, const std::map<pod_key, observed_claim>& claims,
+                    const std::string& driver) {
+  int n = 0;
+  std::set<std::string> counted; // two entries may name one claim
+  for (const auto& c : pod.claims) {
+    if (!c.claim || c.claim->empty() || !counted.insert(*c.claim).second)
+      continue;
+    auto found = claims.find({pod.ns, *c.claim});
+    if (found == claims.end() || !found->second.allocated)
+      continue;
+    for (const auto& d : found->second.devices)
+      n += d.driver == driver && d.pool == pod.node;
+  }
+  return n;
+}
+
 pod_actions step_pods(std::map<pod_key, pod_memory>& memory,
                       const std::map<pod_key, observed_pod>& pods, sim_time now,
                       const sim_timing& timing, const kubelet_timing& kubelet) {
@@ -31,7 +67,7 @@ pod_actions step_pods(std::map<pod_key, pod_memory>& memory,
     }
     const bool terminal = pod.phase == "Succeeded" || pod.phase == "Failed";
     const bool refused = pod.node_dcm_tainted && !pod.tolerates_dcm_taint;
-    if (!terminal && !refused && !settled_running(pod) && !pending_write &&
+    if (!terminal && !refused && pod.claims_prepared && !settled_running(pod) && !pending_write &&
         now >= m.first_seen + timing.scaled(kubelet.startup)) {
       m.acted_at = now;
       out.start.push_back(pod);

@@ -1,18 +1,20 @@
 // gpu-sim: the AMD GPU stack for simulated nodes, on a real API server. It plays
-// AMD's Device Config Manager (DCM), the device plugin and node labeller, and kubelet,
-// for every node matching --node-selector. The decisions are in node_model and
-// kubelet_model; this file only watches, ticks and writes.
+// AMD's Device Config Manager (DCM), the device plugin or the DRA driver, the node labeller,
+// and kubelet, for every node matching --node-selector. The decisions are in node_model,
+// dra_model and kubelet_model; this file only watches, ticks and writes.
 #include "kube/client.hpp"
 #include "kube/config.hpp"
 #include "kube/event_recorder.hpp"
 #include "kube/list_watch.hpp"
 #include "protocol/timestamp.hpp"
+#include "tools/simulator/dra_model.hpp"
 #include "tools/simulator/kubelet_model.hpp"
 #include "tools/simulator/node_model.hpp"
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -25,6 +27,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 using namespace gpu_partitioner;
 using namespace gpu_partitioner::sim;
@@ -48,6 +51,8 @@ struct options {
   /// kubelet's refresh of a ConfigMap volume, in seconds before --time-scale.
   double config_lag = 60;
   stack_options stack;
+  /// The GPU API of nodes without the gpu-api label.
+  gpu_api default_api = gpu_api::device_plugin;
   int tick_ms = 50;
   /// Parallel connections for writes, each with its own thread (a node's writes stay in
   /// order).
@@ -92,9 +97,18 @@ struct world_view {
   std::optional<config_version> delivered;
   /// DCM's pod per node, while it runs.
   std::map<pod_key, std::string> dcm_pods; // pod -> node
+  /// Pods with spec.resourceClaims.
+  std::set<pod_key> claim_pods;
+  /// The DRA driver's ResourceSlices by spec.nodeName, and each slice's node by name.
+  std::map<std::string, std::vector<observed_slice>> slices;
+  std::map<std::string, std::string> slice_nodes;
+  std::map<pod_key, observed_claim> claims;
   bool nodes_synced = false;
   bool pods_synced = false;
   bool config_synced = false;
+  /// The DRA watches gate only the DRA work: without resource.k8s.io the rest goes on.
+  bool slices_synced = false;
+  bool claims_synced = false;
 };
 
 struct node_watch : kube::watch_handler {
@@ -110,6 +124,7 @@ struct node_watch : kube::watch_handler {
     }
     observed_node n;
     n.name = d.key.name;
+    n.uid = kube::string_at((*d.object)["metadata"], "uid");
     n.labels = kube::string_map(kube::find_path(*d.object, {"metadata", "labels"}));
     // Count every change of the profile label, as DCM's informer sees each one.
     if (auto prev = view.nodes.find(n.name); prev != view.nodes.end()) {
@@ -167,6 +182,30 @@ int gpus_requested(const rapidjson::Value& pod) {
   return n;
 }
 
+// spec.resourceClaims, each resolved to its ResourceClaim: named, or for a template the
+// claim that status.resourceClaimStatuses names.
+std::vector<pod_claim> pod_claims(const rapidjson::Value& pod) {
+  std::vector<pod_claim> out;
+  const auto* wanted = kube::find_path(pod, {"spec", "resourceClaims"});
+  if (wanted == nullptr || !wanted->IsArray())
+    return out;
+  const auto* made = kube::find_path(pod, {"status", "resourceClaimStatuses"});
+  for (const auto& w : wanted->GetArray()) {
+    pod_claim c;
+    c.name = kube::string_at(w, "name");
+    if (const auto* direct = kube::find_path(w, {"resourceClaimName"});
+        direct && direct->IsString()) {
+      c.claim = direct->GetString();
+    } else if (made != nullptr && made->IsArray()) {
+      for (const auto& m : made->GetArray())
+        if (kube::string_at(m, "name") == c.name)
+          c.claim = kube::string_at(m, "resourceClaimName");
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 struct pod_watch : kube::watch_handler {
   world_view& view;
   std::string dcm_namespace;
@@ -175,6 +214,7 @@ struct pod_watch : kube::watch_handler {
     std::lock_guard<std::mutex> lock(view.mutex);
     pod_key key{d.key.namespace_, d.key.name};
     view.dcm_pods.erase(key);
+    view.claim_pods.erase(key);
     if (d.type == kube::event_type::deleted) {
       if (auto gone = view.pods.find(key); gone != view.pods.end()) {
         view.stopped.erase(gone->second.uid);
@@ -220,8 +260,14 @@ struct pod_watch : kube::watch_handler {
     if (const auto* cs = kube::find_path(o, {"spec", "containers"}); cs && cs->IsArray())
       for (const auto& c : cs->GetArray())
         p.containers.emplace_back(kube::string_at(c, "name"), kube::string_at(c, "image"));
+    // The device plugin, or the DRA driver's kubelet plugin, deployed in DCM's namespace.
     for (const auto& [name, image] : p.containers)
-      p.device_plugin = p.device_plugin || (key.ns == dcm_namespace && name == "device-plugin");
+      p.device_plugin =
+          p.device_plugin ||
+          (key.ns == dcm_namespace && (name == "device-plugin" || name == "gpu-kubeletplugin"));
+    p.claims = pod_claims(o);
+    if (!p.claims.empty())
+      view.claim_pods.insert(key);
     const int gpus = gpus_requested(o);
     // A pod holds its GPUs from its start (the device plugin allocates them as the kubelet
     // starts its containers) until it is gone or finished. A pod bound to the node but
@@ -261,6 +307,66 @@ struct config_watch : kube::watch_handler {
   void on_synced() override {
     std::lock_guard<std::mutex> lock(view.mutex);
     view.config_synced = true;
+  }
+};
+
+struct slice_watch : kube::watch_handler {
+  world_view& view;
+  explicit slice_watch(world_view& v) : view(v) {}
+  void on_change(const kube::watch_delivery& d) override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    if (auto old = view.slice_nodes.find(d.key.name); old != view.slice_nodes.end()) {
+      auto& list = view.slices[old->second];
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [&](const observed_slice& s) { return s.name == d.key.name; }),
+                 list.end());
+      if (list.empty())
+        view.slices.erase(old->second);
+      view.slice_nodes.erase(old);
+    }
+    if (d.type == kube::event_type::deleted || d.object == nullptr)
+      return;
+    auto slice = parse_slice(*d.object);
+    if (!slice)
+      return;
+    view.slice_nodes[slice->name] = slice->node;
+    view.slices[slice->node].push_back(std::move(*slice));
+  }
+  void on_synced() override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    view.slices_synced = true;
+  }
+};
+
+struct claim_watch : kube::watch_handler {
+  world_view& view;
+  explicit claim_watch(world_view& v) : view(v) {}
+  void on_change(const kube::watch_delivery& d) override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    const pod_key key{d.key.namespace_, d.key.name};
+    if (d.type == kube::event_type::deleted || d.object == nullptr) {
+      view.claims.erase(key);
+      return;
+    }
+    observed_claim c;
+    if (const auto* allocation = kube::find_path(*d.object, {"status", "allocation"})) {
+      c.allocated = true;
+      if (const auto* results = kube::find_path(*allocation, {"devices", "results"});
+          results != nullptr && results->IsArray())
+        for (const auto& r : results->GetArray())
+          c.devices.push_back({kube::string_at(r, "driver"), kube::string_at(r, "pool"),
+                               kube::string_at(r, "device")});
+    }
+    if (const auto* reserved = kube::find_path(*d.object, {"status", "reservedFor"});
+        reserved != nullptr && reserved->IsArray())
+      for (const auto& r : reserved->GetArray())
+        if (kube::string_at(r, "resource") == "pods")
+          c.reserved_for.push_back(kube::string_at(r, "uid"));
+    view.claims[key] = std::move(c);
+  }
+  void on_synced() override {
+    std::lock_guard<std::mutex> lock(view.mutex);
+    view.claims_synced = true;
   }
 };
 
@@ -392,6 +498,8 @@ int run(const options& opt) {
   node_watch nodes(view);
   pod_watch pods(view, opt.dcm_namespace);
   config_watch dcm(view);
+  slice_watch slices(view);
+  claim_watch claims(view);
   kube::list_watch_options node_opts;
   node_opts.what = kube::resources::nodes();
   node_opts.label_selector = opt.node_selector;
@@ -402,10 +510,17 @@ int run(const options& opt) {
   cm_opts.what = kube::resources::config_maps();
   cm_opts.ns = opt.dcm_namespace;
   cm_opts.field_selector = "metadata.name=" + opt.dcm_name;
+  kube::list_watch_options slice_opts;
+  slice_opts.what = kube::resources::resource_slices();
+  slice_opts.field_selector = std::string("spec.driver=") + dra_driver;
+  kube::list_watch_options claim_opts;
+  claim_opts.what = kube::resources::resource_claims();
   std::vector<std::thread> watches;
   watches.push_back(start_watch(config.value(), node_opts, nodes));
   watches.push_back(start_watch(config.value(), pod_opts, pods));
   watches.push_back(start_watch(config.value(), cm_opts, dcm));
+  watches.push_back(start_watch(config.value(), slice_opts, slices));
+  watches.push_back(start_watch(config.value(), claim_opts, claims));
 
   // One lane per connection, each with a thread of its own that writes its queue in
   // order: a node's writes always take the same lane, as do a pod's, so they stay in
@@ -464,6 +579,54 @@ int run(const options& opt) {
         failed.clear();
         for (auto& [name, a] : again)
           write_node(name, std::move(a), std::string{});
+      }
+    }
+    /// The DRA driver's (and kubelet's) writes of a node's ResourceSlices, in order. One that
+    /// fails is asked for again by step_dra once resend_after has passed.
+    void write_slices(const std::string& node, const std::string& node_uid,
+                      const std::vector<slice_write>& writes) {
+      const auto slices = kube::resources::resource_slices();
+      // The API server lists every invalid field: the first few say what is wrong.
+      auto why = [](const kube::failure& e) {
+        auto text = e.describe();
+        return text.size() > 400 ? text.substr(0, 400) + "..." : text;
+      };
+      auto says = [](const slice_write& w) {
+        return "pool generation " + std::to_string(w.generation) + ", " +
+               (w.content.shared_counters.empty()
+                    ? std::to_string(w.content.devices.size()) + " devices"
+                    : std::to_string(w.content.shared_counters.size()) + " counter sets");
+      };
+      for (const auto& w : writes) {
+        switch (w.what) {
+        case slice_write::kind::create: {
+          auto r = api.create(slices, "", slice_object_json(w, node, node_uid));
+          log_line("node " + node + ": ResourceSlice " +
+                   (r ? kube::string_at(r.value()["metadata"], "name") + " created, " + says(w)
+                      : "create failed: " + why(r.error())));
+          break;
+        }
+        case slice_write::kind::update: {
+          auto r = api.patch(slices, "", w.name, kube::patch_type::merge, slice_patch_json(w));
+          log_line("node " + node + ": ResourceSlice " + w.name +
+                   (r ? " updated, " + says(w) : " update failed: " + why(r.error())));
+          break;
+        }
+        case slice_write::kind::remove: {
+          kube::delete_options o;
+          o.precondition_uid = w.uid;
+          o.precondition_resource_version = w.resource_version;
+          auto r = api.remove(slices, "", w.name, o);
+          const bool wipe = w.uid.empty();
+          if (r || r.error().kind == kube::error_kind::not_found)
+            log_line("node " + node + ": ResourceSlice " + w.name +
+                     (wipe ? " wiped (kubelet: the driver is gone)" : " deleted"));
+          else
+            log_line("node " + node + ": ResourceSlice " + w.name +
+                     " delete failed: " + why(r.error()));
+          break;
+        }
+        }
       }
     }
     /// Writes a node's labels and annotations, its GPU resources and its Events, with what
@@ -555,6 +718,9 @@ int run(const options& opt) {
     return batches[std::hash<std::string>{}(key) % lanes.size()];
   };
   std::map<std::string, node_memory> memory;
+  std::map<std::string, dra_memory> dra_memories;
+  std::set<std::string> unknown_api_told; // nodes whose unknown gpu-api value was logged
+  const std::vector<observed_slice> no_slices;
   std::map<pod_key, pod_memory> pod_memory_map;
   std::map<std::string, sim_time> registering;
   std::set<std::string> stopped_kubelets;
@@ -564,11 +730,13 @@ int run(const options& opt) {
            opt.dcm_name + " (lag " + std::to_string(opt.config_lag) + " s), DCM " +
            (opt.stack.version == dcm_version::v1_5 ? "1.5" : "1.3") + ", " +
            (opt.stack.strategy == resource_strategy::mixed ? "mixed" : "single") +
-           " strategy, time scale " + std::to_string(opt.time_scale));
+           " strategy, GPU API " + gpu_api_name(opt.default_api) + ", time scale " +
+           std::to_string(opt.time_scale));
 
   while (!stopping) {
     std::this_thread::sleep_for(std::chrono::milliseconds(opt.tick_ms));
     std::vector<std::pair<std::string, node_actions>> node_work;
+    std::vector<std::tuple<std::string, std::string, std::vector<slice_write>>> slice_work;
     std::vector<std::string> to_register;
     pod_actions pod_work;
     {
@@ -585,11 +753,25 @@ int run(const options& opt) {
       view.world.gpu_pods.clear();
       for (const auto& [key, held] : view.gpu_pods)
         view.world.gpu_pods[held.first] += 1;
-      for (const auto& name : view.deleted)
+      // A running pod whose claims hold gpu.amd.com devices of its node holds those GPUs
+      // until kubelet stops it (NodeUnprepareResources).
+      for (const auto& key : view.claim_pods) {
+        auto pod = view.pods.find(key);
+        if (pod == view.pods.end() || view.gpu_pods.count(key) || pod->second.phase != "Running" ||
+            view.stopped.count(pod->second.uid))
+          continue;
+        if (claimed_devices(pod->second, view.claims, dra_driver) > 0)
+          view.world.gpu_pods[pod->second.node] += 1;
+      }
+      for (const auto& name : view.deleted) {
         memory.erase(name);
+        dra_memories.erase(name);
+      }
       view.deleted.clear();
       for (auto it = memory.begin(); it != memory.end();)
         it = view.nodes.count(it->first) ? std::next(it) : memory.erase(it);
+      for (auto it = dra_memories.begin(); it != dra_memories.end();)
+        it = view.nodes.count(it->first) ? std::next(it) : dra_memories.erase(it);
       for (const auto& [name, node] : view.nodes) {
         if (!view.registered.count(name)) {
           // Play kubelet registering: the GPU stack starts only on a running node. A
@@ -606,7 +788,24 @@ int run(const options& opt) {
         observed_node seen = node;
         if (auto pod = dcm_pod_of.find(name); pod != dcm_pod_of.end())
           seen.dcm_pod = pod->second;
-        auto a = step_node(memory[name], seen, view.world, now, timing, opt.stack);
+        bool unknown_api = false;
+        seen.api = node_gpu_api(seen.labels, opt.default_api, &unknown_api);
+        if (!unknown_api)
+          unknown_api_told.erase(name);
+        else if (unknown_api_told.insert(name).second)
+          log_line("node " + name + ": unknown " + gpu_api_label + " \"" +
+                   label_or(seen, gpu_api_label) +
+                   "\" (not device-plugin, dra or dra-dynamic): the device plugin it is");
+        auto& state = memory[name];
+        auto a = step_node(state, seen, view.world, now, timing, opt.stack);
+        if (view.slices_synced) {
+          auto found = view.slices.find(name);
+          auto writes =
+              step_dra(dra_memories[name], state, seen,
+                       found == view.slices.end() ? no_slices : found->second, now, timing);
+          if (!writes.empty())
+            slice_work.emplace_back(name, seen.uid, std::move(writes));
+        }
         const auto faults = parse_faults(label_or(node, fault_label));
         if (faults.kubelet_stopped != stopped_kubelets.count(name)) {
           // The kubelet stops posting status: the node goes NotReady (Unknown).
@@ -637,6 +836,13 @@ int run(const options& opt) {
             continue;
           auto& p = ours.emplace(key, pod).first->second;
           p.node_dcm_tainted = node->second.dcm_taint;
+          if (!p.claims.empty()) {
+            // kubelet prepares the claims through the node's DRA driver, if it is registered.
+            std::set<std::string> drivers_up;
+            if (auto dra = dra_memories.find(pod.node); dra != dra_memories.end() && dra->second.up)
+              drivers_up.insert(dra_driver);
+            p.claims_prepared = view.claims_synced && claims_prepared(p, view.claims, drivers_up);
+          }
           p.crash_loop = p.crash_loop || (faults.plugin_crashloop && p.device_plugin);
         }
       }
@@ -655,6 +861,10 @@ int run(const options& opt) {
         log_line("node " + name +
                  (r ? (ready ? ": registered, Ready" : ": kubelet stopped, NotReady")
                     : ": registration failed: " + r.error().describe()));
+      });
+    for (auto& [node_name, uid, writes] : slice_work)
+      lane_of(node_name).push_back([name = node_name, uid = uid, w = std::move(writes)](lane& l) {
+        l.write_slices(name, uid, w);
       });
     for (auto& [node_name, work] : node_work)
       lane_of(node_name).push_back(
@@ -698,8 +908,12 @@ constexpr const char* usage = R"(Usage: gpu-sim [flags]
 Simulates AMD's GPU stack on a real API server for nodes without GPUs, as AMD's
 software behaves (tools/simulator/README.md): DCM (partition runs driven by the
 dcm.amd.com/gpu-config-profile label, while DCM's pod runs on the node), the device
-plugin and node labeller (amd.com/ resources, AMD's labels; down while
-amd-dcm=up:NoExecute), and kubelet for pods on those nodes. Faults per node: label
+plugin (amd.com/ resources) or the DRA driver gpu.amd.com (ResourceSlices; kubelet
+wipes them 30 s after it went), both down while amd-dcm=up:NoExecute, the node
+labeller (AMD's labels), and kubelet for pods on those nodes (a pod with
+ResourceClaims starts once they are allocated and reserved for it and the driver
+is up). A node's label sim.gpu-partitioner.io/gpu-api=device-plugin|dra|dra-dynamic
+chooses its GPU API. Faults per node: label
 sim.gpu-partitioner.io/fault=dcm-failure,dcm-stuck,wrong-count,slow-plugin,dcm-missing,
 kubelet-stopped,state-lost,gpu-held,plugin-crashloop.
 
@@ -715,6 +929,11 @@ Flags:
   --resource-strategy single|mixed
                             the device plugin's naming: amd.com/gpu, or
                             amd.com/<compute>_<memory> per style (default single)
+  --gpu-api device-plugin|dra
+                            the GPU API of nodes without the gpu-api label: AMD's
+                            device plugin, or AMD's DRA driver publishing the
+                            partitions DCM made (dra-dynamic: every partition it
+                            could carve, as shared counters) (default device-plugin)
   --ready-label KEY=VALUE   a site's own readiness label, set while the plugin is up
                             (default none: AMD's components set none)
   --time-scale F            multiply every simulated delay by F (default 1)
@@ -777,6 +996,16 @@ int main(int argc, char** argv) {
         return 2;
       }
       opt.stack.strategy = v == "mixed" ? resource_strategy::mixed : resource_strategy::single;
+    } else if (a == "--gpu-api") {
+      std::string v = value();
+      auto api = parse_gpu_api(v);
+      if (!api) {
+        std::fprintf(stderr,
+                     "gpu-sim: --gpu-api: \"%s\" is not device-plugin, dra or dra-dynamic\n",
+                     v.c_str());
+        return 2;
+      }
+      opt.default_api = *api;
     } else if (a == "--ready-label") {
       std::string v = value();
       const auto eq = v.find('=');

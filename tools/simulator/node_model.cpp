@@ -40,6 +40,37 @@ node_faults parse_faults(const std::string& text, std::vector<std::string>* unkn
   return f;
 }
 
+const char* gpu_api_name(gpu_api api) {
+  switch (api) {
+  case gpu_api::dra:
+    return "dra";
+  case gpu_api::dra_dynamic:
+    return "dra-dynamic";
+  case gpu_api::device_plugin:
+    break;
+  }
+  return "device-plugin";
+}
+
+std::optional<gpu_api> parse_gpu_api(const std::string& text) {
+  for (auto api : {gpu_api::device_plugin, gpu_api::dra, gpu_api::dra_dynamic})
+    if (text == gpu_api_name(api))
+      return api;
+  return std::nullopt;
+}
+
+gpu_api node_gpu_api(const std::map<std::string, std::string>& labels, gpu_api fallback,
+                     bool* unknown) {
+  auto it = labels.find(gpu_api_label);
+  if (it == labels.end())
+    return fallback;
+  if (auto api = parse_gpu_api(it->second))
+    return *api;
+  if (unknown != nullptr)
+    *unknown = true;
+  return gpu_api::device_plugin;
+}
+
 std::optional<std::string> partition_style(const std::vector<std::string>& gpu_modes) {
   if (gpu_modes.empty())
     return std::nullopt;
@@ -362,7 +393,35 @@ struct context {
       out.labels[stack.ready_key] = std::nullopt;
   }
 
+  bool dra() const { return m.api != gpu_api::device_plugin; }
+
+  // A DRA node has no device plugin: the amd.com/ resources one left go to 0, once.
+  void retire_device_plugin() {
+    bool left = false;
+    for (const auto& [name, n] : node.gpu_capacity) {
+      m.advertised.insert(name);
+      left = left || n != 0;
+    }
+    // After a switch plugin_down has zeroed allocatable: capacity goes with it.
+    if (left || out.allocatable)
+      out.allocatable = out.capacity = zeros();
+    m.advertised.clear();
+  }
+
+  // The node changed its GPU API: the running plugin stops, the other one starts as after
+  // the taint.
+  void switch_api() {
+    if (node.api == m.api)
+      return;
+    if (m.plugin_up || m.plugin_restarting)
+      plugin_down();
+    m.api = node.api;
+    if (dra())
+      retire_device_plugin();
+  }
+
   void plugin() {
+    switch_api();
     if (node.dcm_taint) {
       if (m.plugin_up || m.plugin_restarting)
         plugin_down();
@@ -375,6 +434,12 @@ struct context {
     }
     if (m.plugin_restarting && now >= m.plugin_ready_at) {
       m.plugin_restarting = false;
+      if (dra()) {
+        // The DRA driver registers with kubelet; its devices are dra_model's to publish.
+        m.plugin_up = true;
+        labeller();
+        return;
+      }
       auto resources = plugin_resources(m.gpu_modes, stack.strategy, faults.wrong_count);
       if (!resources) {
         // It exits, and kubelet starts it again: a crash loop, the resource gone.
@@ -446,6 +511,9 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
       out.annotations[partition_annotation] = encode_modes(m.gpu_modes);
     for (const auto& [name, n] : node.gpu_capacity)
       m.advertised.insert(name);
+    m.api = node.api;
+    if (cx.dra())
+      cx.retire_device_plugin();
     // The simulator's start is not DCM's: DCM's pod was running already. A label it never
     // answered (the simulator stopped mid-run) is answered now.
     m.dcm_pod = node.dcm_pod;

@@ -39,6 +39,26 @@ inline constexpr const char* fault_label = "sim.gpu-partitioner.io/fault";
 inline constexpr const char* partition_annotation = "sim.gpu-partitioner.io/partition";
 /// GPUs per node (default 8, an MI300X platform).
 inline constexpr const char* gpu_count_annotation = "sim.gpu-partitioner.io/gpus";
+/// Which GPU API the node's GPU stack offers: `device-plugin`, `dra` or `dra-dynamic`; a
+/// node without it gets gpu-sim's --gpu-api.
+inline constexpr const char* gpu_api_label = "sim.gpu-partitioner.io/gpu-api";
+
+/// How a node's GPUs reach pods: AMD's device plugin (amd.com/ extended resources), or
+/// AMD's DRA driver publishing ResourceSlices of the partitions DCM made (`dra`) or of every
+/// partition it could carve itself (`dra_dynamic`, KEP-4815 partitionable devices). One
+/// replaces the other on a node: both are never deployed together.
+enum class gpu_api { device_plugin, dra, dra_dynamic };
+
+/// The label's value for each API.
+const char* gpu_api_name(gpu_api api);
+
+/// A value of the gpu-api label; nullopt for an unknown word.
+std::optional<gpu_api> parse_gpu_api(const std::string& text);
+
+/// The node's API: its gpu-api label, else `fallback`. An unknown value means the device
+/// plugin (the GPU operator's default) and sets `*unknown` for the caller to report.
+gpu_api node_gpu_api(const std::map<std::string, std::string>& labels, gpu_api fallback,
+                     bool* unknown = nullptr);
 
 /// The real stack's delays, all multiplied by `scale` (--time-scale).
 struct sim_timing {
@@ -107,6 +127,9 @@ node_faults parse_faults(const std::string& text, std::vector<std::string>* unkn
 /// What the simulator sees of a node now.
 struct observed_node {
   std::string name;
+  std::string uid;
+  /// The GPU API the node's labels (or gpu-sim's flag) choose.
+  gpu_api api = gpu_api::device_plugin;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   /// The node carries amd-dcm=up:NoExecute.
@@ -163,7 +186,10 @@ struct node_memory {
   dcm_failure failure;
   std::vector<std::string> target_modes;
 
-  // -- device plugin and node labeller --
+  // -- device plugin (or DRA kubelet plugin) and node labeller --
+  /// The API the plugin runs as: a change stops it, and the other one starts.
+  gpu_api api = gpu_api::device_plugin;
+  /// The plugin (on a DRA node, the DRA driver's kubelet plugin) is registered with kubelet.
   bool plugin_up = false;
   bool plugin_restarting = false;
   sim_time plugin_ready_at{};
@@ -196,7 +222,9 @@ struct node_actions {
 };
 
 /// The simulated DCM, device plugin and node labeller for one node: observed state and
-/// time in, writes out.
+/// time in, writes out. On a DRA node the plugin is the DRA driver's kubelet plugin: it goes
+/// down and comes back as the device plugin does, advertises no amd.com/ resource (any left
+/// from a device plugin are written as 0 once), and dra_model publishes its devices.
 node_actions step_node(node_memory& memory, const observed_node& node, const observed_world& world,
                        sim_time now, const sim_timing& timing, const stack_options& stack = {});
 

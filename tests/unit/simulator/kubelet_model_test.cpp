@@ -7,6 +7,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <functional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -199,6 +200,109 @@ BOOST_AUTO_TEST_CASE(a_deleting_pod_is_never_started) {
     BOOST_TEST_REQUIRE(a.remove.empty());
   }
   BOOST_TEST(names(k.step(t0 + 30s).remove, "a"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// -- pods with ResourceClaims --
+
+namespace {
+
+const char* const amd = "gpu.amd.com";
+
+/// A claim allocated one device of `driver` on gpu-node-01, reserved for `uid`.
+sim::observed_claim claim_for(const std::string& uid, const std::string& driver = amd) {
+  sim::observed_claim c;
+  c.allocated = true;
+  c.devices.push_back({driver, "gpu-node-01", "gpu-1-128"});
+  c.reserved_for.push_back(uid);
+  return c;
+}
+
+struct claim_row {
+  const char* what;
+  std::function<void(sim::observed_pod&, std::map<sim::pod_key, sim::observed_claim>&,
+                     std::set<std::string>&)>
+      change;
+  bool prepared;
+};
+
+std::ostream& operator<<(std::ostream& os, const claim_row& r) {
+  return os << r.what;
+}
+
+using claims_map = std::map<sim::pod_key, sim::observed_claim>;
+
+const claim_row claim_rows[] = {
+    {"allocated, reserved, driver up", [](auto&, auto&, auto&) {}, true},
+    {"no claims at all", [](auto& p, auto&, auto&) { p.claims.clear(); }, true},
+    {"the template's claim not created yet",
+     [](auto& p, auto&, auto&) { p.claims[0].claim.reset(); }, false},
+    {"the status says no claim was needed",
+     [](auto& p, auto& c, auto&) {
+       p.claims[0].claim = "";
+       c.clear();
+     },
+     true},
+    {"the claim does not exist", [](auto&, auto& c, auto&) { c.clear(); }, false},
+    {"not allocated", [](auto&, auto& c, auto&) { c.begin()->second.allocated = false; }, false},
+    {"not reserved", [](auto&, auto& c, auto&) { c.begin()->second.reserved_for.clear(); }, false},
+    {"reserved for another pod",
+     [](auto&, auto& c, auto&) { c.begin()->second.reserved_for = {"uid-other"}; }, false},
+    {"the node's driver is not registered", [](auto&, auto&, auto& up) { up.clear(); }, false},
+    {"a device of a driver the node does not run",
+     [](auto&, auto& c, auto&) { c.begin()->second.devices[0].driver = "gpu.nvidia.com"; }, false},
+    {"one of two claims not reserved yet",
+     [](auto& p, auto& c, auto&) {
+       p.claims.push_back({"second", std::string("second-claim")});
+       c[{"work", "second-claim"}] = claim_for("uid-other");
+     },
+     false},
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(claims)
+
+BOOST_DATA_TEST_CASE(kubelet_prepares_a_pods_claims_only_when_allocated_reserved_and_driver_up,
+                     bdata::make(claim_rows), row) {
+  sim::observed_pod p;
+  p.ns = "work";
+  p.name = "a";
+  p.uid = "uid-a";
+  p.node = "gpu-node-01";
+  p.claims.push_back({"gpu", std::string("a-gpu-x7k2p")});
+  claims_map claims{{{"work", "a-gpu-x7k2p"}, claim_for("uid-a")}};
+  std::set<std::string> up{amd};
+  row.change(p, claims, up);
+  BOOST_TEST(sim::claims_prepared(p, claims, up) == row.prepared);
+}
+
+BOOST_AUTO_TEST_CASE(a_pod_whose_claims_are_not_prepared_does_not_start_until_they_are) {
+  kubelet_fixture k;
+  k.bind("a").claims_prepared = false;
+  k.step(t0);
+  for (auto t = t0 + 1s; t < t0 + 1min; t += 1s)
+    BOOST_TEST_REQUIRE(k.step(t).start.empty());
+  k.pod("a").claims_prepared = true;
+  BOOST_TEST(names(k.step(t0 + 1min).start, "a"));
+}
+
+BOOST_AUTO_TEST_CASE(a_pod_holds_the_amd_devices_of_its_node_that_its_claims_name_once_each) {
+  sim::observed_pod p;
+  p.ns = "work";
+  p.uid = "uid-a";
+  p.node = "gpu-node-01";
+  p.claims = {
+      {"gpu", std::string("c1")}, {"again", std::string("c1")}, {"other", std::string("c2")}};
+  auto two = claim_for("uid-a");
+  two.devices.push_back({amd, "gpu-node-01", "gpu-2-129"});
+  two.devices.push_back({amd, "gpu-node-02", "gpu-1-128"}); // another node's pool
+  claims_map claims{{{"work", "c1"}, two},
+                    {{"work", "c2"}, claim_for("uid-a", "other.example.com")}};
+  BOOST_TEST(sim::claimed_devices(p, claims, amd) == 2);
+  claims[{"work", "c1"}].allocated = false; // deallocated by the resourceclaim controller
+  BOOST_TEST(sim::claimed_devices(p, claims, amd) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -165,6 +165,44 @@ BOOST_AUTO_TEST_CASE(gpus_of_two_styles_crash_loop_the_single_plugin_and_drop_th
   BOOST_TEST(f.label(sim::partition_label) == "spx_nps1"); // still the old value
 }
 
+// On a DRA node the GPU operator deploys no device plugin: amd.com/ resources left from
+// one are written as 0 once, and the DRA driver's plugin goes and comes with the taint.
+BOOST_AUTO_TEST_CASE(a_dra_node_zeroes_resources_a_device_plugin_left_once_and_writes_no_more) {
+  node_fixture f;
+  f.stack.ready_key = "amd.com/gpu.ready";
+  f.stack.ready_value = "true";
+  f.node.api = sim::gpu_api::dra;
+  f.node.gpu_capacity = {{"amd.com/gpu", 8}};
+  auto first = f.step(t0);
+  BOOST_REQUIRE(first.capacity.has_value());
+  BOOST_TEST(first.capacity->at("amd.com/gpu") == 0);
+  BOOST_TEST(f.allocatable.at("amd.com/gpu") == 0);
+  BOOST_TEST(f.memory.plugin_up);
+  BOOST_TEST(f.label("amd.com/gpu.ready") == "true");
+  f.node.dcm_taint = true;
+  auto down = f.step(t0 + 1s);
+  BOOST_TEST(!f.memory.plugin_up);
+  BOOST_TEST(!down.allocatable.has_value());
+  BOOST_TEST(f.label("amd.com/gpu.ready") == "<none>");
+  f.node.dcm_taint = false;
+  f.step(t0 + 2s);
+  auto up = f.step(t0 + 7s);
+  BOOST_TEST(f.memory.plugin_up);
+  BOOST_TEST((!up.allocatable && !up.capacity));
+  for (auto t = 8s; t < 10min; t += 10s) {
+    auto a = f.step(t0 + t);
+    BOOST_TEST_REQUIRE((!a.allocatable && !a.capacity));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_dra_node_without_amd_resources_writes_none) {
+  node_fixture f;
+  f.node.api = sim::gpu_api::dra_dynamic;
+  auto first = f.step(t0);
+  BOOST_TEST((!first.allocatable && !first.capacity));
+  BOOST_TEST(f.memory.plugin_up);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(dcm_runs)

@@ -1,0 +1,320 @@
+// Nodes whose GPUs AMD's DRA driver publishes as ResourceSlice devices (gpu-sim's
+// `sim.gpu-partitioner.io/gpu-api` label), on the real local control plane: the real
+// kube-scheduler allocates claims against gpu-sim's slices and kube-controller-manager
+// releases them. One case per rule of docs/operating.md, "Nodes in DRA mode".
+#include "tests/e2e/support/e2e.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+using namespace gpu_partitioner;
+using namespace gpu_partitioner::e2e;
+using namespace std::chrono_literals;
+namespace utf = boost::unit_test;
+
+namespace {
+
+const kube::resource claim_templates{"resource.k8s.io", "v1", "resourceclaimtemplates", true};
+
+const char* cpx_nps4 = R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
+                       R"("memoryPartition":"NPS4","numGPUsAssigned":8}]})";
+
+node_spec dra_node(const std::string& api = "dra", const std::string& fault = {}) {
+  node_spec s;
+  s.labels[gpu_api_label] = api;
+  s.fault = fault;
+  return s;
+}
+
+/// AMD's DeviceClass, as its chart makes it; cluster-wide, shared by every case.
+void ensure_device_class(e2e_cluster& c) {
+  auto r = c.api.create(kube::resources::device_classes(), "",
+                        R"({"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass",)"
+                        R"("metadata":{"name":"gpu.amd.com"},"spec":{"selectors":[{"cel":)"
+                        R"({"expression":"device.driver == 'gpu.amd.com'"}}]}})");
+  BOOST_REQUIRE_MESSAGE(r.ok() || r.error().kind == kube::error_kind::already_exists,
+                        (r.ok() ? "" : r.error().describe()));
+}
+
+/// A Deployment of one pod that gets one GPU device through a claim made from a
+/// template, and tolerates the amd-dcm taint: only the rule for claim holders drains it.
+void create_claim_workload(e2e_cluster& c, const std::string& name,
+                           const std::string& device_class = "gpu.amd.com") {
+  auto t = c.api.create(claim_templates, c.ns,
+                        R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate",)"
+                        R"("metadata":{"name":)" +
+                            quoted(name) +
+                            R"(},"spec":{"spec":{"devices":{"requests":[{"name":"gpu",)"
+                            R"("exactly":{"deviceClassName":)" +
+                            quoted(device_class) + "}}]}}}}");
+  BOOST_REQUIRE_MESSAGE(t.ok(), (t.ok() ? "" : t.error().describe()));
+  const std::string body =
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":)" + quoted(name) +
+      R"(},"spec":{"replicas":1,"selector":{"matchLabels":{"app":)" + quoted(name) +
+      R"(}},"template":{"metadata":{"labels":{"app":)" + quoted(name) +
+      R"(}},"spec":{"automountServiceAccountToken":false,"terminationGracePeriodSeconds":2,)"
+      R"("nodeSelector":{"e2e":)" +
+      quoted(c.key) + R"(},"tolerations":[{"key":"e2e","operator":"Equal","value":)" +
+      quoted(c.key) +
+      R"(,"effect":"NoSchedule"},{"key":"amd-dcm","operator":"Exists","effect":"NoExecute"}],)"
+      R"("resourceClaims":[{"name":"gpu","resourceClaimTemplateName":)" +
+      quoted(name) +
+      R"(}],"containers":[{"name":"worker","image":"rocm/pytorch:sim",)"
+      R"("resources":{"claims":[{"name":"gpu"}]}}]}}}})";
+  auto d = c.api.create(deployments, c.ns, body);
+  BOOST_REQUIRE_MESSAGE(d.ok(), (d.ok() ? "" : d.error().describe()));
+}
+
+struct claim_view {
+  std::string name;
+  std::string node; // "" unless allocated
+  std::vector<std::string> devices;
+  std::vector<std::string> pods; // uids reserved for
+};
+
+std::vector<claim_view> claims(e2e_cluster& c) {
+  std::vector<claim_view> out;
+  for (const auto& doc : list_objects(c.api, kube::resources::resource_claims(), c.ns)) {
+    claim_view v;
+    v.name = str(doc, {"metadata", "name"});
+    if (const auto* results = kube::find_path(doc, {"status", "allocation", "devices", "results"});
+        results && results->IsArray())
+      for (const auto& r : results->GetArray()) {
+        v.devices.push_back(str(r, {"device"}));
+        v.node = str(r, {"pool"}); // AMD's pool is named after its node
+      }
+    if (const auto* reserved = kube::find_path(doc, {"status", "reservedFor"});
+        reserved && reserved->IsArray())
+      for (const auto& r : reserved->GetArray())
+        v.pods.push_back(str(r, {"uid"}));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+/// The devices the node's slices publish, by name, with their partitionProfile.
+std::map<std::string, std::string> devices_of(e2e_cluster& c, const std::string& node) {
+  std::map<std::string, std::string> out;
+  for (const auto& s : c.resource_slices(node))
+    if (const auto* devices = kube::find_path(s, {"spec", "devices"});
+        devices && devices->IsArray())
+      for (const auto& d : devices->GetArray())
+        out[str(d, {"name"})] = str(d, {"attributes", "partitionProfile", "string"});
+  return out;
+}
+
+/// "uid@resourceVersion" of each of the node's slices, as status.dra records them.
+std::vector<std::string> slice_marks(e2e_cluster& c, const std::string& node) {
+  std::vector<std::string> out;
+  for (const auto& s : c.resource_slices(node))
+    out.push_back(str(s, {"metadata", "uid"}) + "@" + str(s, {"metadata", "resourceVersion"}));
+  return out;
+}
+
+/// A profile with both checks: 64 amd.com/gpu on device-plugin nodes, 64 CPX partitions
+/// on DRA nodes.
+std::string profile_spec(const e2e_cluster& c, const std::string& dcm_name, int timeout = 60,
+                         const std::string& device_class = {}) {
+  return R"({"targetSelector":{"matchLabels":{"gpu.vendor":"amd"}},)" +
+         (device_class.empty() ? std::string()
+                               : R"("deviceClassName":)" + quoted(device_class) + ",") +
+         R"("expectedResources":[{"name":"amd.com/gpu","count":64}],)"
+         R"("expectedDevices":[{"driver":"gpu.amd.com","attributes":{"type":"amdgpu-partition",)"
+         R"("partitionProfile":"cpx_nps4"},"count":64}],"verification":{"timeoutSeconds":)" +
+         std::to_string(timeout) +
+         R"(},"operatorPayload":{"kind":"ConfigMap","name":"cpx","namespace":)" + quoted(c.ns) +
+         R"(,"profileName":)" + quoted(dcm_name) + "}}";
+}
+
+std::string plan_spec(const e2e_cluster& c, const std::string& profile) {
+  // requirePluginResources is the device plugin's: not asked of DRA nodes.
+  return R"({"rollout":{"maxParallel":1,"maxUnavailable":1,"drainPolicy":{"timeoutSeconds":60}},)"
+         R"("verification":{"requirePluginResources":["amd.com/gpu"],"timeoutSeconds":60},)"
+         R"("partitionings":[{"name":"all","selector":)" +
+         c.selector() + R"(,"profileRef":{"kind":"PartitioningProfile","name":)" + quoted(profile) +
+         "}}]}";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(dra)
+
+// A pod holding a GPU through a claim (allocated by the real scheduler against gpu-sim's
+// slice) is evicted although it tolerates the taint, and its claim is released before
+// the profile label goes out: DCM never finds the GPUs busy. The node verifies on the
+// slice its driver published after the change, and the workload's replacement gets one
+// of the new partitions.
+BOOST_AUTO_TEST_CASE(a_claim_holder_is_drained_and_its_claim_released_before_dcm,
+                     *utf::timeout(240)) {
+  e2e_cluster c;
+  ensure_device_class(c);
+  c.add_nodes({{"a", dra_node()}});
+  c.start_simulator();
+  const std::string node = c.nodes[0];
+  BOOST_TEST(c.node(node).gpus == -1); // no amd.com/gpu at all on a DRA node
+  c.await_default_service_account();
+  create_claim_workload(c, "train");
+  std::string first_claim;
+  std::string first_pod;
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    for (const auto& cl : claims(c))
+                      if (cl.node == node && !cl.pods.empty()) {
+                        first_claim = cl.name;
+                        first_pod = cl.pods[0];
+                      }
+                    return !first_claim.empty() && c.healthy_pods("train") == 1;
+                  },
+                  60s, 200ms),
+              "the claim was never allocated and its pod never ran\n"
+                  << c.simulator().tail());
+  const auto before = devices_of(c, node);
+  BOOST_TEST(before.size() == 8u); // 8 GPUs in SPX, one device each
+  BOOST_TEST(before.begin()->second == "spx_nps1");
+
+  // Whenever the node carries this test's profile label, the first claim is released.
+  const std::string dcm_name = "e2e-dra-" + c.key;
+  std::atomic<bool> stop{false};
+  std::mutex m;
+  std::vector<std::string> violations;
+  std::thread watch([&] {
+    connection own(admin_config());
+    while (!stop) {
+      kube::list_options o;
+      auto n = own.api.get(kube::resources::nodes(), "", node);
+      auto list = own.api.list(kube::resources::resource_claims(), c.ns, o);
+      if (n && list && str(n.value(), {"metadata", "labels", profile_label}) == dcm_name)
+        for (const auto& cl : list.value()["items"].GetArray())
+          if (str(cl, {"metadata", "name"}) == first_claim &&
+              kube::find_path(cl, {"status", "allocation"}) != nullptr) {
+            std::lock_guard<std::mutex> lock(m);
+            violations.push_back("the profile label is set while " + first_claim +
+                                 " is still allocated");
+          }
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const std::string device_class = c.id + "-cpx-nps4.gpu.amd.com";
+  const auto profile = c.create_profile("cpx", profile_spec(c, dcm_name, 60, device_class));
+  const auto plan = c.create_plan("dra", plan_spec(c, profile));
+  const bool completed = c.await_plan_phase(plan, "Completed", 120s);
+  stop = true;
+  watch.join();
+  E2E_REQUIRE(completed, c.describe(plan));
+  BOOST_TEST(violations.empty(), (violations.empty() ? "" : violations.front()));
+  for (const auto& e : c.dcm_events(node))
+    BOOST_TEST(!contains(e, "PartitionRetrying"), "DCM found the GPUs busy: " << e);
+  // Evicted, whatever it tolerated: the first pod is gone with its claim.
+  for (const auto& cl : claims(c))
+    BOOST_TEST(cl.name != first_claim, first_claim << " outlived its pod");
+  // Verified on the driver's new publication, not the slice from before DCM.
+  const auto after = devices_of(c, node);
+  BOOST_TEST(after.size() == 64u);
+  for (const auto& [name, profile_of] : after)
+    BOOST_TEST(profile_of == "cpx_nps4", name);
+  auto item = c.get(items, plan + "-" + node);
+  BOOST_REQUIRE(item);
+  const auto* recorded = kube::find_path(*item, {"status", "dra", "slicesBeforeDCM"});
+  BOOST_REQUIRE(recorded != nullptr && recorded->IsArray());
+  std::vector<std::string> before_marks;
+  for (const auto& r : recorded->GetArray())
+    before_marks.push_back(r.GetString());
+  BOOST_TEST(!before_marks.empty());
+  for (const auto& mark : slice_marks(c, node))
+    BOOST_TEST((std::find(before_marks.begin(), before_marks.end(), mark) == before_marks.end()),
+               mark << " was recorded before DCM ran");
+  const auto n = c.node(node);
+  BOOST_TEST(!n.unavailable());
+  BOOST_TEST(n.label(profile_label) == dcm_name);
+  // The replacement is scheduled back and gets one of the new partitions.
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    for (const auto& cl : claims(c))
+                      if (cl.node == node && !cl.pods.empty() && cl.pods[0] != first_pod &&
+                          !cl.devices.empty())
+                        return after.count(cl.devices[0]) > 0 && c.healthy_pods("train") == 1;
+                    return false;
+                  },
+                  60s, 200ms),
+              "the replacement never got a new partition");
+  // The profile's DeviceClass: made by the operator, and a workload asking for it by
+  // class gets a CPX partition.
+  const auto made = c.get(kube::resources::device_classes(), device_class);
+  BOOST_REQUIRE_MESSAGE(made, "the operator made no DeviceClass " << device_class);
+  BOOST_TEST(str(*made, {"metadata", "labels", "app.kubernetes.io/managed-by"}) ==
+             "gpu-partitioner");
+  create_claim_workload(c, "infer", device_class);
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    for (const auto& cl : claims(c))
+                      if (cl.name.rfind("infer-", 0) == 0 && !cl.devices.empty())
+                        return after.count(cl.devices[0]) > 0 && c.healthy_pods("infer") == 1;
+                    return false;
+                  },
+                  60s, 200ms),
+              "no claim of class " << device_class << " was allocated a partition");
+}
+
+// A node whose driver carves partitions itself (shared counters) is refused before
+// anything on it changes.
+BOOST_AUTO_TEST_CASE(a_node_in_the_drivers_dynamic_mode_is_left_alone_with_a_finding,
+                     *utf::timeout(120)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", dra_node("dra-dynamic")}});
+  c.start_simulator();
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "e2e-dyn-" + c.key));
+  const auto plan = c.create_plan("dyn", plan_spec(c, profile));
+  E2E_REQUIRE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
+  const auto item = c.item(plan, c.nodes[0]);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(item->reasons.back() == "PreflightFailed");
+  BOOST_TEST(contains(item->last_error, "DRADynamicPartitioning"), item->last_error);
+  const auto n = c.node(c.nodes[0]);
+  BOOST_TEST(!n.unavailable());
+  BOOST_TEST(n.label(profile_label).empty());
+}
+
+// One plan over a device-plugin node and two DRA nodes: the first two verify each by its
+// own kind of resource; the third shows 63 partitions and fails verification, naming
+// both counts.
+BOOST_AUTO_TEST_CASE(a_mixed_cluster_rolls_out_in_one_plan, *utf::timeout(240)) {
+  e2e_cluster c;
+  node_spec plugin;
+  c.add_nodes(
+      {{"a-plugin", plugin}, {"b-dra", dra_node()}, {"c-dra-63", dra_node("dra", "wrong-count")}});
+  c.start_simulator();
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "e2e-mixed-" + c.key, 20));
+  const auto plan = c.create_plan("mixed", plan_spec(c, profile));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    const auto items = c.plan_items(plan);
+                    return items.size() == 3u && items[0].phase == "Succeeded" &&
+                           items[1].phase == "Succeeded" && items[2].phase == "Failed";
+                  },
+                  150s, 500ms),
+              c.describe(plan));
+  BOOST_TEST(c.node(c.nodes[0]).gpus == 64);
+  BOOST_TEST(devices_of(c, c.nodes[1]).size() == 64u);
+  const auto failed = c.item(plan, c.nodes[2]);
+  BOOST_REQUIRE(failed);
+  BOOST_TEST(failed->reasons.back() == "VerificationFailed");
+  BOOST_TEST(contains(failed->last_error, "expected gpu.amd.com: 64 device(s)"),
+             failed->last_error);
+  BOOST_TEST(contains(failed->last_error, "found 63"), failed->last_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
