@@ -396,6 +396,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             (recompute || !view->item_changes.empty() || gate_changed)) {
           auto status = controller::aggregate_plan_status(*plan, resolution, mine, s->last_status,
                                                           protocol::wall_clock::now(), s->gate);
+          status.devices = controller::devices_by_profile(resolution, *view);
           if (!s->wrote_status || !(status == s->last_status)) {
             if (status.phase != s->last_status.phase && !status.history.empty()) {
               // An Event on the plan for each change of its phase.

@@ -235,4 +235,33 @@ invalid_plan_status(const protocol::partitioning_plan_status& previous, const st
   return st;
 }
 
+std::vector<protocol::profile_devices> devices_by_profile(const plan_resolution& resolution,
+                                                          const cluster_view& view) {
+  std::map<std::string, protocol::profile_devices> by_profile;
+  for (const auto& selected : resolution.selected) {
+    auto profile = view.profiles.find(selected.profile);
+    auto slices = view.slices_by_node.find(selected.node);
+    if (profile == view.profiles.end() || profile->second->spec.expected_devices.empty() ||
+        slices == view.slices_by_node.end() || !slices->second)
+      continue;
+    std::vector<resource_slice_info> of_node;
+    for (const auto& [name, slice] : *slices->second)
+      of_node.push_back(*slice);
+    if (!publishes_gpus(of_node))
+      continue;
+    auto& entry = by_profile[selected.profile];
+    entry.profile = selected.profile;
+    ++entry.nodes;
+    for (const auto& want : profile->second->spec.expected_devices) {
+      const auto pub = publication_of(of_node, protocol::device_driver(want));
+      entry.devices += matching_devices(pub.current, want);
+      entry.expected += want.count;
+    }
+  }
+  std::vector<protocol::profile_devices> out;
+  for (auto& [name, entry] : by_profile)
+    out.push_back(std::move(entry));
+  return out;
+}
+
 } // namespace gpu_partitioner::controller

@@ -3,6 +3,7 @@
 // A plan's status from its items: counts by phase, the plan phase, conditions and a
 // bounded history of what changed.
 
+#include "controller/cluster_view.hpp"
 #include "controller/plan_resolution.hpp"
 #include "controller/rollout_gate.hpp"
 #include "protocol/node_partitioning.hpp"
@@ -11,6 +12,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace gpu_partitioner::controller {
 
@@ -19,6 +21,12 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
                       const std::map<std::string, const protocol::node_partitioning*>& items,
                       const protocol::partitioning_plan_status& previous,
                       protocol::wall_clock::time_point now, const gate_decision& gate = {});
+
+/// status.devices: per profile of the resolution, its nodes that publish their GPUs through
+/// DRA and the devices they show of its expectedDevices (profiles without any, or with no
+/// such node, are left out).
+std::vector<protocol::profile_devices> devices_by_profile(const plan_resolution& resolution,
+                                                          const cluster_view& view);
 
 /// The status of a plan that did not decode: an Invalid condition naming the problem.
 protocol::partitioning_plan_status

@@ -206,6 +206,25 @@ constexpr auto describe(codec::tag<node_counts>) {
                          codec::field("soaking", &T::soaking).minimum(0));
 }
 
+/// status.devices: what the plan's nodes in DRA mode of one profile publish.
+struct profile_devices {
+  std::string profile;
+  /// The plan's nodes of this profile that publish their GPUs through DRA.
+  std::int32_t nodes = 0;
+  /// The devices they publish that match the profile's expectedDevices, and how many they
+  /// would once every one of them has the profile.
+  std::int64_t devices = 0;
+  std::int64_t expected = 0;
+};
+
+constexpr auto describe(codec::tag<profile_devices>) {
+  using T = profile_devices;
+  return std::make_tuple(codec::field("profile", &T::profile).required().min_length(1),
+                         codec::field("nodes", &T::nodes).minimum(0),
+                         codec::field("devices", &T::devices).minimum(0),
+                         codec::field("expected", &T::expected).minimum(0));
+}
+
 /// A node the plan leaves alone because two partitionings (or two plans) select it.
 struct node_conflict {
   std::string node;
@@ -301,6 +320,7 @@ struct partitioning_plan_status {
   std::vector<plan_event> history;
   std::optional<window_status> window{};
   std::optional<canary_status> canary{};
+  std::vector<profile_devices> devices{};
 };
 
 constexpr auto describe(codec::tag<partitioning_plan_status>) {
@@ -310,7 +330,8 @@ constexpr auto describe(codec::tag<partitioning_plan_status>) {
                          codec::field("order", &T::order), codec::field("conflicts", &T::conflicts),
                          codec::field("conditions", &T::conditions).map_key("type"),
                          codec::field("history", &T::history).max_items(T::history_limit),
-                         codec::field("window", &T::window), codec::field("canary", &T::canary));
+                         codec::field("window", &T::window), codec::field("canary", &T::canary),
+                         codec::field("devices", &T::devices).map_key("profile").max_items(64));
 }
 
 /// Rolls profiles out to the nodes its partitionings select (cluster-scoped).

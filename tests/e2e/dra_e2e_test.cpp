@@ -236,6 +236,15 @@ BOOST_AUTO_TEST_CASE(a_claim_holder_is_drained_and_its_claim_released_before_dcm
   const auto n = c.node(node);
   BOOST_TEST(!n.unavailable());
   BOOST_TEST(n.label(profile_label) == dcm_name);
+  // The plan counts the profile's devices on its DRA nodes.
+  auto plan_object = c.get(plans, plan);
+  BOOST_REQUIRE(plan_object);
+  const auto* devices = kube::find_path(*plan_object, {"status", "devices"});
+  BOOST_REQUIRE(devices != nullptr && devices->IsArray() && devices->Size() == 1u);
+  BOOST_TEST(str((*devices)[0], {"profile"}) == profile);
+  BOOST_TEST((*devices)[0]["nodes"].GetInt64() == 1);
+  BOOST_TEST((*devices)[0]["devices"].GetInt64() == 64);
+  BOOST_TEST((*devices)[0]["expected"].GetInt64() == 64);
   // The replacement is scheduled back and gets one of the new partitions.
   E2E_REQUIRE(eventually(
                   [&] {

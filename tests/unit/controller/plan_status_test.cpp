@@ -206,4 +206,45 @@ BOOST_AUTO_TEST_CASE(outside_the_windows_the_condition_says_when_nodes_may_start
   BOOST_TEST(!st.window);
 }
 
+BOOST_AUTO_TEST_CASE(devices_are_counted_per_profile_over_the_plans_dra_nodes) {
+  gc::cluster_view v;
+  auto profile = [&](const std::string& name, std::int64_t count) {
+    auto p = std::make_shared<gp::partitioning_profile>();
+    p->metadata.name = name;
+    if (count > 0) {
+      gp::expected_device d;
+      d.attributes = {{"partitionProfile", "cpx_nps4"}};
+      d.count = count;
+      p->spec.expected_devices = {d};
+    }
+    v.profiles[name] = p;
+  };
+  auto slice = [&](const std::string& node, int cpx, int spx) {
+    auto s = std::make_shared<gc::resource_slice_info>();
+    s->name = node + "-gpu.amd.com-x";
+    s->driver = gp::amd_dra_driver;
+    s->node = node;
+    s->pool = node;
+    for (int i = 0; i < cpx + spx; ++i)
+      s->devices.push_back({"gpu-" + std::to_string(i),
+                            {{"partitionProfile", i < cpx ? "cpx_nps4" : "spx_nps1"}},
+                            false});
+    gc::cluster_view::edit(v.slices_by_node, node)[s->name] = s;
+  };
+  profile("cpx", 64);
+  profile("plugin-only", 0);
+  slice("a", 64, 0); // done
+  slice("b", 0, 8);  // not yet
+  gc::plan_resolution r;
+  r.selected = {{"a", "e", "cpx"}, {"b", "e", "cpx"}, {"c", "e", "cpx"}, {"d", "f", "plugin-only"}};
+  slice("d", 0, 8);
+  // c publishes nothing (a device-plugin node); d's profile expects no devices.
+  const auto devices = gc::devices_by_profile(r, v);
+  BOOST_TEST_REQUIRE(devices.size() == 1u);
+  BOOST_TEST(devices[0].profile == "cpx");
+  BOOST_TEST(devices[0].nodes == 2);
+  BOOST_TEST(devices[0].devices == 64);
+  BOOST_TEST(devices[0].expected == 128);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
