@@ -63,7 +63,9 @@ BOOST_AUTO_TEST_CASE(a_node_publishes_only_the_slices_of_the_driver) {
   BOOST_TEST(!gc::publishes_gpus({other}));
   BOOST_TEST(!gc::publication_of({other}, gp::amd_dra_driver).publishes);
   BOOST_TEST(gc::publishes_gpus({other, slice("a", "1", 64)}));
-  const auto pub = gc::publication_of({other, slice("a", "1", 64)}, gp::amd_dra_driver);
+  // publication_of points into its argument: the slices must outlive what it returns.
+  const std::vector<gc::resource_slice_info> both{other, slice("a", "1", 64)};
+  const auto pub = gc::publication_of(both, gp::amd_dra_driver);
   BOOST_TEST(pub.publishes);
   BOOST_TEST(pub.complete);
   BOOST_TEST(!pub.dynamic);
@@ -77,14 +79,16 @@ BOOST_AUTO_TEST_CASE(only_the_newest_complete_generation_counts) {
   auto new_a = slice("c", "5", 32, true, 2);
   for (auto* s : {&old_a, &old_b, &new_a})
     s->slice_count = 2;
-  auto pub = gc::publication_of({old_a, old_b, new_a}, gp::amd_dra_driver);
+  const std::vector<gc::resource_slice_info> midway{old_a, old_b, new_a};
+  auto pub = gc::publication_of(midway, gp::amd_dra_driver);
   BOOST_TEST(!pub.complete);
   BOOST_TEST(pub.current.size() == 1u);
   BOOST_TEST(gc::devices_gap({old_a, old_b, new_a}, {cpx(64)}) ==
              "gpu.amd.com is still publishing the node's ResourceSlices");
   auto new_b = slice("d", "6", 32, true, 2);
   new_b.slice_count = 2;
-  pub = gc::publication_of({old_a, old_b, new_a, new_b}, gp::amd_dra_driver);
+  const std::vector<gc::resource_slice_info> done{old_a, old_b, new_a, new_b};
+  pub = gc::publication_of(done, gp::amd_dra_driver);
   BOOST_TEST(pub.complete);
   BOOST_TEST(pub.current.size() == 2u);
   BOOST_TEST(gc::devices_gap({old_a, old_b, new_a, new_b}, {cpx(64)}) == "");
@@ -165,10 +169,12 @@ BOOST_AUTO_TEST_CASE(pods_hold_gpus_through_claims_on_the_drivers_devices) {
   nic.node = "gpu-1";
   nic.devices = {{"nic.example.com", "gpu-1", "eth1"}};
   nic.reserved_for = {{"uid-a", "train-0"}};
-  const auto claims = gc::gpu_claims({gpus, nic});
+  // gpu_claims points into its argument: the claims must outlive what it returns.
+  const std::vector<gc::resource_claim_info> all{gpus, nic};
+  const auto claims = gc::gpu_claims(all);
   BOOST_TEST_REQUIRE(claims.size() == 1u);
   BOOST_TEST(claims[0]->name == "train-0-gpu");
-  const auto holders = gc::claim_holders({gpus, nic});
+  const auto holders = gc::claim_holders(all);
   BOOST_TEST(holders.size() == 2u);
   BOOST_TEST(holders.at("uid-a") == 2);
   BOOST_TEST(holders.at("uid-b") == 2);
