@@ -137,7 +137,7 @@ std::vector<finding> preflight(const node_inputs& in) {
           {"DRADynamicPartitioning",
            "node " + in.node->name + "'s DRA driver " + protocol::amd_dra_driver +
                " partitions the GPUs itself (its ResourceSlices carry shared counters): DCM "
-               "must not repartition them; leave the node out of the plan's nodeSelector"});
+               "must not repartition them; leave the node out of the plan's selectors"});
     else if (dra.publishes && profile.spec.expected_devices.empty())
       findings.push_back({"ExpectedDevicesMissing",
                           "node " + in.node->name +
