@@ -330,6 +330,10 @@ std::string render_status(const protocol::partitioning_plan& plan,
     out << window_line(*st.window, now);
   if (st.canary)
     out << canary_lines(*st.canary, now);
+  // Nodes in DRA mode: the devices of each profile they show.
+  for (const auto& d : st.devices)
+    out << "  devices of " << d.profile << ": " << d.devices << "/" << d.expected << " on "
+        << d.nodes << " DRA node" << (d.nodes == 1 ? "" : "s") << "\n";
   if (st.observed_generation < plan.metadata.generation)
     out << "  (the operator has not yet seen generation " << plan.metadata.generation << ")\n";
   // Conditions that say something is wrong or held.

@@ -228,6 +228,15 @@ BOOST_AUTO_TEST_CASE(status_shows_the_window_the_canary_and_the_soaking_nodes) {
       "gpu-node-03  Pending    1h00m   mi300x-cpx-nps4\n";
   BOOST_TEST(cli::render_status(p, items, now, false) == expected);
 
+  // Nodes in DRA mode: a line per profile with their devices.
+  auto dra = p;
+  dra.status.devices = {{"mi300x-cpx-nps4", 2, 72, 128}};
+  const auto with_devices = cli::render_status(dra, items, now, false);
+  BOOST_TEST(with_devices.find("    0/1 canary node(s) done; waiting for gpu-node-01\n"
+                               "  devices of mi300x-cpx-nps4: 72/128 on 2 DRA nodes\n") !=
+                 std::string::npos,
+             with_devices);
+
   // A large plan still lists a Succeeded node while it soaks.
   for (int i = 0; i < 25; ++i)
     items.push_back(
