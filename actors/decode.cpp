@@ -206,10 +206,6 @@ std::string attribute_text(const rapidjson::Value& a) {
   return {};
 }
 
-std::int64_t int_at(const rapidjson::Value* v) {
-  return v != nullptr && v->IsInt64() ? v->GetInt64() : 0;
-}
-
 } // namespace
 
 controller::resource_slice_info decode_resource_slice(const rapidjson::Value& o) {
@@ -226,8 +222,9 @@ controller::resource_slice_info decode_resource_slice(const rapidjson::Value& o)
   s.node = string_at(*spec, "nodeName");
   if (const auto* pool = find_path(*spec, {"pool"}); pool && pool->IsObject()) {
     s.pool = string_at(*pool, "name");
-    s.generation = int_at(find_path(*pool, {"generation"}));
-    s.slice_count = std::max<std::int64_t>(1, int_at(find_path(*pool, {"resourceSliceCount"})));
+    s.generation = kube::whole_number(find_path(*pool, {"generation"}));
+    s.slice_count =
+        std::max<std::int64_t>(1, kube::whole_number(find_path(*pool, {"resourceSliceCount"})));
   }
   if (const auto* c = find_path(*spec, {"sharedCounters"}); c && c->IsArray() && !c->Empty())
     s.shared_counters = true;

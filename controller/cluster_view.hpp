@@ -50,13 +50,7 @@ struct cluster_view {
   shared_map<by_key<pod_info>> pods_by_node;
   /// A node's pods, to change: a new copy in their place (a published view never changes
   /// under its readers; a node has a few pods).
-  by_key<pod_info>& pods_to_edit(const std::string& node) {
-    auto& slot = pods_by_node[node];
-    auto copy =
-        slot ? std::make_shared<by_key<pod_info>>(*slot) : std::make_shared<by_key<pod_info>>();
-    slot = copy;
-    return *copy;
-  }
+  by_key<pod_info>& pods_to_edit(const std::string& node) { return edit(pods_by_node, node); }
   shared_map<pdb_info> pdbs;
   by_key<protocol::partitioning_plan> plans;
   /// Plans that exist but did not decode: name -> why.
@@ -72,11 +66,7 @@ struct cluster_view {
   /// and replaced per node, as pods_by_node.
   shared_map<by_key<dcm_event>> dcm_events_by_node;
   by_key<dcm_event>& dcm_events_to_edit(const std::string& node) {
-    auto& slot = dcm_events_by_node[node];
-    auto copy =
-        slot ? std::make_shared<by_key<dcm_event>>(*slot) : std::make_shared<by_key<dcm_event>>();
-    slot = copy;
-    return *copy;
+    return edit(dcm_events_by_node, node);
   }
   /// Dynamic Resource Allocation, per node, shared and replaced as pods_by_node: its
   /// ResourceSlices (by name), and the ResourceClaims allocated on its devices (by

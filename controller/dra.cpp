@@ -4,7 +4,6 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
-#include <set>
 
 namespace gpu_partitioner::controller {
 
@@ -84,13 +83,14 @@ std::string devices_gap(const std::vector<resource_slice_info>& slices,
                         const std::vector<protocol::expected_device>& expected,
                         const std::vector<std::string>* before, bool driver_back) {
   std::vector<std::string> gaps;
-  std::set<std::string> drivers;
+  // Each driver's publication, worked out once: the pools are checked, then the counts.
+  std::map<std::string, dra_publication> pubs;
   for (const auto& want : expected)
-    drivers.insert(protocol::device_driver(want));
+    pubs.emplace(protocol::device_driver(want), dra_publication{});
   if (expected.empty())
-    drivers.insert(protocol::amd_dra_driver);
-  for (const auto& driver : drivers) {
-    const auto pub = publication_of(slices, driver);
+    pubs.emplace(protocol::amd_dra_driver, dra_publication{});
+  for (auto& [driver, pub] : pubs) {
+    pub = publication_of(slices, driver);
     if (!pub.publishes) {
       gaps.push_back(driver + " publishes no ResourceSlice for the node");
       continue;
@@ -113,8 +113,7 @@ std::string devices_gap(const std::vector<resource_slice_info>& slices,
   }
   std::string out;
   for (const auto& want : expected) {
-    const auto pub = publication_of(slices, protocol::device_driver(want));
-    const auto have = matching_devices(pub.current, want);
+    const auto have = matching_devices(pubs.at(protocol::device_driver(want)).current, want);
     if (have != want.count)
       out += (out.empty() ? "expected " : "; expected ") + describe_expected(want) + ", found " +
              std::to_string(have);

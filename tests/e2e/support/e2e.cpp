@@ -306,9 +306,11 @@ std::string random_key() {
 }
 
 std::vector<rapidjson::Document> list_items(kube::client& api, const kube::resource& r,
-                                            const std::string& ns, const std::string& selector) {
+                                            const std::string& ns, const std::string& selector,
+                                            const std::string& field_selector = {}) {
   kube::list_options o;
   o.label_selector = selector;
+  o.field_selector = field_selector;
   std::vector<rapidjson::Document> out;
   auto list = api.list(r, ns, o);
   if (!list)
@@ -670,19 +672,7 @@ void e2e_cluster::start_simulator(const std::string& time_scale,
 }
 
 std::vector<rapidjson::Document> e2e_cluster::resource_slices(const std::string& node_name) {
-  kube::list_options o;
-  o.field_selector = "spec.nodeName=" + node_name;
-  std::vector<rapidjson::Document> out;
-  auto list = api.list_page(kube::resources::resource_slices(), "", o);
-  if (!list)
-    return out;
-  if (const auto* items = kube::find_path(list.value(), {"items"}); items && items->IsArray())
-    for (const auto& item : items->GetArray()) {
-      rapidjson::Document d;
-      d.CopyFrom(item, d.GetAllocator());
-      out.push_back(std::move(d));
-    }
-  return out;
+  return list_items(api, kube::resources::resource_slices(), "", "", "spec.nodeName=" + node_name);
 }
 
 void e2e_cluster::start_operator() {
