@@ -64,8 +64,14 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
     p.node_name = string_at(*spec, "nodeName");
     p.node_selector = kube::string_map(find_path(*spec, {"nodeSelector"}));
     if (const auto* cs = find_path(*spec, {"containers"}); cs && cs->IsArray())
-      for (const auto& c : cs->GetArray())
+      for (const auto& c : cs->GetArray()) {
         p.device_plugin = p.device_plugin || string_at(c, "name") == "device-plugin";
+        p.dra_driver = p.dra_driver || controller::dra_driver_image(string_at(c, "image"));
+      }
+    const auto component = p.labels.find("app.kubernetes.io/component");
+    p.dra_driver =
+        p.daemon_set &&
+        (p.dra_driver || (component != p.labels.end() && component->second == "kubeletplugin"));
     if (const auto* volumes = find_path(*spec, {"volumes"}); volumes && volumes->IsArray())
       for (const auto& v : volumes->GetArray())
         if (find_path(v, {"emptyDir"}) != nullptr)
@@ -272,6 +278,25 @@ controller::resource_claim_info decode_resource_claim(const rapidjson::Value& o)
       if (string_at(r, "resource") == "pods")
         c.reserved_for.emplace_back(string_at(r, "uid"), string_at(r, "name"));
   return c;
+}
+
+controller::device_taint_rule_info decode_device_taint_rule(const rapidjson::Value& o) {
+  controller::device_taint_rule_info r;
+  if (const auto* meta = find_path(o, {"metadata"})) {
+    r.name = string_at(*meta, "name");
+    if (const auto* annotations = find_path(*meta, {"annotations"}))
+      r.node = string_at(*annotations, controller::device_taint_node_annotation);
+    const auto labels = kube::string_map(find_path(*meta, {"labels"}));
+    const auto mark = labels.find(controller::managed_by_label);
+    r.ours = mark != labels.end() && mark->second == controller::managed_by_value;
+  }
+  if (const auto* selector = find_path(o, {"spec", "deviceSelector"})) {
+    r.driver = string_at(*selector, "driver");
+    r.pool = string_at(*selector, "pool");
+  }
+  if (const auto* taint = find_path(o, {"spec", "taint"}))
+    r.effect = string_at(*taint, "effect");
+  return r;
 }
 
 } // namespace gpu_partitioner::actors

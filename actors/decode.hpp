@@ -31,5 +31,8 @@ controller::resource_slice_info decode_resource_slice(const rapidjson::Value& sl
 /// A ResourceClaim: the devices allocated, the node they bind it to, the pods it is
 /// reserved for (an unallocated claim has none of these).
 controller::resource_claim_info decode_resource_claim(const rapidjson::Value& claim);
+/// A DeviceTaintRule (resource.k8s.io/v1alpha3): its name, node annotation, selector and
+/// effect.
+controller::device_taint_rule_info decode_device_taint_rule(const rapidjson::Value& rule);
 
 } // namespace gpu_partitioner::actors

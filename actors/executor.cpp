@@ -179,6 +179,7 @@ node_io_result executor::perform(const node_io& io) {
     const char* kind = io.add_finalizer || io.clear_retry ? "item"
                        : io.patch && !io.patch->empty()   ? "node_patch"
                        : io.taint                         ? (*io.taint ? "taint" : "untaint")
+                       : io.device_taint                  ? "device_taint"
                        : !io.removals.empty()             ? "eviction"
                        : io.dcm                           ? "dcm_config"
                                                           : "item";
@@ -219,6 +220,11 @@ node_io_result executor::perform(const node_io& io) {
           std::string(*io.taint ? "tainting" : "untainting") + " node: " + d.error().describe();
     keep(d);
   }
+  // Before the evictions: the NoSchedule rule keeps the evicted pods' replacements off the
+  // devices (the node itself stays schedulable).
+  if (io.device_taint && r.error.empty())
+    if (auto e = write_device_taint(*io.device_taint); !e.empty())
+      r.error = e;
   for (const auto& p : io.removals) {
     controller::eviction_memory m;
     m.at = protocol::wall_clock::now();
@@ -293,6 +299,33 @@ std::string executor::ensure_device_class(const std::string& name, const std::st
   auto patched = api.patch(classes, "", name, kube::patch_type::merge, json, manager);
   if (!patched)
     return "updating DeviceClass " + name + ": " + patched.error().describe();
+  return {};
+}
+
+std::string executor::write_device_taint(const controller::device_taint_write& w) {
+  const auto rules = kube::resources::device_taint_rules();
+  if (w.effect.empty()) {
+    auto removed = api.remove(rules, "", w.name, {});
+    if (!removed && removed.error().kind != kube::error_kind::not_found)
+      return "deleting DeviceTaintRule " + w.name + ": " + removed.error().describe();
+    return {};
+  }
+  const auto json = controller::device_taint_rule_json(w.name, w.node, w.pool, w.effect);
+  auto made = api.create(rules, "", json);
+  if (made)
+    return {};
+  if (made.error().kind != kube::error_kind::already_exists)
+    return "creating DeviceTaintRule " + w.name + ": " + made.error().describe();
+  auto current = api.get(rules, "", w.name);
+  if (!current)
+    return "reading DeviceTaintRule " + w.name + ": " + current.error().describe();
+  const auto found = decode_device_taint_rule(current.value());
+  if (!found.ours)
+    return "DeviceTaintRule " + w.name + " exists and was not made by gpu-partitioner (no " +
+           controller::managed_by_label + "=" + controller::managed_by_value + "): left alone";
+  auto patched = api.patch(rules, "", w.name, kube::patch_type::merge, json, manager);
+  if (!patched)
+    return "updating DeviceTaintRule " + w.name + ": " + patched.error().describe();
   return {};
 }
 

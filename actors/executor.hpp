@@ -43,6 +43,9 @@ struct executor {
   std::string perform(const item_io& io);
   /// Makes the DeviceClass `name` from `json`, or brings one the operator made in line.
   std::string ensure_device_class(const std::string& name, const std::string& json);
+  /// Makes, updates or deletes a node's DeviceTaintRule; a rule of that name that is not
+  /// ours is left alone (an error).
+  std::string write_device_taint(const controller::device_taint_write& w);
 };
 
 } // namespace gpu_partitioner::actors

@@ -82,8 +82,9 @@ io_actor::behavior_type io_router(io_actor::pointer self, io_actor writes, io_ac
   return {
       [=](io_atom, node_io& io) {
         auto rp = self->make_response_promise<node_io_result>();
-        const bool only_removals = !io.patch && !io.taint && !io.dcm && !io.add_finalizer &&
-                                   !io.remove_finalizer && !io.clear_retry && !io.read_node;
+        const bool only_removals = !io.patch && !io.taint && !io.device_taint && !io.dcm &&
+                                   !io.add_finalizer && !io.remove_finalizer && !io.clear_retry &&
+                                   !io.read_node;
         if (io.removals.size() < 2 || !only_removals) {
           rp.delegate(io.removals.empty() ? writes : evictions, io_atom_v, std::move(io));
           return rp;

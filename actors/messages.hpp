@@ -40,7 +40,8 @@ struct observation {
     config_map,
     dcm_event,
     resource_slice,
-    resource_claim
+    resource_claim,
+    device_taint_rule
   };
   kind what = kind::node;
   bool deleted = false;
@@ -56,6 +57,7 @@ struct observation {
   std::shared_ptr<const controller::dcm_event> event;
   std::shared_ptr<const controller::resource_slice_info> slice;
   std::shared_ptr<const controller::resource_claim_info> claim;
+  std::shared_ptr<const controller::device_taint_rule_info> taint_rule;
   /// An object that did not decode: the field and the problem.
   std::string problem;
   /// When the watch delivered it (the start of a reaction to it).
@@ -66,7 +68,7 @@ using controller::in_flight;
 
 /// How many resources the Watcher lists, each answered by one synced_atom: the view is
 /// complete once every one has listed.
-inline constexpr std::size_t watched_resources = 10;
+inline constexpr std::size_t watched_resources = 11;
 using cluster_snapshot = controller::cluster_view;
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 
@@ -90,6 +92,7 @@ struct node_io {
   std::string known_version;
   std::vector<controller::taint> known_taints;
   std::vector<controller::pod_removal> removals;
+  std::optional<controller::device_taint_write> device_taint;
   std::optional<controller::dcm_config_write> dcm;
   bool add_finalizer = false;
   bool remove_finalizer = false;

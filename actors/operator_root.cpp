@@ -22,6 +22,7 @@ struct root_state {
   /// ResourceSlice -> its node; ResourceClaim (namespace/name) -> the node of its devices.
   std::map<std::string, std::string> slice_nodes;
   std::map<std::string, std::string> claim_nodes;
+  std::map<std::string, std::string> rule_nodes;
   /// DCM's ConfigMap, namespace/name.
   std::string dcm_key;
   std::set<std::string> synced;
@@ -190,6 +191,10 @@ void apply(root_state& s, const observation& o) {
     file_under(v.claims_by_node, s.claim_nodes, v, o, o.claim, on_gpus ? o.claim->node : "");
     break;
   }
+  case k::device_taint_rule:
+    file_under(v.taint_rules_by_node, s.rule_nodes, v, o, o.taint_rule,
+               o.taint_rule && o.taint_rule->ours ? o.taint_rule->node : "");
+    break;
   case k::item: {
     v.item_changes.insert(o.key);
     auto old = v.items.find(o.key);
@@ -243,27 +248,34 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
       }
     self->quit(msg.reason);
   });
+  auto synced = [=](const std::string& resource, bool served) {
+    if (!served) {
+      s->view.absent_resources.insert(resource);
+      log_info("the API server does not serve " + resource +
+               " (or does not let the operator list them): working without");
+    }
+    s->synced.insert(resource);
+    // DCM's ConfigMap has its own watch among them; the payloads' are listed_atom.
+    if (resource == kube::resources::config_maps().plural)
+      s->view.config_maps_listed.insert(s->dcm_key);
+    s->view.shared_changed = true;
+    if (s->synced.size() >= watched_resources && !s->view.synced) {
+      s->view.synced = true;
+      process_metrics().synced = true;
+      log_info("caches synced: " + std::to_string(s->view.nodes.size()) + " nodes, " +
+               std::to_string(s->view.plans.size()) + " plans");
+    }
+    s->dirty = true;
+    schedule();
+  };
   return {
       [=](observe_atom, const observation& o) {
         apply(*s, o);
         s->dirty = true;
         schedule();
       },
-      [=](synced_atom, const std::string& resource) {
-        s->synced.insert(resource);
-        // DCM's ConfigMap has its own watch among them; the payloads' are listed_atom.
-        if (resource == kube::resources::config_maps().plural)
-          s->view.config_maps_listed.insert(s->dcm_key);
-        s->view.shared_changed = true;
-        if (s->synced.size() >= watched_resources && !s->view.synced) {
-          s->view.synced = true;
-          process_metrics().synced = true;
-          log_info("caches synced: " + std::to_string(s->view.nodes.size()) + " nodes, " +
-                   std::to_string(s->view.plans.size()) + " plans");
-        }
-        s->dirty = true;
-        schedule();
-      },
+      [=](synced_atom, const std::string& resource) { synced(resource, true); },
+      [=](synced_atom, const std::string& resource, bool served) { synced(resource, served); },
       [=](listed_atom, const std::string& config_map, bool listed) {
         if (listed)
           s->view.config_maps_listed.insert(config_map);

@@ -65,6 +65,11 @@ public:
       send(listed_atom_v, listed_, true);
   }
 
+  void on_absent() override {
+    synced_once_ = true;
+    send(synced_atom_v, resource_, false);
+  }
+
   void on_restart(const std::string& note, bool relist) override {
     process_metrics().watch_restarts.add({resource_, relist ? "relist" : "reconnect"});
     // A relist is rare and worth a line (what is known is read again, and what changed
@@ -132,6 +137,10 @@ private:
       break;
     case k::resource_claim:
       o.claim = std::make_shared<const controller::resource_claim_info>(decode_resource_claim(v));
+      break;
+    case k::device_taint_rule:
+      o.taint_rule =
+          std::make_shared<const controller::device_taint_rule_info>(decode_device_taint_rule(v));
       break;
     }
   }
@@ -220,6 +229,11 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
   // devices, and the claims pods hold them by. A cluster without the API has neither.
   add(kube::resources::resource_slices(), k::resource_slice, {}, {}, true);
   add(kube::resources::resource_claims(), k::resource_claim, {}, {}, true);
+  // The DeviceTaintRules of drainPolicy.cordon Devices (ours only). An API server without
+  // them (before 1.33, or the alpha API off) has nodes cordoned instead.
+  add(kube::resources::device_taint_rules(), k::device_taint_rule, {}, {}, true);
+  streams.back().options.label_selector =
+      std::string(controller::managed_by_label) + "=" + controller::managed_by_value;
   if (streams.size() != watched_resources)
     throw std::logic_error("the watcher lists " + std::to_string(streams.size()) +
                            " resources; messages.hpp says " + std::to_string(watched_resources));

@@ -66,6 +66,7 @@ node_io writes_of(const std::string& item, const controller::node_step& out,
   io.confirm_drained = out.confirm_drained;
   io.not_awaited = out.not_awaited;
   io.removals = out.removals;
+  io.device_taint = out.device_taint;
   io.dcm = out.dcm;
   io.add_finalizer = out.add_finalizer;
   io.remove_finalizer = out.remove_finalizer;
@@ -74,8 +75,8 @@ node_io writes_of(const std::string& item, const controller::node_step& out,
 }
 
 bool any_write(const node_io& io) {
-  return io.patch || io.taint || !io.removals.empty() || io.dcm || io.add_finalizer ||
-         io.remove_finalizer || io.clear_retry;
+  return io.patch || io.taint || !io.removals.empty() || io.device_taint || io.dcm ||
+         io.add_finalizer || io.remove_finalizer || io.clear_retry;
 }
 
 } // namespace gpu_partitioner::actors

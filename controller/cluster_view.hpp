@@ -73,6 +73,10 @@ struct cluster_view {
   /// namespace/name).
   shared_map<by_key<resource_slice_info>> slices_by_node;
   shared_map<by_key<resource_claim_info>> claims_by_node;
+  /// The operator's DeviceTaintRules, by the node they were made for.
+  shared_map<by_key<device_taint_rule_info>> taint_rules_by_node;
+  /// Resources the API server does not serve (or does not let us list), by plural.
+  std::set<std::string> absent_resources;
   /// One node's entry of such a map, to change: a copy in its place.
   template <class T>
   static by_key<T>& edit(shared_map<by_key<T>>& per_node, const std::string& node) {

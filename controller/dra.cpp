@@ -238,4 +238,93 @@ std::map<std::string, int> claim_holders(const std::vector<resource_claim_info>&
   return out;
 }
 
+std::string device_taint_rule_name(const std::string& node) {
+  constexpr std::size_t limit = 253;
+  std::string name = "gpu-partitioner-" + node;
+  if (name.size() <= limit)
+    return name;
+  // FNV-1a: the same node gives the same name in every operator, whatever its build.
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : node)
+    h = (h ^ c) * 16777619u;
+  static const char* hex = "0123456789abcdef";
+  std::string tag = "-";
+  for (int shift = 28; shift >= 0; shift -= 4)
+    tag += hex[(h >> shift) & 0xf];
+  name.resize(limit - tag.size());
+  // A DNS subdomain ends with an alphanumeric character; so does the hash.
+  return name + tag;
+}
+
+std::string device_taint_rule_json(const std::string& name, const std::string& node,
+                                   const std::string& pool, const std::string& effect) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  auto text = [&](const std::string& t) {
+    w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
+  };
+  w.StartObject();
+  w.Key("apiVersion");
+  text("resource.k8s.io/v1alpha3");
+  w.Key("kind");
+  text("DeviceTaintRule");
+  w.Key("metadata");
+  w.StartObject();
+  w.Key("name");
+  text(name);
+  w.Key("labels");
+  w.StartObject();
+  w.Key(managed_by_label);
+  text(managed_by_value);
+  w.EndObject();
+  w.Key("annotations");
+  w.StartObject();
+  w.Key(device_taint_node_annotation);
+  text(node);
+  w.EndObject();
+  w.EndObject();
+  w.Key("spec");
+  w.StartObject();
+  w.Key("deviceSelector");
+  w.StartObject();
+  w.Key("driver");
+  text(protocol::amd_dra_driver);
+  w.Key("pool");
+  text(pool);
+  w.EndObject();
+  w.Key("taint");
+  w.StartObject();
+  w.Key("key");
+  text(device_taint_key);
+  w.Key("effect");
+  text(effect);
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  return buffer.GetString();
+}
+
+std::string gpu_pool(const std::vector<resource_slice_info>& slices) {
+  std::string pool;
+  for (const auto& s : slices) {
+    if (s.driver != protocol::amd_dra_driver)
+      continue;
+    if (!pool.empty() && s.pool != pool)
+      return {};
+    pool = s.pool;
+  }
+  return pool;
+}
+
+bool dra_driver_image(const std::string& image) {
+  std::string repo = image.substr(0, image.find('@'));
+  // A tag follows the last ':' after the last '/' (a registry's port comes before it).
+  const auto slash = repo.rfind('/');
+  const auto colon = repo.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash))
+    repo.resize(colon);
+  const auto last = repo.rfind('/');
+  return repo.substr(last == std::string::npos ? 0 : last + 1) == "k8s-gpu-dra-driver";
+}
+
 } // namespace gpu_partitioner::controller

@@ -130,4 +130,46 @@ std::vector<const resource_claim_info*> gpu_claims(const std::vector<resource_cl
 /// devices each holds.
 std::map<std::string, int> claim_holders(const std::vector<resource_claim_info>& claims);
 
+// -- drainPolicy.cordon Devices: the GPUs cordoned, not the node (KEP-5055, device taints) --
+
+/// The plural the API server serves DeviceTaintRules under (resource.k8s.io/v1alpha3).
+inline constexpr const char* kube_device_taint_rules_plural = "devicetaintrules";
+/// The taint the operator's DeviceTaintRules put on a node's GPU devices.
+inline constexpr const char* device_taint_key = "infrastructure.silogen.ai/partitioning";
+/// On a DeviceTaintRule of ours: the node whose devices it taints.
+inline constexpr const char* device_taint_node_annotation = "infrastructure.silogen.ai/node";
+
+/// A DeviceTaintRule (resource.k8s.io/v1alpha3) the operator made.
+struct device_taint_rule_info {
+  std::string name;
+  /// The node it was made for (device_taint_node_annotation).
+  std::string node;
+  std::string driver;
+  std::string pool;
+  /// NoSchedule, NoExecute (or None).
+  std::string effect;
+  /// Labelled as ours (managed_by_label).
+  bool ours = false;
+  bool operator==(const device_taint_rule_info& o) const {
+    return name == o.name && node == o.node && driver == o.driver && pool == o.pool &&
+           effect == o.effect && ours == o.ours;
+  }
+};
+
+/// The name of the rule for `node`: "gpu-partitioner-<node>", shortened with a hash of the
+/// node's name where that would pass 253 characters.
+std::string device_taint_rule_name(const std::string& node);
+
+/// The rule tainting the devices of AMD's DRA driver in `pool` with `effect`, as JSON.
+std::string device_taint_rule_json(const std::string& name, const std::string& node,
+                                   const std::string& pool, const std::string& effect);
+
+/// The pool the node's devices of AMD's DRA driver are published in; "" when there is not
+/// exactly one (a rule selects one pool).
+std::string gpu_pool(const std::vector<resource_slice_info>& slices);
+
+/// An image of AMD's DRA driver: its repository's last segment is k8s-gpu-dra-driver
+/// ("rocm/k8s-gpu-dra-driver:v1.0", "registry/x/k8s-gpu-dra-driver@sha256:...").
+bool dra_driver_image(const std::string& image);
+
 } // namespace gpu_partitioner::controller

@@ -73,6 +73,9 @@ struct node_slice {
   std::shared_ptr<const cluster_view::by_key<dcm_event>> dcm_events;
   std::shared_ptr<const cluster_view::by_key<resource_slice_info>> slices;
   std::shared_ptr<const cluster_view::by_key<resource_claim_info>> claims;
+  std::shared_ptr<const cluster_view::by_key<device_taint_rule_info>> taint_rules;
+  /// The API server serves DeviceTaintRules.
+  bool device_taints_served = false;
   std::shared_ptr<const resolved_profile> profile;
   plan_standing plan;
   std::shared_ptr<const dcm_config_state> dcm;

@@ -170,11 +170,61 @@ bool we_tainted(const protocol::node_partitioning_status& st) {
   return false;
 }
 
+// The run cordons the node's GPUs, not the node (drainPolicy.cordon Devices): the name of
+// its DeviceTaintRule, else "".
+std::string device_rule(const protocol::node_partitioning_status& st) {
+  return st.dra ? st.dra->device_taint_rule : std::string();
+}
+
+// The operator's rule of that name on the node, as observed; null if there is none.
+const device_taint_rule_info* observed_rule(const node_inputs& in, const std::string& name) {
+  for (const auto& r : in.taint_rules)
+    if (r.name == name)
+      return &r;
+  return nullptr;
+}
+
+device_taint_write rule_write(const node_inputs& in, const protocol::dra_run& dra,
+                              const std::string& effect) {
+  device_taint_write w;
+  w.name = dra.device_taint_rule;
+  w.node = in.item.spec.node_name;
+  w.pool = dra.pool;
+  w.effect = effect;
+  return w;
+}
+
+// restore_node for a run that cordoned the GPUs: the rule goes first, then the run's mark.
+bool restore_devices(const node_inputs& in, status_editor& s, node_step& out, bool keep_taint) {
+  if (keep_taint)
+    return false;
+  const auto& dra = *s.status.dra;
+  if (observed_rule(in, dra.device_taint_rule) != nullptr) {
+    out.device_taint = rule_write(in, dra, "");
+    out.events.push_back({true, "Normal", "DevicesUncordoned",
+                          "DeviceTaintRule " + dra.device_taint_rule + " deleted"});
+    return true;
+  }
+  if (we_tainted(s.status))
+    s.condition(node_condition::node_tainted, false, "Untainted",
+                "DeviceTaintRule " + dra.device_taint_rule + " is gone");
+  if (annotation(*in.node, applied_hash_annotation)) {
+    node_patch p;
+    p.annotations[applied_hash_annotation] = std::nullopt;
+    out.patch = p;
+    return true;
+  }
+  return false;
+}
+
 // Puts the node back as we found it: no taint, and schedulable unless an admin had
 // cordoned it. The taint goes first, in a step of its own: until it is gone, our
 // annotation stays as the mark that the node is ours to restore. Returns true if
 // anything is left to do.
-bool restore_node(const node_info& node, status_editor& s, node_step& out, bool keep_cordon) {
+bool restore_node(const node_inputs& in, status_editor& s, node_step& out, bool keep_cordon) {
+  if (!device_rule(s.status).empty())
+    return restore_devices(in, s, out, keep_cordon);
+  const auto& node = *in.node;
   const auto was = annotation(node, was_unschedulable_annotation);
   if (node.has_dcm_taint() && (was || we_tainted(s.status))) {
     out.taint = false;
@@ -217,6 +267,36 @@ drain_context drain_context_of(const node_inputs& in, protocol::wall_clock::time
   return c;
 }
 
+// What keeps drainPolicy.cordon Devices from cordoning only the node's GPUs ("" if nothing:
+// the node publishes them through AMD's DRA driver, in one pool, and the API server serves
+// DeviceTaintRules). Not asked: "".
+std::string device_cordon_problem(const node_inputs& in) {
+  if (!in.item.spec.drain.cordons_devices() || !publishes_gpus(in.slices))
+    return {};
+  if (!in.device_taints_served)
+    return "the API server does not serve DeviceTaintRules (resource.k8s.io/v1alpha3, feature "
+           "gate DRADeviceTaintRules)";
+  if (gpu_pool(in.slices).empty())
+    return std::string("the node's devices of ") + protocol::amd_dra_driver +
+           " are in more than one pool";
+  return {};
+}
+
+// The run will cordon the node's GPUs only.
+bool cordons_devices(const node_inputs& in) {
+  return in.item.spec.drain.cordons_devices() && publishes_gpus(in.slices) &&
+         device_cordon_problem(in).empty();
+}
+
+// The pods a drain of the node's GPUs removes: those holding them. (The rest stay.)
+std::vector<pod_info> gpu_pods(const std::vector<pod_info>& pods) {
+  std::vector<pod_info> out;
+  for (const auto& p : pods)
+    if (p.gpus > 0)
+      out.push_back(p);
+  return out;
+}
+
 void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   if (!in.plan.may_start) {
@@ -227,8 +307,8 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   }
   auto findings = preflight(in);
   if (in.item.spec.dry_run) {
-    auto preview =
-        preview_drain(in.pods, in.pdbs, in.item.spec.drain, drain_context_of(in, in.now));
+    auto preview = preview_drain(cordons_devices(in) ? gpu_pods(in.pods) : in.pods, in.pdbs,
+                                 in.item.spec.drain, drain_context_of(in, in.now));
     preview.already_in_target_state = findings.empty() && in_target_state(in);
     for (const auto& f : findings)
       preview.findings.push_back(f.text());
@@ -293,16 +373,29 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   s.error("");
   // A node that publishes its GPUs through DRA is verified by its devices (verification.cpp).
   s.status.dra.reset();
-  if (publishes_gpus(in.slices))
-    s.status.dra = protocol::dra_run{protocol::amd_dra_driver, {}};
+  if (publishes_gpus(in.slices)) {
+    s.status.dra = protocol::dra_run{};
+    s.status.dra->driver = protocol::amd_dra_driver;
+  }
+  if (cordons_devices(in)) {
+    s.status.dra->device_taint_rule = device_taint_rule_name(in.item.spec.node_name);
+    s.status.dra->pool = gpu_pool(in.slices);
+  } else if (const auto problem = device_cordon_problem(in); !problem.empty()) {
+    out.events.push_back(
+        {false, "Warning", "DeviceCordonUnavailable",
+         "drainPolicy.cordon is Devices, but " + problem + ": the node is cordoned instead"});
+  }
   out.in_flight = true;
-  s.enter(node_phase::draining, "Started", "cordoning and draining the node");
+  s.enter(node_phase::draining, "Started",
+          device_rule(s.status).empty()
+              ? "cordoning and draining the node"
+              : "tainting the node's GPU devices and evicting the pods that hold them");
   out.requeue = 1ms;
 }
 
 void fail_and_roll_back(const node_inputs& in, status_editor& s, node_step& out,
                         const std::string& reason, const std::string& message) {
-  restore_node(*in.node, s, out, gpus_unsettled(s.status));
+  restore_node(in, s, out, gpus_unsettled(s.status));
   s.error(message);
   s.enter(node_phase::failed, reason, message + "; the node was returned to service", true);
   out.events.push_back({true, "Warning", reason, message});
@@ -404,6 +497,96 @@ void record_slices_before_dcm(const node_inputs& in, status_editor& s) {
       marks.push_back(slice_mark(slice));
 }
 
+// One pass of the drain's evictions, written to status: true while pods are left to go
+// (the Drained condition says what holds them), else Drained with `done`.
+bool evicting(const eviction_pass& pass, status_editor& s, node_step& out,
+              const std::string& done) {
+  out.removals = pass.removals;
+  name_losses(pass, out);
+  s.status.drain.pods_evicted = pass.evicted;
+  s.status.drain.pods_total =
+      std::max<std::int32_t>(s.status.drain.pods_total, pass.evicted + pass.uncounted);
+  if (!(pass.shown == s.original.drain.blocking_pods))
+    announce_holds(pass.shown, out);
+  s.status.drain.pods_blocked =
+      static_cast<std::int32_t>(pass.blocked.size() + pass.refused.size() + pass.failed.size());
+  s.status.drain.blocking_pdbs = pass.blocking_pdbs;
+  s.status.drain.blocking_pods = pass.shown;
+  if (pass.left > 0) {
+    const auto [reason, message] = drain_holds(pass);
+    s.condition(node_condition::drained, false, reason, message);
+    out.requeue = poll_interval;
+    return true;
+  }
+  s.condition(node_condition::drained, true, "Drained", done);
+  return false;
+}
+
+// drainPolicy.cordon Devices: a DeviceTaintRule keeps new claims off the node's GPU
+// devices (NoSchedule) while the pods holding them are evicted through the Eviction API;
+// then NoExecute, which has kube-controller-manager delete whatever still uses them
+// (without regard for budgets: a backstop once the drain is over). The node stays
+// schedulable and keeps the pods that use no GPU.
+void drain_devices(const node_inputs& in, status_editor& s, node_step& out) {
+  const auto& drain = in.item.spec.drain;
+  const auto& dra = *s.status.dra;
+  const auto* rule = observed_rule(in, dra.device_taint_rule);
+  if (rule == nullptr) {
+    out.device_taint = rule_write(in, dra, "NoSchedule");
+    out.events.push_back({true, "Normal", "DevicesCordoned",
+                          "DeviceTaintRule " + dra.device_taint_rule +
+                              " keeps new claims off the " + dra.driver + " devices of pool " +
+                              dra.pool + " (NoSchedule); pods without GPUs keep running"});
+    out.requeue = poll_interval;
+    return;
+  }
+  s.condition(node_condition::node_cordoned, true, "DevicesCordoned",
+              "DeviceTaintRule " + dra.device_taint_rule +
+                  ": no new claim gets the node's GPUs; the node stays schedulable");
+  const auto holders = gpu_pods(in.pods);
+  const auto context = drain_context_of(in, s.entered());
+  const auto pass = plan_evictions(holders, in.pdbs, in.evictions, drain, context);
+  if (past(s, drain_timeout_seconds(drain))) {
+    fail_and_roll_back(
+        in, s, out, "DrainTimeout",
+        drain_timeout_reason(pass, in.pdbs, timeout_of(drain_timeout_seconds(drain))));
+    return;
+  }
+  const bool no_execute = rule->effect == "NoExecute";
+  if (drain.enabled && !no_execute) {
+    if (evicting(pass, s, out, "every pod holding the node's GPUs was evicted"))
+      return;
+  } else if (!drain.enabled) {
+    s.condition(node_condition::drained, false, "DrainDisabled",
+                "drainPolicy.enabled is false: the NoExecute device taint removes the pods "
+                "holding GPUs without regard for PodDisruptionBudgets");
+  }
+  if (!no_execute) {
+    out.device_taint = rule_write(in, dra, "NoExecute");
+    out.events.push_back({true, "Normal", "DevicesTainted",
+                          "DeviceTaintRule " + dra.device_taint_rule + ": NoExecute"});
+    out.requeue = poll_interval;
+    return;
+  }
+  s.condition(node_condition::node_tainted, true, "DevicesTainted",
+              "DeviceTaintRule " + dra.device_taint_rule + " is NoExecute");
+  std::int32_t left = 0;
+  for (const auto& pod : holders)
+    if (!pod.mirror && !pod.finished() && !deletion_not_awaited(pod, drain, context))
+      ++left;
+  if (left > 0) {
+    s.condition(node_condition::drained, false, "WaitingForPods",
+                std::to_string(left) + " pod(s) holding the node's GPUs are still terminating");
+    out.requeue = poll_interval;
+    return;
+  }
+  if (drain.enabled)
+    s.condition(node_condition::drained, true, "Drained", "no pod holds the node's GPUs");
+  record_slices_before_dcm(in, s);
+  s.enter(node_phase::applying, "Drained", "handing profile " + in.profile.dcm_name + " to DCM");
+  out.requeue = 1ms;
+}
+
 void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   const auto& drain = in.item.spec.drain;
@@ -432,6 +615,10 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   // Applying fails the node without it.
   if (in.dcm.found)
     out.dcm = missing_profiles(in);
+  if (!device_rule(s.status).empty()) {
+    drain_devices(in, s, out);
+    return;
+  }
   // Cordon, remembering whether an admin had cordoned it already. A record that is not
   // "true" or "false" (garbage, edited by hand) is written afresh.
   if (!well_formed_record(annotation(node, was_unschedulable_annotation))) {
@@ -465,25 +652,8 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   }
 
   if (drain.enabled && !node.has_dcm_taint()) {
-    out.removals = pass.removals;
-    name_losses(pass, out);
-    s.status.drain.pods_evicted = pass.evicted;
-    s.status.drain.pods_total =
-        std::max<std::int32_t>(s.status.drain.pods_total, pass.evicted + pass.uncounted);
-    if (!(pass.shown == s.original.drain.blocking_pods))
-      announce_holds(pass.shown, out);
-    s.status.drain.pods_blocked =
-        static_cast<std::int32_t>(pass.blocked.size() + pass.refused.size() + pass.failed.size());
-    s.status.drain.blocking_pdbs = pass.blocking_pdbs;
-    s.status.drain.blocking_pods = pass.shown;
-    if (pass.left > 0) {
-      const auto [reason, message] = drain_holds(pass);
-      s.condition(node_condition::drained, false, reason, message);
-      out.requeue = poll_interval;
+    if (evicting(pass, s, out, "every pod the taint would remove was evicted"))
       return;
-    }
-    s.condition(node_condition::drained, true, "Drained",
-                "every pod the taint would remove was evicted");
   } else if (!drain.enabled) {
     s.condition(node_condition::drained, false, "DrainDisabled",
                 "drainPolicy.enabled is false: the taint removes pods without regard for "
@@ -658,8 +828,13 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
 void fail_keeping_cordon(const node_inputs& in, status_editor& s, node_step& out,
                          const std::string& reason, const std::string& message) {
   s.error(message);
+  const auto rule = device_rule(s.status);
   s.enter(node_phase::failed, reason,
-          message + "; the node stays cordoned (its GPUs may be in an unknown state)", true);
+          message + (rule.empty()
+                         ? "; the node stays cordoned (its GPUs may be in an unknown state)"
+                         : "; its GPUs stay tainted by DeviceTaintRule " + rule +
+                               " (they may be in an unknown state)"),
+          true);
   out.events.push_back({true, "Warning", reason, message});
   if (in.node->has_dcm_taint())
     out.taint = false;
@@ -709,7 +884,9 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   auto succeed = [&](const std::string& reason, const std::string& message) {
     s.condition(node_condition::operator_succeeded, true, reason, message);
     s.enter(node_phase::verifying, "OperatorSucceeded",
-            "DCM partitioned the GPUs; removing the taint so the device plugin restarts");
+            device_rule(s.status).empty()
+                ? "DCM partitioned the GPUs; removing the taint so the device plugin restarts"
+                : "DCM partitioned the GPUs; restarting the DRA driver so it publishes them");
     out.requeue = 1ms;
   };
   if (answer && dcm_success_reason(answer->reason)) {
@@ -771,6 +948,43 @@ std::string crash_looping_plugin(const node_inputs& in) {
   return {};
 }
 
+// drainPolicy.cordon Devices: AMD's DRA driver ran on through DCM's change and still
+// publishes the partitions it found at its start. Its pods on the node are deleted once
+// (their DaemonSet starts them again, and the new driver publishes what DCM made); true
+// while that is being asked.
+bool restarting_driver(const node_inputs& in, status_editor& s, node_step& out) {
+  auto& dra = *s.status.dra;
+  if (!dra.driver_restarted_at.empty())
+    return false;
+  std::vector<std::string> names;
+  dra.restarted_driver_pods.clear();
+  for (const auto& pod : in.pods) {
+    if (!pod.dra_driver || pod.deleting || pod.finished())
+      continue;
+    pod_removal r;
+    r.ns = pod.ns;
+    r.name = pod.name;
+    r.uid = pod.uid;
+    r.evict = false;
+    out.removals.push_back(r);
+    names.push_back(pod.ns + "/" + pod.name);
+    if (dra.restarted_driver_pods.size() < 16)
+      dra.restarted_driver_pods.push_back(pod.uid);
+  }
+  dra.driver_restarted_at = protocol::format_time(in.now);
+  if (names.empty())
+    out.events.push_back({true, "Warning", "DRADriverNotFound",
+                          "no pod of AMD's DRA driver runs on the node to restart: its devices "
+                          "are verified as it publishes them"});
+  else
+    out.events.push_back({true, "Normal", "DRADriverRestarted",
+                          "deleted " + comma_list(names) +
+                              " so that the DRA driver starts again and publishes the new "
+                              "partitions"});
+  out.requeue = poll_interval;
+  return true;
+}
+
 void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
   const auto& node = *in.node;
   out.in_flight = true;
@@ -786,8 +1000,11 @@ void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
     out.requeue = poll_interval;
     return;
   }
-  s.condition(node_condition::node_tainted, false, "Untainted",
-              "the taint is gone; the device plugin restarts");
+  if (device_rule(s.status).empty())
+    s.condition(node_condition::node_tainted, false, "Untainted",
+                "the taint is gone; the device plugin restarts");
+  else if (restarting_driver(in, s, out))
+    return;
   const std::string gap = verification_gap(in);
   if (gap.empty()) {
     s.condition(node_condition::verified, true, "Verified",
@@ -799,7 +1016,7 @@ void on_verifying(const node_inputs& in, status_editor& s, node_step& out) {
         {true, "Normal", "Partitioned", "profile " + in.profile.dcm_name + " verified"});
     // Without waiting for Succeeded to be written: an operator restarted in between reads
     // Verifying and a node in the target state without our mark, and succeeds again.
-    if (restore_node(node, s, out, false))
+    if (restore_node(in, s, out, false))
       out.enough_on_record = node_phase::verifying;
     return;
   }
@@ -868,7 +1085,7 @@ void on_succeeded(const node_inputs& in, status_editor& s, node_step& out) {
   }
   // Finish returning the node: uncordon (unless an admin had cordoned it). A node that
   // was already in the target state was never taken.
-  if (run_started(s.status) && restore_node(*in.node, s, out, false)) {
+  if (run_started(s.status) && restore_node(in, s, out, false)) {
     out.requeue = poll_interval;
     if (soak_end(in.item))
       out.in_flight = true; // its soak has not begun: the token stays
@@ -883,7 +1100,7 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
   if (!gpus_unsettled(s.status)) {
     // Nothing on the GPUs was touched: the node goes back to service (if this run took
     // it), and a failure of preflight clears itself once the cause is fixed.
-    if (run_started(s.status) && restore_node(*in.node, s, out, false)) {
+    if (run_started(s.status) && restore_node(in, s, out, false)) {
       out.requeue = poll_interval;
       return;
     }
@@ -948,16 +1165,26 @@ void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
        phase == node_phase::verifying || gpus_unsettled(s.status));
   if (in.node) {
     if (touched_gpus) {
-      out.events.push_back({true, "Warning", "LeftCordoned",
-                            "NodePartitioning deleted while in " + std::string(phase_name(phase)) +
-                                ": the node stays cordoned (its GPUs may be mid-change); "
-                                "uncordon it once checked"});
-      out.events.push_back({false, "Warning", "LeftCordoned",
-                            "deleted in " + std::string(phase_name(phase)) + ": node " +
-                                in.item.spec.node_name + " left cordoned"});
+      const auto rule = device_rule(s.status);
+      if (rule.empty()) {
+        out.events.push_back({true, "Warning", "LeftCordoned",
+                              "NodePartitioning deleted while in " +
+                                  std::string(phase_name(phase)) +
+                                  ": the node stays cordoned (its GPUs may be mid-change); "
+                                  "uncordon it once checked"});
+        out.events.push_back({false, "Warning", "LeftCordoned",
+                              "deleted in " + std::string(phase_name(phase)) + ": node " +
+                                  in.item.spec.node_name + " left cordoned"});
+      } else {
+        out.events.push_back({true, "Warning", "LeftTainted",
+                              "NodePartitioning deleted while in " +
+                                  std::string(phase_name(phase)) + ": DeviceTaintRule " + rule +
+                                  " stays on the node's GPUs (they may be mid-change); delete "
+                                  "it once they are checked"});
+      }
       if (in.node->has_dcm_taint() && annotation(*in.node, was_unschedulable_annotation))
         out.taint = false;
-    } else if (run_started(s.status) && restore_node(*in.node, s, out, false)) {
+    } else if (run_started(s.status) && restore_node(in, s, out, false)) {
       // Undo first; the finalizer goes on the next step, once the node is back.
       out.requeue = poll_interval;
       return;

@@ -140,6 +140,10 @@ struct node_inputs {
   /// The node's ResourceSlices (every driver's) and the claims allocated on its devices.
   std::vector<resource_slice_info> slices;
   std::vector<resource_claim_info> claims;
+  /// The operator's DeviceTaintRules made for this node, and whether the API server serves
+  /// them (drainPolicy.cordon Devices).
+  std::vector<device_taint_rule_info> taint_rules;
+  bool device_taints_served = false;
   /// DCM's Events from this node (about its pod here), any order.
   std::vector<dcm_event_info> dcm_events;
   /// DCM profile name -> payload, of every profile the item's plan uses that may be
@@ -182,6 +186,17 @@ struct dcm_config_write {
   std::map<std::string, std::string> profiles;
 };
 
+/// drainPolicy.cordon Devices: the node's DeviceTaintRule made (or its effect set), or
+/// deleted.
+struct device_taint_write {
+  std::string name;
+  std::string node;
+  /// The driver's pool on the node, whose devices it taints.
+  std::string pool;
+  /// NoSchedule or NoExecute; "" deletes the rule.
+  std::string effect;
+};
+
 struct event_record {
   /// On the Node (true) or on the NodePartitioning (false).
   bool on_node = false;
@@ -202,6 +217,7 @@ struct node_step {
   /// Pods (uids) the confirmation ignores: deleted long ago on a node that is not Ready.
   std::vector<std::string> not_awaited;
   std::vector<pod_removal> removals;
+  std::optional<device_taint_write> device_taint;
   std::optional<dcm_config_write> dcm;
   /// The status to write, if it changed.
   std::optional<protocol::node_partitioning_status> status;

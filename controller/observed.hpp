@@ -76,6 +76,10 @@ struct pod_info {
   /// It has a container named "device-plugin", as the GPU operator's device plugin
   /// DaemonSet does (ROCm/gpu-operator, internal/plugin).
   bool device_plugin = false;
+  /// A pod of AMD's DRA driver's kubelet plugin: a DaemonSet pod running its image
+  /// (dra_driver_image), or labelled app.kubernetes.io/component=kubeletplugin as AMD's
+  /// chart labels it.
+  bool dra_driver = false;
   bool deleting = false;
   /// Owned by a DaemonSet (its controller would put it back at once).
   bool daemon_set = false;

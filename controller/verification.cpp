@@ -35,8 +35,9 @@ std::optional<long long> whole(const std::string& quantity) {
 }
 
 // Whether AMD's DRA driver is known to run on the node again. During a run it is down from
-// the taint until Verifying takes the taint off, and known back once driver_back_after has
-// passed since: kubelet would have deleted the slices of a driver that did not come back.
+// the taint until Verifying takes the taint off (with drainPolicy.cordon Devices: from
+// Verifying's restart of its pods), and known back once driver_back_after has passed since:
+// kubelet would have deleted the slices of a driver that did not come back.
 bool driver_known_back(const node_inputs& in) {
   using p = protocol::node_phase;
   const auto& st = in.item.status;
@@ -45,6 +46,10 @@ bool driver_known_back(const node_inputs& in) {
     return true;
   if (phase != p::verifying)
     return false;
+  if (!st.dra->device_taint_rule.empty()) {
+    const auto restarted = protocol::parse_time(st.dra->driver_restarted_at);
+    return restarted && in.now - *restarted >= driver_back_after;
+  }
   for (auto it = st.history.rbegin(); it != st.history.rend(); ++it)
     if (it->phase == p::verifying) {
       auto t = protocol::parse_time(it->time);

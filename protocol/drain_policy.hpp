@@ -20,6 +20,16 @@ constexpr auto enum_names(codec::tag<eviction_kind>) {
       {{E::eviction, "Eviction"}, {E::delete_pods, "Delete"}}};
 }
 
+/// What a run takes out of service: the whole node (cordoned, then the amd-dcm taint), or
+/// on a node of AMD's DRA driver only its GPUs (a DeviceTaintRule on their devices), so
+/// pods that use no GPU keep running.
+enum class cordon_scope { node, devices };
+
+constexpr auto enum_names(codec::tag<cordon_scope>) {
+  using E = cordon_scope;
+  return std::array<codec::enum_name<E>, 2>{{{E::node, "Node"}, {E::devices, "Devices"}}};
+}
+
 /// drainPolicy.waitForCompletion: pods that are let finish rather than evicted, up to a
 /// bound, counted from the start of the drain.
 struct wait_for_completion {
@@ -56,9 +66,13 @@ struct drain_policy {
   /// On a node that is not Ready, pods deleted longer ago than this are not waited for
   /// (its kubelet cannot confirm them gone). Default 60.
   std::optional<std::int64_t> skip_wait_for_delete_timeout_seconds{};
+  /// Unset means Node. Devices applies where the node publishes its GPUs through DRA and
+  /// the API server serves DeviceTaintRules; elsewhere the node is cordoned.
+  std::optional<cordon_scope> cordon{};
 
   bool deletes_empty_dir_data() const { return delete_empty_dir_data.value_or(true); }
   bool forces() const { return force.value_or(false); }
+  bool cordons_devices() const { return cordon == cordon_scope::devices; }
   std::int64_t skip_wait_seconds() const {
     return skip_wait_for_delete_timeout_seconds.value_or(60);
   }
@@ -75,7 +89,8 @@ constexpr auto describe(codec::tag<drain_policy>) {
       codec::field("waitForCompletion", &T::wait),
       codec::field("gracePeriodSeconds", &T::grace_period_seconds).minimum(0),
       codec::field("skipWaitForDeleteTimeoutSeconds", &T::skip_wait_for_delete_timeout_seconds)
-          .minimum(0));
+          .minimum(0),
+      codec::field("cordon", &T::cordon));
 }
 
 } // namespace gpu_partitioner::protocol

@@ -221,12 +221,24 @@ struct dra_run {
   /// had taken the driver down: slices still bearing one of these were not published after
   /// the change.
   std::vector<std::string> slices_before_dcm;
+  /// The run cordons the GPUs only (drainPolicy.cordon Devices): the DeviceTaintRule on
+  /// the devices of the driver's pool (the node's, `pool`); "" when the node is cordoned.
+  std::string device_taint_rule{};
+  std::string pool{};
+  /// Devices mode: when the driver's pods on the node were deleted after DCM, so that the
+  /// driver starts again and publishes the new partitions, and their uids.
+  std::string driver_restarted_at{};
+  std::vector<std::string> restarted_driver_pods{};
 };
 
 constexpr auto describe(codec::tag<dra_run>) {
   using T = dra_run;
-  return std::make_tuple(codec::field("driver", &T::driver).required().min_length(1),
-                         codec::field("slicesBeforeDCM", &T::slices_before_dcm).max_items(64));
+  return std::make_tuple(
+      codec::field("driver", &T::driver).required().min_length(1),
+      codec::field("slicesBeforeDCM", &T::slices_before_dcm).max_items(64),
+      codec::field("deviceTaintRule", &T::device_taint_rule), codec::field("pool", &T::pool),
+      codec::field("driverRestartedAt", &T::driver_restarted_at).date_time(),
+      codec::field("restartedDriverPods", &T::restarted_driver_pods).max_items(16));
 }
 
 struct node_partitioning_status {

@@ -256,6 +256,44 @@ std::optional<observed_slice> parse_slice(const rapidjson::Value& object) {
   return s;
 }
 
+// -- the driver's pods --
+
+namespace {
+
+// The last path segment of an image's repository, without tag or digest:
+// "registry.example:5000/rocm/k8s-gpu-dra-driver:v1@sha256:..." -> "k8s-gpu-dra-driver" (a
+// registry's port comes before the last slash, a tag after it).
+std::string image_repository_name(const std::string& image) {
+  const std::string named = image.substr(0, image.find('@'));
+  const auto slash = named.rfind('/');
+  const std::string last = slash == std::string::npos ? named : named.substr(slash + 1);
+  return last.substr(0, last.find(':'));
+}
+
+} // namespace
+
+bool dra_driver_pod(const rapidjson::Value& pod) {
+  const auto* meta = member(pod, "metadata");
+  if (meta == nullptr)
+    return false;
+  bool daemon_set = false;
+  if (const auto* owners = member(*meta, "ownerReferences"); owners && owners->IsArray())
+    for (const auto& o : owners->GetArray())
+      daemon_set = daemon_set || string_member(o, "kind") == "DaemonSet";
+  if (!daemon_set)
+    return false;
+  if (const auto* labels = member(*meta, "labels");
+      labels != nullptr && string_member(*labels, kubeletplugin_label) == kubeletplugin_label_value)
+    return true;
+  const auto* spec = member(pod, "spec");
+  const auto* containers = spec == nullptr ? nullptr : member(*spec, "containers");
+  if (containers != nullptr && containers->IsArray())
+    for (const auto& c : containers->GetArray())
+      if (image_repository_name(string_member(c, "image")) == dra_driver_image)
+        return true;
+  return false;
+}
+
 // -- the publishing helper --
 
 namespace {

@@ -139,6 +139,20 @@ struct observed_slice {
 /// Reads a ResourceSlice object; nullopt if it is not one of a node (no spec.nodeName).
 std::optional<observed_slice> parse_slice(const rapidjson::Value& object);
 
+// -- the driver's pods --
+
+/// The label AMD's chart puts on its kubelet plugin DaemonSet's pods (container `plugin`).
+inline constexpr const char* kubeletplugin_label = "app.kubernetes.io/component";
+inline constexpr const char* kubeletplugin_label_value = "kubeletplugin";
+/// The driver's image, by its repository's last path segment (rocm/k8s-gpu-dra-driver).
+inline constexpr const char* dra_driver_image = "k8s-gpu-dra-driver";
+
+/// A Pod object is one of the DRA driver's kubelet plugin pods: owned by a DaemonSet, with a
+/// container of the driver's image (any registry, path, tag or digest) or AMD's chart's
+/// label app.kubernetes.io/component=kubeletplugin. A node's driver runs in such a pod
+/// (observed_node::driver_pod).
+bool dra_driver_pod(const rapidjson::Value& pod);
+
 // -- the writes --
 
 struct slice_write {

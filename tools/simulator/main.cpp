@@ -97,6 +97,9 @@ struct world_view {
   std::optional<config_version> delivered;
   /// DCM's pod per node, while it runs.
   std::map<pod_key, std::string> dcm_pods; // pod -> node
+  /// The DRA driver's pods (dra_driver_pod) per node, while they run and are not being
+  /// deleted: the node's driver runs in one.
+  std::map<pod_key, std::pair<std::string, std::string>> driver_pods{}; // pod -> node, uid
   /// Pods with spec.resourceClaims.
   std::set<pod_key> claim_pods;
   /// The DRA driver's ResourceSlices by spec.nodeName, and each slice's node by name.
@@ -214,6 +217,7 @@ struct pod_watch : kube::watch_handler {
     std::lock_guard<std::mutex> lock(view.mutex);
     pod_key key{d.key.namespace_, d.key.name};
     view.dcm_pods.erase(key);
+    view.driver_pods.erase(key);
     view.claim_pods.erase(key);
     if (d.type == kube::event_type::deleted) {
       if (auto gone = view.pods.find(key); gone != view.pods.end()) {
@@ -246,6 +250,8 @@ struct pod_watch : kube::watch_handler {
           key.ns == dcm_namespace && kube::string_at(*labels, dcm_pod_label) == dcm_pod_label_value;
     if (p.dcm && p.phase == "Running" && !p.deleting)
       view.dcm_pods[key] = p.node;
+    if (p.phase == "Running" && !p.deleting && dra_driver_pod(o))
+      view.driver_pods[key] = {p.node, p.uid};
     if (const auto* g = kube::find_path(o, {"metadata", "deletionGracePeriodSeconds"});
         g && g->IsInt64())
       p.grace_seconds = g->GetInt64();
@@ -750,6 +756,9 @@ int run(const options& opt) {
       std::map<std::string, std::string> dcm_pod_of;
       for (const auto& [key, node] : view.dcm_pods)
         dcm_pod_of[node] = key.name;
+      std::map<std::string, std::string> driver_pod_of; // node -> a driver pod's uid
+      for (const auto& [key, running] : view.driver_pods)
+        driver_pod_of[running.first] = running.second;
       view.world.gpu_pods.clear();
       for (const auto& [key, held] : view.gpu_pods)
         view.world.gpu_pods[held.first] += 1;
@@ -788,6 +797,8 @@ int run(const options& opt) {
         observed_node seen = node;
         if (auto pod = dcm_pod_of.find(name); pod != dcm_pod_of.end())
           seen.dcm_pod = pod->second;
+        if (auto pod = driver_pod_of.find(name); pod != driver_pod_of.end())
+          seen.driver_pod = pod->second;
         bool unknown_api = false;
         seen.api = node_gpu_api(seen.labels, opt.default_api, &unknown_api);
         if (!unknown_api)
@@ -909,8 +920,9 @@ Simulates AMD's GPU stack on a real API server for nodes without GPUs, as AMD's
 software behaves (tools/simulator/README.md): DCM (partition runs driven by the
 dcm.amd.com/gpu-config-profile label, while DCM's pod runs on the node), the device
 plugin (amd.com/ resources) or the DRA driver gpu.amd.com (ResourceSlices; kubelet
-wipes them 30 s after it went), both down while amd-dcm=up:NoExecute, the node
-labeller (AMD's labels), and kubelet for pods on those nodes (a pod with
+wipes them 30 s after it went), both down while amd-dcm=up:NoExecute (the driver
+also follows its pod, once one was seen: down without it, restarted by a new one),
+the node labeller (AMD's labels), and kubelet for pods on those nodes (a pod with
 ResourceClaims starts once they are allocated and reserved for it and the driver
 is up). A node's label sim.gpu-partitioner.io/gpu-api=device-plugin|dra|dra-dynamic
 chooses its GPU API. Faults per node: label

@@ -420,9 +420,27 @@ struct context {
       retire_device_plugin();
   }
 
+  // On a DRA node whose driver pod has been seen, the kubelet plugin lives in that pod: it
+  // is down while no such pod runs (deleted, or being deleted: its DaemonSet makes a new
+  // one), and a pod other than the one it ran in is a new driver, which starts again and
+  // reads the GPUs as it starts. The first pod seen is the one the running plugin is in
+  // (the DaemonSet came after the node published): it does not restart it. Returns
+  // whether the pod keeps the plugin down.
+  bool follow_driver_pod() {
+    if (!dra())
+      return false;
+    if (!node.driver_pod.empty() && node.driver_pod != m.driver_pod) {
+      if (!m.driver_pod.empty() && (m.plugin_up || m.plugin_restarting))
+        plugin_down();
+      m.driver_pod = node.driver_pod;
+    }
+    return !m.driver_pod.empty() && node.driver_pod.empty();
+  }
+
   void plugin() {
     switch_api();
-    if (node.dcm_taint) {
+    const bool no_pod = follow_driver_pod();
+    if (node.dcm_taint || no_pod) {
       if (m.plugin_up || m.plugin_restarting)
         plugin_down();
     } else if (!m.plugin_up && !m.plugin_restarting && !faults.plugin_crashloop) {

@@ -142,6 +142,9 @@ struct observed_node {
   /// DCM's pod running on this node ("" if none): DCM acts only while it runs, and its
   /// Events are about it.
   std::string dcm_pod;
+  /// The uid of a DRA driver pod (dra_driver_pod) Running on this node and not being
+  /// deleted ("" if none): on a DRA node the driver's kubelet plugin runs in it.
+  std::string driver_pod{};
 };
 
 /// What the simulator sees of the rest: DCM's config file and the GPU pods per node.
@@ -195,6 +198,11 @@ struct node_memory {
   sim_time plugin_ready_at{};
   sim_time plugin_down_since{};
   bool capacity_dropped = false;
+  /// On a DRA node, the uid of the driver pod the plugin last ran in (or starts in): ""
+  /// until a driver pod is seen on the node, and while it is the plugin follows the taint
+  /// alone. Once set the plugin is up only while such a pod runs, and another pod is a
+  /// new driver: the plugin restarts and reads the GPUs again.
+  std::string driver_pod{};
   /// Every amd.com/ resource the plugin has advertised (a name no longer advertised is
   /// written as 0, as kubelet keeps it).
   std::set<std::string> advertised;
@@ -224,7 +232,8 @@ struct node_actions {
 /// The simulated DCM, device plugin and node labeller for one node: observed state and
 /// time in, writes out. On a DRA node the plugin is the DRA driver's kubelet plugin: it goes
 /// down and comes back as the device plugin does, advertises no amd.com/ resource (any left
-/// from a device plugin are written as 0 once), and dra_model publishes its devices.
+/// from a device plugin are written as 0 once), and dra_model publishes its devices. Once a
+/// driver pod was seen on the node it also follows that pod (node_memory::driver_pod).
 node_actions step_node(node_memory& memory, const observed_node& node, const observed_world& world,
                        sim_time now, const sim_timing& timing, const stack_options& stack = {});
 

@@ -1,8 +1,10 @@
 // AMD's DRA driver as gpu-sim plays it (dra_model): the devices each partition mode
 // publishes, the publishing helper's slice writes and its generation rule, kubelet's wipe
-// 30 s after the driver went, adoption of existing slices by a restarted gpu-sim, and the
-// dynamic mode's shared counters. The driver's fixture runs step_node and step_dra side by
-// side, as gpu-sim's tick does, against a fake API server that applies the slice writes.
+// 30 s after the driver went, adoption of existing slices by a restarted gpu-sim, the
+// driver following its DaemonSet pod (which pods are the driver's; a new pod is a new
+// driver), and the dynamic mode's shared counters. The driver's fixture runs step_node and
+// step_dra side by side, as gpu-sim's tick does, against a fake API server that applies the
+// slice writes.
 #include "tools/simulator/dra_model.hpp"
 
 #include <boost/test/data/monomorphic.hpp>
@@ -125,6 +127,8 @@ struct dra_fixture {
   }
 
   void taint(bool on) { node.dcm_taint = on; }
+  /// The node's running driver pod, by uid ("" when none runs or it is being deleted).
+  void driver_pod(const std::string& uid) { node.driver_pod = uid; }
   void request(const std::string& profile) {
     node.labels[sim::profile_label] = profile;
     node.labels.erase(sim::state_label);
@@ -683,6 +687,252 @@ BOOST_AUTO_TEST_CASE(a_node_that_moves_to_dra_writes_its_amd_resources_as_zero) 
   BOOST_TEST(f.node.gpu_capacity.at("amd.com/gpu") == 0);
   f.step(t0 + 6s);
   BOOST_TEST(f.only_slice().content.devices.size() == 8u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(driver_pods)
+
+namespace {
+
+// A pod as the API server shows it: owned by `owner_kind` (none if empty), with these
+// labels and one container per image.
+std::string pod_json(const std::string& owner_kind, const std::vector<std::string>& images,
+                     const std::string& labels = "{}") {
+  std::string owners = owner_kind.empty()
+                           ? "[]"
+                           : R"([{"apiVersion":"apps/v1","kind":")" + owner_kind +
+                                 R"(","name":"amd-gpu-dra-driver-kubeletplugin","uid":"ds-1",)"
+                                 R"("controller":true}])";
+  std::string containers;
+  for (std::size_t i = 0; i < images.size(); ++i)
+    containers += std::string(i ? "," : "") + R"({"name":"c)" + std::to_string(i) +
+                  R"(","image":")" + images[i] + R"("})";
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"kube-amd-gpu",)"
+         R"("uid":"pod-uid","labels":)" +
+         labels + R"(,"ownerReferences":)" + owners +
+         R"(},"spec":{"nodeName":"gpu-node-01",)"
+         R"("containers":[)" +
+         containers + "]}}";
+}
+
+bool is_driver_pod(const std::string& json) {
+  rapidjson::Document d;
+  d.Parse(json.c_str());
+  BOOST_REQUIRE_MESSAGE(!d.HasParseError(), json);
+  return sim::dra_driver_pod(d);
+}
+
+const char* driver_images[] = {
+    "rocm/k8s-gpu-dra-driver:sim",
+    "registry.example/rocm/k8s-gpu-dra-driver@sha256:0123abcd",
+    "k8s-gpu-dra-driver:v1",
+    "k8s-gpu-dra-driver",
+    "registry.example:5000/k8s-gpu-dra-driver:v1@sha256:0123abcd",
+};
+
+const char* other_images[] = {
+    "rocm/k8s-device-plugin:sim",
+    "rocm/k8s-gpu-dra-driver-operator:v1",
+    "k8s-gpu-dra-driver.example/rocm/gpu-agent:v1",
+    "rocm/k8s-gpu-dra-driver/helper:v1",
+    "",
+};
+
+} // namespace
+
+BOOST_DATA_TEST_CASE(a_daemonset_pod_of_the_drivers_image_is_a_driver_pod,
+                     bdata::make(driver_images), image) {
+  BOOST_TEST(is_driver_pod(pod_json("DaemonSet", {image})));
+  // Its sidecar may come first.
+  BOOST_TEST(is_driver_pod(pod_json("DaemonSet", {"busybox:1.36", image})));
+}
+
+BOOST_DATA_TEST_CASE(another_image_is_not, bdata::make(other_images), image) {
+  BOOST_TEST(!is_driver_pod(pod_json("DaemonSet", {image})));
+}
+
+// The driver's image run by anything but a DaemonSet is not the node's driver.
+BOOST_AUTO_TEST_CASE(the_drivers_image_outside_a_daemonset_is_not) {
+  BOOST_TEST(!is_driver_pod(pod_json("ReplicaSet", {"rocm/k8s-gpu-dra-driver:sim"})));
+  BOOST_TEST(!is_driver_pod(pod_json("", {"rocm/k8s-gpu-dra-driver:sim"})));
+}
+
+// AMD's chart: its kubeletplugin DaemonSet's pods carry the label, their container is
+// `plugin`, and a site may mirror the image under another name.
+BOOST_AUTO_TEST_CASE(a_daemonset_pod_labelled_kubeletplugin_is_a_driver_pod_whatever_its_image) {
+  const std::string label = R"({"app.kubernetes.io/component":"kubeletplugin"})";
+  BOOST_TEST(is_driver_pod(pod_json("DaemonSet", {"mirror.example/amd/gpu-dra:1.0"}, label)));
+  BOOST_TEST(!is_driver_pod(pod_json("ReplicaSet", {"mirror.example/amd/gpu-dra:1.0"}, label)));
+  BOOST_TEST(!is_driver_pod(pod_json("DaemonSet", {"mirror.example/amd/gpu-dra:1.0"},
+                                     R"({"app.kubernetes.io/component":"controller"})")));
+}
+
+// The operator's device-level cordon: DCM repartitions under a DeviceTaintRule, no taint,
+// while the driver runs; the driver read the GPUs at its start, so its slice still shows
+// the old partitions.
+BOOST_AUTO_TEST_CASE(while_the_driver_runs_through_a_repartition_its_slice_shows_the_old_ones) {
+  dra_fixture f;
+  f.driver_pod("pod-1");
+  f.step(t0);
+  const auto before = f.only_slice();
+  f.request("cpx-nps1");
+  for (auto t = 1s; t < 2min; t += 1s)
+    BOOST_TEST_REQUIRE(f.step(t0 + t).empty());
+  BOOST_REQUIRE_EQUAL(f.state(), "success");
+  BOOST_TEST((f.node_state.gpu_modes == modes("CPX/NPS1")));
+  BOOST_TEST(f.node_state.plugin_up);
+  BOOST_TEST(f.only_slice().resource_version == before.resource_version);
+  BOOST_TEST(f.only_slice().content.devices.size() == 8u);
+  BOOST_TEST(text(f.only_slice().content.devices[0], "partitionProfile") == "spx_nps1");
+}
+
+// ...then the operator deletes the driver's pod: the plugin goes with it, and the pod its
+// DaemonSet makes is a new driver, which reads the GPUs again as it starts (5 s, scaled)
+// and updates the slice in place (back before kubelet's wipe).
+BOOST_AUTO_TEST_CASE(the_pod_its_daemonset_makes_restarts_the_driver_and_it_rediscovers) {
+  dra_fixture f;
+  f.timing.scale = 0.5;
+  f.driver_pod("pod-1");
+  f.step(t0);
+  const auto before = f.only_slice();
+  f.request("cpx-nps1");
+  f.step(t0 + 1s);
+  f.step(t0 + 6s); // a compute change: 10 s, scaled
+  BOOST_REQUIRE_EQUAL(f.state(), "success");
+  f.driver_pod(""); // being deleted
+  BOOST_TEST(f.step(t0 + 7s).empty());
+  BOOST_TEST(!f.node_state.plugin_up);
+  BOOST_TEST(!f.node_state.plugin_restarting);
+  f.step(t0 + 10s); // no pod, no driver, however long it takes
+  BOOST_TEST(!f.node_state.plugin_up);
+  f.driver_pod("pod-2");
+  f.step(t0 + 11s);
+  BOOST_TEST(f.node_state.plugin_restarting);
+  BOOST_TEST(f.step(t0 + 11s + 2500ms - 1ms).empty());
+  auto w = f.step(t0 + 11s + 2500ms);
+  BOOST_REQUIRE_EQUAL(w.size(), 1u);
+  BOOST_TEST((w[0].what == sim::slice_write::kind::update));
+  const auto& after = f.only_slice();
+  BOOST_TEST(after.name == before.name);
+  BOOST_TEST(after.generation == before.generation);
+  BOOST_TEST(after.content.devices.size() == 64u);
+  BOOST_TEST(text(after.content.devices[0], "partitionProfile") == "cpx_nps1");
+}
+
+// The watch may show the new pod before it showed the old one going: a pod other than the
+// one the plugin runs in restarts it all the same.
+BOOST_AUTO_TEST_CASE(a_new_pod_seen_while_the_driver_is_up_restarts_it) {
+  dra_fixture f;
+  f.driver_pod("pod-1");
+  f.step(t0);
+  f.request("cpx-nps4");
+  f.step(t0 + 1s);
+  f.step(t0 + 141s); // a memory change: 140 s
+  BOOST_REQUIRE_EQUAL(f.state(), "success");
+  BOOST_TEST(f.only_slice().content.devices.size() == 8u);
+  f.driver_pod("pod-2");
+  f.step(t0 + 142s);
+  BOOST_TEST(!f.node_state.plugin_up);
+  BOOST_TEST(f.node_state.plugin_restarting);
+  BOOST_TEST(f.node_state.driver_pod == "pod-2");
+  BOOST_TEST(f.step(t0 + 147s - 1ms).empty());
+  f.step(t0 + 147s);
+  BOOST_TEST(f.node_state.plugin_up);
+  BOOST_TEST(text(f.only_slice().content.devices[0], "partitionProfile") == "cpx_nps4");
+}
+
+BOOST_AUTO_TEST_CASE(a_deleted_pod_takes_the_driver_down_and_kubelet_wipes_its_slice) {
+  dra_fixture f;
+  f.driver_pod("pod-1");
+  f.step(t0);
+  f.driver_pod("");
+  f.step(t0 + 1s);
+  BOOST_TEST(!f.node_state.plugin_up);
+  BOOST_TEST(f.step(t0 + 31s - 1ms).empty());
+  BOOST_TEST(f.slices.size() == 1u);
+  auto w = f.step(t0 + 31s);
+  BOOST_REQUIRE_EQUAL(w.size(), 1u);
+  BOOST_TEST((w[0].what == sim::slice_write::kind::remove));
+  BOOST_TEST(w[0].uid.empty());
+  for (auto t = 32s; t < 3min; t += 1s)
+    f.step(t0 + t);
+  BOOST_TEST(f.slices.empty());
+  BOOST_TEST(!f.node_state.plugin_up);
+}
+
+// The DaemonSet came after the nodes had published (tools/sim up): the first pod seen is
+// the one the running plugin is in, not a new driver.
+BOOST_AUTO_TEST_CASE(the_first_pod_seen_does_not_restart_a_running_driver) {
+  dra_fixture f;
+  f.step(t0);
+  const auto before = f.only_slice();
+  f.driver_pod("pod-1");
+  for (auto t = 1s; t < 1min; t += 1s) {
+    BOOST_TEST_REQUIRE(f.step(t0 + t).empty());
+    BOOST_TEST_REQUIRE(f.node_state.plugin_up);
+  }
+  BOOST_TEST(f.node_state.driver_pod == "pod-1");
+  BOOST_TEST(f.only_slice().resource_version == before.resource_version);
+  // From now on the driver follows its pod.
+  f.driver_pod("");
+  f.step(t0 + 1min);
+  BOOST_TEST(!f.node_state.plugin_up);
+}
+
+// No driver pod ever seen (the integration tests run no driver DaemonSet): the plugin
+// follows the taint alone, as before pods counted.
+BOOST_AUTO_TEST_CASE(without_a_driver_pod_ever_seen_only_the_taint_counts) {
+  dra_fixture f;
+  for (auto t = 0s; t < 1min; t += 1s) {
+    f.step(t0 + t);
+    BOOST_TEST_REQUIRE(f.node_state.plugin_up);
+  }
+  BOOST_TEST(f.node_state.driver_pod.empty());
+  f.taint(true);
+  f.step(t0 + 1min);
+  BOOST_TEST(!f.node_state.plugin_up);
+  f.taint(false);
+  f.step(t0 + 1min + 1s);
+  f.step(t0 + 1min + 6s - 1ms);
+  BOOST_TEST(!f.node_state.plugin_up);
+  f.step(t0 + 1min + 6s);
+  BOOST_TEST(f.node_state.plugin_up);
+  BOOST_TEST(f.slices.size() == 1u);
+}
+
+// With the taint, the taint manager evicts the pod (it does not tolerate amd-dcm) and the
+// DaemonSet makes a new one only once the taint is gone: the driver starts in that one.
+BOOST_AUTO_TEST_CASE(after_the_taint_the_driver_waits_for_its_new_pod) {
+  dra_fixture f;
+  f.driver_pod("pod-1");
+  f.step(t0);
+  f.taint(true);
+  f.step(t0 + 1s);
+  f.driver_pod("");
+  f.step(t0 + 2s);
+  f.taint(false);
+  f.step(t0 + 3s);
+  f.step(t0 + 20s);
+  BOOST_TEST(!f.node_state.plugin_up);
+  BOOST_TEST(!f.node_state.plugin_restarting);
+  f.driver_pod("pod-2");
+  f.step(t0 + 21s);
+  f.step(t0 + 26s);
+  BOOST_TEST(f.node_state.plugin_up);
+  BOOST_TEST(f.slices.size() == 1u); // back before the wipe
+}
+
+// The device plugin is not the DRA driver: a DRA driver pod's comings and goings do not
+// touch it.
+BOOST_AUTO_TEST_CASE(a_device_plugin_node_ignores_driver_pods) {
+  dra_fixture f(sim::gpu_api::device_plugin);
+  f.driver_pod("pod-1");
+  f.step(t0);
+  f.driver_pod("");
+  f.step(t0 + 1s);
+  BOOST_TEST(f.node_state.plugin_up);
+  BOOST_TEST(f.allocatable.at("amd.com/gpu") == 8);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
