@@ -117,6 +117,44 @@ BOOST_AUTO_TEST_CASE(a_crash_looping_device_plugin_pod_is_recognised) {
   BOOST_TEST(q.restarts == 1);
 }
 
+BOOST_AUTO_TEST_CASE(a_pod_of_amds_dra_driver_is_recognised_by_image_or_label) {
+  const auto by_image = ga::decode_pod(parse(R"({
+    "metadata": {"namespace": "kube-amd-gpu", "name": "default-dra-driver-x",
+                 "ownerReferences": [{"kind": "DaemonSet", "name": "d", "controller": true}]},
+    "spec": {"containers": [{"name": "plugin", "image": "rocm/k8s-gpu-dra-driver:v1.0.0"}]}})"));
+  BOOST_TEST(by_image.dra_driver);
+  const auto by_label = ga::decode_pod(parse(R"({
+    "metadata": {"name": "r-k8s-gpu-dra-driver-kubeletplugin-x",
+                 "labels": {"app.kubernetes.io/component": "kubeletplugin"},
+                 "ownerReferences": [{"kind": "DaemonSet", "name": "d", "controller": true}]},
+    "spec": {"containers": [{"name": "plugin", "image": "mirror/driver:1"}]}})"));
+  BOOST_TEST(by_label.dra_driver);
+  // Not a DaemonSet's: a workload running the image by hand is not the driver.
+  const auto loose = ga::decode_pod(parse(R"({
+    "metadata": {"name": "debug"},
+    "spec": {"containers": [{"name": "x", "image": "rocm/k8s-gpu-dra-driver:v1.0.0"}]}})"));
+  BOOST_TEST(!loose.dra_driver);
+}
+
+BOOST_AUTO_TEST_CASE(a_device_taint_rule_gives_its_node_pool_effect_and_owner) {
+  const auto r = ga::decode_device_taint_rule(parse(R"({
+    "metadata": {"name": "gpu-partitioner-gpu-1",
+                 "labels": {"app.kubernetes.io/managed-by": "gpu-partitioner"},
+                 "annotations": {"infrastructure.silogen.ai/node": "gpu-1"}},
+    "spec": {"deviceSelector": {"driver": "gpu.amd.com", "pool": "gpu-1"},
+             "taint": {"key": "infrastructure.silogen.ai/partitioning", "effect": "NoExecute",
+                       "timeAdded": "2026-12-02T10:00:00Z"}}})"));
+  BOOST_TEST(r.name == "gpu-partitioner-gpu-1");
+  BOOST_TEST(r.node == "gpu-1");
+  BOOST_TEST(r.driver == "gpu.amd.com");
+  BOOST_TEST(r.pool == "gpu-1");
+  BOOST_TEST(r.effect == "NoExecute");
+  BOOST_TEST(r.ours);
+  const auto theirs = ga::decode_device_taint_rule(parse(R"({"metadata": {"name": "x"}})"));
+  BOOST_TEST(!theirs.ours);
+  BOOST_TEST(theirs.effect.empty());
+}
+
 BOOST_AUTO_TEST_CASE(readiness_and_a_budgets_health_and_unhealthy_pod_policy_are_read) {
   BOOST_TEST(bare_ready(R"({"type": "Ready", "status": "True"})"));
   BOOST_TEST(!bare_ready(R"({"type": "Ready", "status": "False"})"));

@@ -227,4 +227,52 @@ BOOST_AUTO_TEST_CASE(a_profile_names_its_device_class_owned_by_it_and_marked_our
   BOOST_TEST(gc::device_class_json(p).empty()); // nothing to select
 }
 
+BOOST_AUTO_TEST_CASE(a_rule_is_named_after_its_node_within_the_name_limit) {
+  BOOST_TEST(gc::device_taint_rule_name("gpu-1") == "gpu-partitioner-gpu-1");
+  // A node name of 253 characters: shortened, the same each time, and kept apart from a
+  // node that differs only at its end.
+  const std::string a(253, 'a');
+  std::string b = a;
+  b.back() = 'b';
+  const auto name = gc::device_taint_rule_name(a);
+  BOOST_TEST(name.size() == 253u);
+  BOOST_TEST(name == gc::device_taint_rule_name(a));
+  BOOST_TEST(name != gc::device_taint_rule_name(b));
+  BOOST_TEST(name.rfind("gpu-partitioner-aaa", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_rule_taints_the_drivers_devices_of_the_nodes_pool) {
+  const auto json =
+      gc::device_taint_rule_json("gpu-partitioner-gpu-1", "gpu-1", "gpu-1", "NoSchedule");
+  for (const char* part :
+       {R"("apiVersion":"resource.k8s.io/v1alpha3")", R"("kind":"DeviceTaintRule")",
+        R"("name":"gpu-partitioner-gpu-1")", R"("app.kubernetes.io/managed-by":"gpu-partitioner")",
+        R"("infrastructure.silogen.ai/node":"gpu-1")",
+        R"("deviceSelector":{"driver":"gpu.amd.com","pool":"gpu-1"})",
+        R"("taint":{"key":"infrastructure.silogen.ai/partitioning","effect":"NoSchedule"})"})
+    BOOST_TEST(json.find(part) != std::string::npos, part);
+}
+
+BOOST_AUTO_TEST_CASE(the_gpu_pool_is_the_one_pool_of_the_drivers_slices) {
+  auto a = slice("s1", "1", 8);
+  auto other_driver = slice("n1", "1", 1);
+  other_driver.driver = "nic.example.com";
+  other_driver.pool = "nics";
+  BOOST_TEST(gc::gpu_pool({a, other_driver}) == a.pool);
+  auto b = slice("s2", "1", 8);
+  b.pool = "second";
+  BOOST_TEST(gc::gpu_pool({a, b}).empty());
+  BOOST_TEST(gc::gpu_pool({}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_drivers_image_is_known_by_its_repository_name) {
+  for (const char* yes :
+       {"rocm/k8s-gpu-dra-driver:v1.0.0", "docker.io/rocm/k8s-gpu-dra-driver",
+        "registry.local:5000/mirror/k8s-gpu-dra-driver@sha256:0123", "k8s-gpu-dra-driver"})
+    BOOST_TEST(gc::dra_driver_image(yes), yes);
+  for (const char* no : {"rocm/k8s-device-plugin:latest", "rocm/k8s-gpu-dra-driver-operator:v1",
+                         "k8s-gpu-dra-driver.example:5000/x", ""})
+    BOOST_TEST(!gc::dra_driver_image(no), no);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -3726,3 +3726,281 @@ BOOST_AUTO_TEST_CASE(a_dra_node_already_showing_the_devices_is_in_the_target_sta
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+// drainPolicy.cordon Devices on a DRA node: a DeviceTaintRule on the node's GPU devices
+// instead of the cordon and the amd-dcm taint; the pods that use no GPU stay; the driver's
+// pod is restarted after DCM; the rule goes once the node is verified.
+BOOST_AUTO_TEST_SUITE(device_cordon)
+
+using dra::dra_world;
+using dra::gpu_slice;
+
+const std::string rule_name = "gpu-partitioner-" + node_name;
+
+world devices_world() {
+  auto w = dra_world();
+  w.in.item.spec.drain.cordon = gp::cordon_scope::devices;
+  w.in.device_taints_served = true;
+  return w;
+}
+
+// The run as it is once started in devices mode.
+world& devices_run(world& w, node_phase p) {
+  w.at(p);
+  w.status().dra = gp::dra_run{};
+  w.status().dra->driver = gp::amd_dra_driver;
+  w.status().dra->device_taint_rule = rule_name;
+  w.status().dra->pool = node_name;
+  if (p != node_phase::draining)
+    w.status().conditions.push_back({gp::node_condition::node_tainted, gp::condition_status::true_,
+                                     std::nullopt, gp::format_time(t0), "DevicesTainted",
+                                     "NoExecute"});
+  return w;
+}
+
+world& rule(world& w, const std::string& effect) {
+  gc::device_taint_rule_info r;
+  r.name = rule_name;
+  r.node = node_name;
+  r.driver = gp::amd_dra_driver;
+  r.pool = node_name;
+  r.effect = effect;
+  r.ours = true;
+  w.in.taint_rules = {r};
+  return w;
+}
+
+// "NoSchedule", "NoExecute", "delete" or "-".
+std::string rule_write(const gc::node_step& s) {
+  if (!s.device_taint)
+    return "-";
+  return s.device_taint->effect.empty() ? "delete" : s.device_taint->effect;
+}
+
+gc::pod_info claim_holder() {
+  auto p = pod("train", "train");
+  p.gpus = 1;
+  p.gpu_claims = true;
+  return p;
+}
+
+gc::pod_info driver_pod(const std::string& uid) {
+  auto p = daemon_pod("gpu-dra-driver-" + uid);
+  p.uid = uid;
+  p.dra_driver = true;
+  return p;
+}
+
+BOOST_AUTO_TEST_CASE(a_run_starts_in_devices_mode_only_where_the_rules_are_served) {
+  auto w = devices_world();
+  w.in.token = true;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(status_after(w, s).dra->device_taint_rule == rule_name);
+  BOOST_TEST(status_after(w, s).dra->pool == node_name);
+  BOOST_TEST(!has_event(s, "DeviceCordonUnavailable", false, "Warning"));
+  // Not served: the node is cordoned instead, and the item says why.
+  w.in.device_taints_served = false;
+  s = w.step();
+  BOOST_TEST(status_after(w, s).dra->device_taint_rule.empty());
+  BOOST_TEST(has_event(s, "DeviceCordonUnavailable", false, "Warning"));
+  // Devices in two pools: one rule cannot select them.
+  w.in.device_taints_served = true;
+  auto other = gpu_slice("s2", "4", 8, "spx_nps1");
+  other.pool = "second-pool";
+  w.in.slices.push_back(other);
+  s = w.step();
+  BOOST_TEST(status_after(w, s).dra->device_taint_rule.empty());
+  BOOST_TEST(has_event(s, "DeviceCordonUnavailable", false, "Warning"));
+  // A node of the device plugin in the same plan: cordoned, as the only way there is.
+  auto plugin = world();
+  plugin.in.item.spec.drain.cordon = gp::cordon_scope::devices;
+  plugin.in.device_taints_served = true;
+  plugin.in.token = true;
+  s = plugin.step();
+  BOOST_TEST(phase_after(plugin, s) == "Draining");
+  BOOST_TEST(!status_after(plugin, s).dra.has_value());
+  BOOST_TEST(!has_event(s, "DeviceCordonUnavailable", false, "Warning"));
+}
+
+BOOST_AUTO_TEST_CASE(the_drain_taints_the_devices_evicts_their_holders_and_keeps_the_rest) {
+  auto w = devices_world();
+  devices_run(w, node_phase::draining);
+  auto bystander = pod("cpu-only"); // tolerates nothing: the node taint would remove it
+  w.with(claim_holder()).with(bystander);
+  // First the rule, NoSchedule; the node is neither cordoned nor marked.
+  auto s = w.step();
+  BOOST_TEST(rule_write(s) == "NoSchedule");
+  BOOST_TEST(s.device_taint->pool == node_name);
+  BOOST_TEST(s.device_taint->name == rule_name);
+  BOOST_TEST(!s.patch.has_value());
+  BOOST_TEST(taint_write(s) == "-");
+  BOOST_TEST(removals(s).empty());
+  // Then the holder alone is evicted.
+  rule(w, "NoSchedule");
+  s = w.step();
+  BOOST_TEST(removals(s) == std::vector<std::string>{"team/train:evict"});
+  BOOST_TEST(condition_of(w, s, "NodeCordoned") == "True/DevicesCordoned");
+  BOOST_TEST(rule_write(s) == "-");
+  BOOST_TEST(cordon_write(s) == "-");
+  // Gone: NoExecute as the backstop.
+  w.in.pods.erase(std::remove_if(w.in.pods.begin(), w.in.pods.end(),
+                                 [](const auto& p) { return p.name == "train"; }),
+                  w.in.pods.end());
+  s = w.step();
+  BOOST_TEST(rule_write(s) == "NoExecute");
+  BOOST_TEST(removals(s).empty());
+  // NoExecute in place: Applying, with the slices recorded; the bystander never touched.
+  rule(w, "NoExecute");
+  s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Applying");
+  BOOST_TEST(condition_of(w, s, "NodeTainted") == "True/DevicesTainted");
+  BOOST_TEST(status_after(w, s).dra->slices_before_dcm == std::vector<std::string>{"s1@10"});
+  BOOST_TEST(taint_write(s) == "-");
+  BOOST_TEST(cordon_write(s) == "-");
+}
+
+BOOST_AUTO_TEST_CASE(a_holder_still_terminating_under_no_execute_holds_applying) {
+  auto w = devices_world();
+  devices_run(w, node_phase::draining);
+  rule(w, "NoExecute");
+  auto holder = claim_holder();
+  holder.deleting = true;
+  w.with(holder);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(condition_of(w, s, "Drained") == "False/WaitingForPods");
+}
+
+BOOST_AUTO_TEST_CASE(without_a_drain_the_rule_goes_no_execute_at_once) {
+  auto w = devices_world();
+  devices_run(w, node_phase::draining);
+  w.in.item.spec.drain.enabled = false;
+  rule(w, "NoSchedule");
+  w.with(claim_holder());
+  auto s = w.step();
+  BOOST_TEST(rule_write(s) == "NoExecute");
+  BOOST_TEST(removals(s).empty());
+  BOOST_TEST(condition_of(w, s, "Drained") == "False/DrainDisabled");
+}
+
+BOOST_AUTO_TEST_CASE(a_drain_timeout_deletes_the_rule_then_the_run_fails) {
+  auto w = devices_world();
+  devices_run(w, node_phase::draining);
+  rule(w, "NoSchedule");
+  w.with(claim_holder()).with(pdb("train-pdb", "train", 0));
+  w.later(std::chrono::seconds(w.in.item.spec.drain.timeout_seconds + 1));
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "DrainTimeout");
+  BOOST_TEST(rule_write(s) == "delete");
+  BOOST_TEST(cordon_write(s) == "-");
+}
+
+BOOST_AUTO_TEST_CASE(verifying_restarts_the_driver_once_then_verifies_and_deletes_the_rule) {
+  auto w = devices_world();
+  devices_run(w, node_phase::verifying).label_ours().dcm_says("success");
+  w.status().dra->slices_before_dcm = {"s1@10"};
+  rule(w, "NoExecute");
+  w.with(driver_pod("drv-1"));
+  auto s = w.step();
+  BOOST_TEST(removals(s) == std::vector<std::string>{"kube-amd-gpu/gpu-dra-driver-drv-1:delete"});
+  BOOST_TEST(s.removals.at(0).uid == "drv-1");
+  BOOST_TEST(has_event(s, "DRADriverRestarted", true, "Normal"));
+  BOOST_TEST(status_after(w, s).dra->driver_restarted_at == gp::format_time(t0));
+  BOOST_TEST(status_after(w, s).dra->restarted_driver_pods == std::vector<std::string>{"drv-1"});
+  BOOST_TEST(phase_after(w, s) == "Verifying");
+  keep_status(w, s);
+  // Not again: the DaemonSet's new pod runs, the old slice is still there.
+  w.in.pods.back() = driver_pod("drv-2");
+  s = w.step();
+  BOOST_TEST(removals(s).empty());
+  BOOST_TEST(condition_of(w, s, "Verified") == "False/Mismatch");
+  // The new driver publishes 64 partitions: verified; the rule goes, then the mark.
+  w.in.slices = {gpu_slice("s1", "11", 64)};
+  s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(rule_write(s) == "delete");
+  BOOST_TEST(cordon_write(s) == "-");
+  keep_status(w, s);
+  w.in.taint_rules.clear();
+  s = w.step();
+  BOOST_TEST(annotation_write(s, gc::applied_hash_annotation) == "<remove>");
+  BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(condition_of(w, s, "NodeTainted") == "False/Untainted");
+}
+
+BOOST_AUTO_TEST_CASE(unchanged_slices_count_once_the_restarted_driver_must_be_back) {
+  auto w = devices_world();
+  w.in.slices = {gpu_slice("s1", "10", 64)};
+  devices_run(w, node_phase::verifying).label_ours().dcm_says("success");
+  w.status().dra->slices_before_dcm = {"s1@10"};
+  rule(w, "NoExecute");
+  w.with(driver_pod("drv-1"));
+  auto s = w.step();
+  keep_status(w, s);
+  w.later(std::chrono::seconds(30));
+  BOOST_TEST(phase_after(w, w.step()) == "Verifying");
+  w.later(gc::driver_back_after);
+  BOOST_TEST(phase_after(w, w.step()) == "Succeeded");
+}
+
+BOOST_AUTO_TEST_CASE(no_driver_pod_to_restart_is_said_and_verification_goes_on) {
+  auto w = devices_world();
+  devices_run(w, node_phase::verifying).label_ours().dcm_says("success");
+  rule(w, "NoExecute");
+  auto s = w.step();
+  BOOST_TEST(removals(s).empty());
+  BOOST_TEST(has_event(s, "DRADriverNotFound", true, "Warning"));
+  BOOST_TEST(!status_after(w, s).dra->driver_restarted_at.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_after_dcm_keeps_the_devices_tainted) {
+  auto w = devices_world();
+  devices_run(w, node_phase::waiting_operator).label_ours().dcm_says("failure");
+  rule(w, "NoExecute");
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(rule_write(s) == "-");
+  BOOST_TEST(contains(status_after(w, s).history.back().message, "DeviceTaintRule " + rule_name));
+  keep_status(w, s);
+  s = w.step(); // Failed with the GPUs unsettled: nothing is lifted
+  BOOST_TEST(rule_write(s) == "-");
+  BOOST_TEST(!s.patch.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(deleting_the_item_mid_change_leaves_the_rule_and_says_so) {
+  auto w = devices_world();
+  devices_run(w, node_phase::waiting_operator).label_ours();
+  rule(w, "NoExecute");
+  w.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+  auto s = w.step();
+  BOOST_TEST(rule_write(s) == "-");
+  BOOST_TEST(has_event(s, "LeftTainted", true, "Warning"));
+  BOOST_TEST(s.remove_finalizer);
+  // Before DCM was asked: the rule is deleted first.
+  auto early = devices_world();
+  devices_run(early, node_phase::draining);
+  rule(early, "NoSchedule");
+  early.in.item.metadata.deletion_timestamp = gp::format_time(t0);
+  s = early.step();
+  BOOST_TEST(rule_write(s) == "delete");
+  BOOST_TEST(!s.remove_finalizer);
+}
+
+BOOST_AUTO_TEST_CASE(the_dry_run_lists_only_the_pods_holding_gpus) {
+  auto w = devices_world();
+  w.in.item.spec.dry_run = true;
+  w.with(claim_holder()).with(pod("cpu-only"));
+  auto s = w.step();
+  const auto& preview = status_after(w, s).preview;
+  BOOST_TEST_REQUIRE(preview.has_value());
+  BOOST_TEST_REQUIRE(preview->pods_to_evict.size() == 1u);
+  BOOST_TEST(preview->pods_to_evict[0].name == "train");
+  // Without the rules served, the node drain would take both.
+  w.in.device_taints_served = false;
+  BOOST_TEST(status_after(w, w.step()).preview->pods_to_evict.size() == 2u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
