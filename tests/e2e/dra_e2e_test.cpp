@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <thread>
 
 using namespace gpu_partitioner;
@@ -130,13 +131,61 @@ std::string profile_spec(const e2e_cluster& c, const std::string& dcm_name, int 
          R"(,"profileName":)" + quoted(dcm_name) + "}}";
 }
 
-std::string plan_spec(const e2e_cluster& c, const std::string& profile) {
+std::string plan_spec(const e2e_cluster& c, const std::string& profile,
+                      const std::string& cordon = {}) {
   // requirePluginResources is the device plugin's: not asked of DRA nodes.
-  return R"({"rollout":{"maxParallel":1,"maxUnavailable":1,"drainPolicy":{"timeoutSeconds":60}},)"
+  return R"({"rollout":{"maxParallel":1,"maxUnavailable":1,"drainPolicy":{"timeoutSeconds":60)" +
+         (cordon.empty() ? std::string() : R"(,"cordon":)" + quoted(cordon)) +
+         "}},"
          R"("verification":{"requirePluginResources":["amd.com/gpu"],"timeoutSeconds":60},)"
          R"("partitionings":[{"name":"all","selector":)" +
          c.selector() + R"(,"profileRef":{"kind":"PartitioningProfile","name":)" + quoted(profile) +
          "}}]}";
+}
+
+const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
+const kube::resource device_taint_rules{"resource.k8s.io", "v1alpha3", "devicetaintrules", false};
+
+/// AMD's DRA driver as its chart deploys it (a DaemonSet of the kubeletplugin component,
+/// AMD's image), on this test's nodes. It does not tolerate the amd-dcm taint.
+void create_driver_daemon_set(e2e_cluster& c) {
+  auto ds = c.api.create(
+      daemon_sets, c.ns,
+      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"gpu-dra-driver"},)"
+      R"("spec":{"selector":{"matchLabels":{"app":"gpu-dra-driver"}},"template":{"metadata":)"
+      R"({"labels":{"app":"gpu-dra-driver","app.kubernetes.io/component":"kubeletplugin"}},)"
+      R"("spec":{"nodeSelector":{"e2e":)" +
+          quoted(c.key) +
+          R"(},"tolerations":[{"key":"e2e","operator":"Exists"}],)"
+          R"("automountServiceAccountToken":false,"terminationGracePeriodSeconds":1,)"
+          R"("containers":[{"name":"plugin","image":"rocm/k8s-gpu-dra-driver:sim"}]}}}})");
+  BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+}
+
+/// A Deployment of one pod that uses no GPU and tolerates nothing of the operator's.
+void create_cpu_workload(e2e_cluster& c, const std::string& name) {
+  const std::string body =
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":)" + quoted(name) +
+      R"(},"spec":{"replicas":1,"selector":{"matchLabels":{"app":)" + quoted(name) +
+      R"(}},"template":{"metadata":{"labels":{"app":)" + quoted(name) +
+      R"(}},"spec":{"automountServiceAccountToken":false,"terminationGracePeriodSeconds":2,)"
+      R"("nodeSelector":{"e2e":)" +
+      quoted(c.key) + R"(},"tolerations":[{"key":"e2e","operator":"Equal","value":)" +
+      quoted(c.key) +
+      R"(,"effect":"NoSchedule"}],"containers":[{"name":"web","image":"nginx:sim"}]}}}})";
+  auto d = c.api.create(deployments, c.ns, body);
+  BOOST_REQUIRE_MESSAGE(d.ok(), (d.ok() ? "" : d.error().describe()));
+}
+
+/// The uids of the pods of `app` that are not being deleted.
+std::vector<std::string> live_pod_uids(kube::client& api, const std::string& ns,
+                                       const std::string& app) {
+  std::vector<std::string> out;
+  for (const auto& doc : list_objects(api, kube::resources::pods(), ns))
+    if (str(doc, {"metadata", "labels", "app"}) == app &&
+        kube::find_path(doc, {"metadata", "deletionTimestamp"}) == nullptr)
+      out.push_back(str(doc, {"metadata", "uid"}));
+  return out;
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -324,6 +373,129 @@ BOOST_AUTO_TEST_CASE(a_mixed_cluster_rolls_out_in_one_plan, *utf::timeout(240)) 
   BOOST_TEST(contains(failed->last_error, "expected gpu.amd.com: 64 device(s)"),
              failed->last_error);
   BOOST_TEST(contains(failed->last_error, "found 63"), failed->last_error);
+}
+
+// drainPolicy.cordon Devices: the node stays schedulable and untainted, and a pod that
+// uses no GPU keeps running through the change. A DeviceTaintRule on the node's GPU
+// devices keeps the real scheduler from allocating them (NoSchedule) while the claim
+// holder is evicted, then goes NoExecute; after DCM the driver's pod is restarted, the new
+// driver publishes the partitions, and the rule is deleted.
+BOOST_AUTO_TEST_CASE(device_taints_keep_cpu_only_pods_running_while_the_gpus_change,
+                     *utf::timeout(300)) {
+  e2e_cluster c;
+  ensure_device_class(c);
+  c.add_nodes({{"a", dra_node()}});
+  c.start_simulator();
+  const std::string node = c.nodes[0];
+  const std::string rule = "gpu-partitioner-" + node;
+  c.await_default_service_account();
+  create_driver_daemon_set(c);
+  create_claim_workload(c, "train");
+  create_cpu_workload(c, "web");
+  std::string first_claim;
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    for (const auto& cl : claims(c))
+                      if (cl.node == node && !cl.pods.empty())
+                        first_claim = cl.name;
+                    return !first_claim.empty() && c.healthy_pods("train") == 1 &&
+                           c.healthy_pods("web") == 1 &&
+                           live_pod_uids(c.api, c.ns, "gpu-dra-driver").size() == 1u;
+                  },
+                  60s, 200ms),
+              "the workloads or the driver's pod never ran\n"
+                  << c.simulator().tail());
+  const auto web = live_pod_uids(c.api, c.ns, "web");
+  const auto driver_before = live_pod_uids(c.api, c.ns, "gpu-dra-driver");
+
+  const std::string dcm_name = "e2e-devtaint-" + c.key;
+  std::atomic<bool> stop{false};
+  std::mutex m;
+  std::vector<std::string> violations;
+  std::set<std::string> effects;
+  std::thread watch([&] {
+    connection own(admin_config());
+    auto violation = [&](const std::string& what) {
+      std::lock_guard<std::mutex> lock(m);
+      if (violations.size() < 10)
+        violations.push_back(what);
+    };
+    while (!stop) {
+      auto n = own.api.get(kube::resources::nodes(), "", node);
+      if (n) {
+        if (const auto* u = kube::find_path(n.value(), {"spec", "unschedulable"});
+            u && u->IsBool() && u->GetBool())
+          violation("the node was cordoned");
+        if (const auto* taints = kube::find_path(n.value(), {"spec", "taints"});
+            taints && taints->IsArray())
+          for (const auto& t : taints->GetArray())
+            if (str(t, {"key"}) == "amd-dcm")
+              violation("the node was tainted amd-dcm");
+      }
+      if (live_pod_uids(own.api, c.ns, "web") != web)
+        violation("the CPU-only pod was removed");
+      auto r = own.api.get(device_taint_rules, "", rule);
+      if (r) {
+        std::lock_guard<std::mutex> lock(m);
+        effects.insert(str(r.value(), {"spec", "taint", "effect"}));
+      }
+      // While the rule is on the devices, the scheduler allocates none of them.
+      if (r)
+        for (const auto& doc : list_objects(own.api, kube::resources::resource_claims(), c.ns))
+          if (str(doc, {"metadata", "name"}) != first_claim &&
+              kube::find_path(doc, {"status", "allocation"}) != nullptr)
+            violation("claim " + str(doc, {"metadata", "name"}) +
+                      " was allocated a device under the rule");
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  c.start_operator();
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, dcm_name));
+  const auto plan = c.create_plan("devtaint", plan_spec(c, profile, "Devices"));
+  const bool completed = c.await_plan_phase(plan, "Completed", 150s);
+  // Until the rule is gone: the last write of the run.
+  const bool rule_gone = eventually([&] { return !c.get(device_taint_rules, rule); }, 20s, 200ms);
+  stop = true;
+  watch.join();
+  E2E_REQUIRE(completed, c.describe(plan));
+  BOOST_TEST(rule_gone, "DeviceTaintRule " << rule << " outlived the run");
+  for (const auto& v : violations)
+    BOOST_TEST(false, v);
+  BOOST_TEST(effects.count("NoSchedule") == 1u, "the rule was never seen NoSchedule");
+  BOOST_TEST(effects.count("NoExecute") == 1u, "the rule was never seen NoExecute");
+  BOOST_TEST(live_pod_uids(c.api, c.ns, "web") == web);
+  for (const auto& e : c.dcm_events(node))
+    BOOST_TEST(!contains(e, "PartitionRetrying"), "DCM found the GPUs busy: " << e);
+  for (const auto& cl : claims(c))
+    BOOST_TEST(cl.name != first_claim, first_claim << " outlived its pod");
+  // The driver's pod was restarted, and the new one published the partitions.
+  auto item = c.get(items, plan + "-" + node);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(str(*item, {"status", "dra", "deviceTaintRule"}) == rule);
+  const auto* restarted = kube::find_path(*item, {"status", "dra", "restartedDriverPods"});
+  BOOST_REQUIRE(restarted != nullptr && restarted->IsArray() && restarted->Size() == 1u);
+  BOOST_TEST((*restarted)[0].GetString() == driver_before.at(0));
+  const auto driver_after = live_pod_uids(c.api, c.ns, "gpu-dra-driver");
+  BOOST_TEST(driver_after.size() == 1u);
+  BOOST_TEST(driver_after != driver_before);
+  const auto after = devices_of(c, node);
+  BOOST_TEST(after.size() == 64u);
+  for (const auto& [name, profile_of] : after)
+    BOOST_TEST(profile_of == "cpx_nps4", name);
+  const auto n = c.node(node);
+  BOOST_TEST(!n.unavailable());
+  BOOST_TEST(n.label(profile_label) == dcm_name);
+  // The claim holder's replacement gets one of the new partitions once the rule is gone.
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    for (const auto& cl : claims(c))
+                      if (cl.name != first_claim && !cl.devices.empty())
+                        return after.count(cl.devices[0]) > 0 && c.healthy_pods("train") == 1;
+                    return false;
+                  },
+                  60s, 200ms),
+              "the replacement never got a new partition");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -254,6 +254,7 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
       {"resource.k8s.io/resourceslices", {"list", "watch"}},
       {"resource.k8s.io/resourceclaims", {"list", "watch"}},
       {"resource.k8s.io/deviceclasses", {"get", "create", "patch"}},
+      {"resource.k8s.io/devicetaintrules", {"get", "list", "watch", "create", "patch", "delete"}},
       {"infrastructure.silogen.ai/partitioningplans", {"list", "watch"}},
       {"infrastructure.silogen.ai/partitioningprofiles", {"list", "watch"}},
       {"infrastructure.silogen.ai/nodepartitionings",
