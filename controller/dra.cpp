@@ -161,29 +161,43 @@ std::string device_class_expression(const std::vector<protocol::expected_device>
   return out;
 }
 
+namespace {
+
+using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+// Starts an object the operator writes: apiVersion, kind, and metadata with its name and
+// the label that marks it as ours, metadata left open. Returns how to write a string.
+auto open_object(json_writer& w, const std::string& api_version, const std::string& kind,
+                 const std::string& name) {
+  auto text = [&w](const std::string& t) {
+    w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
+  };
+  w.StartObject();
+  w.Key("apiVersion");
+  text(api_version);
+  w.Key("kind");
+  text(kind);
+  w.Key("metadata");
+  w.StartObject();
+  w.Key("name");
+  text(name);
+  w.Key("labels");
+  w.StartObject();
+  w.Key(managed_by_label);
+  text(managed_by_value);
+  w.EndObject();
+  return text;
+}
+
+} // namespace
+
 std::string device_class_json(const protocol::partitioning_profile& profile) {
   const auto& name = profile.spec.device_class_name;
   if (!name || profile.spec.expected_devices.empty())
     return {};
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  auto text = [&](const std::string& t) {
-    w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
-  };
-  w.StartObject();
-  w.Key("apiVersion");
-  text("resource.k8s.io/v1");
-  w.Key("kind");
-  text("DeviceClass");
-  w.Key("metadata");
-  w.StartObject();
-  w.Key("name");
-  text(*name);
-  w.Key("labels");
-  w.StartObject();
-  w.Key(managed_by_label);
-  text(managed_by_value);
-  w.EndObject();
+  const auto text = open_object(w, "resource.k8s.io/v1", "DeviceClass", *name);
   // Owned by the profile: the garbage collector removes it with the profile.
   w.Key("ownerReferences");
   w.StartArray();
@@ -260,23 +274,7 @@ std::string device_taint_rule_json(const std::string& name, const std::string& n
                                    const std::string& pool, const std::string& effect) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  auto text = [&](const std::string& t) {
-    w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
-  };
-  w.StartObject();
-  w.Key("apiVersion");
-  text("resource.k8s.io/v1alpha3");
-  w.Key("kind");
-  text("DeviceTaintRule");
-  w.Key("metadata");
-  w.StartObject();
-  w.Key("name");
-  text(name);
-  w.Key("labels");
-  w.StartObject();
-  w.Key(managed_by_label);
-  text(managed_by_value);
-  w.EndObject();
+  const auto text = open_object(w, "resource.k8s.io/v1alpha3", "DeviceTaintRule", name);
   w.Key("annotations");
   w.StartObject();
   w.Key(device_taint_node_annotation);

@@ -194,17 +194,26 @@ device_taint_write rule_write(const node_inputs& in, const protocol::dra_run& dr
   return w;
 }
 
+// Deletes a DeviceTaintRule of ours on the node's GPUs, if one is there: true if so.
+bool delete_a_rule(const node_inputs& in, node_step& out) {
+  if (in.taint_rules.empty())
+    return false;
+  device_taint_write w;
+  w.name = in.taint_rules.front().name;
+  w.node = in.item.spec.node_name;
+  out.device_taint = w;
+  out.events.push_back(
+      {true, "Normal", "DevicesUncordoned", "DeviceTaintRule " + w.name + " deleted"});
+  return true;
+}
+
 // restore_node for a run that cordoned the GPUs: the rule goes first, then the run's mark.
 bool restore_devices(const node_inputs& in, status_editor& s, node_step& out, bool keep_taint) {
   if (keep_taint)
     return false;
   const auto& dra = *s.status.dra;
-  if (observed_rule(in, dra.device_taint_rule) != nullptr) {
-    out.device_taint = rule_write(in, dra, "");
-    out.events.push_back({true, "Normal", "DevicesUncordoned",
-                          "DeviceTaintRule " + dra.device_taint_rule + " deleted"});
+  if (delete_a_rule(in, out))
     return true;
-  }
   if (we_tainted(s.status))
     s.condition(node_condition::node_tainted, false, "Untainted",
                 "DeviceTaintRule " + dra.device_taint_rule + " is gone");
@@ -233,6 +242,10 @@ bool restore_node(const node_inputs& in, status_editor& s, node_step& out, bool 
   if (!node.has_dcm_taint() && we_tainted(s.status))
     s.condition(node_condition::node_tainted, false, "Untainted",
                 "amd-dcm=up:NoExecute is off the node");
+  // A rule an earlier run left on the GPUs (it failed after DCM was asked, with
+  // drainPolicy.cordon Devices): this run has verified them.
+  if (!keep_cordon && delete_a_rule(in, out))
+    return true;
   if (was && !keep_cordon) {
     node_patch p;
     if (!admin_cordoned(*was) && node.unschedulable)
@@ -522,6 +535,23 @@ bool evicting(const eviction_pass& pass, status_editor& s, node_step& out,
   return false;
 }
 
+// The end of a drain, its taint on: `left` pods it removes (`which`) still terminating hold
+// it; then Applying.
+void drained_once_gone(const node_inputs& in, status_editor& s, node_step& out, std::int32_t left,
+                       const std::string& which, const std::string& drained) {
+  if (left > 0) {
+    s.condition(node_condition::drained, false, "WaitingForPods",
+                std::to_string(left) + " pod(s) " + which + " are still terminating");
+    out.requeue = poll_interval;
+    return;
+  }
+  if (in.item.spec.drain.enabled)
+    s.condition(node_condition::drained, true, "Drained", drained);
+  record_slices_before_dcm(in, s);
+  s.enter(node_phase::applying, "Drained", "handing profile " + in.profile.dcm_name + " to DCM");
+  out.requeue = 1ms;
+}
+
 // drainPolicy.cordon Devices: a DeviceTaintRule keeps new claims off the node's GPU
 // devices (NoSchedule) while the pods holding them are evicted through the Eviction API;
 // then NoExecute, which has kube-controller-manager delete whatever still uses them
@@ -574,17 +604,7 @@ void drain_devices(const node_inputs& in, status_editor& s, node_step& out) {
   for (const auto& pod : holders)
     if (!pod.mirror && !pod.finished() && !deletion_not_awaited(pod, drain, context))
       ++left;
-  if (left > 0) {
-    s.condition(node_condition::drained, false, "WaitingForPods",
-                std::to_string(left) + " pod(s) holding the node's GPUs are still terminating");
-    out.requeue = poll_interval;
-    return;
-  }
-  if (drain.enabled)
-    s.condition(node_condition::drained, true, "Drained", "no pod holds the node's GPUs");
-  record_slices_before_dcm(in, s);
-  s.enter(node_phase::applying, "Drained", "handing profile " + in.profile.dcm_name + " to DCM");
-  out.requeue = 1ms;
+  drained_once_gone(in, s, out, left, "holding the node's GPUs", "no pod holds the node's GPUs");
 }
 
 void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
@@ -675,18 +695,8 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
     if (!pod.mirror && !pod.finished() && !pod.tolerates_dcm_taint() &&
         !deletion_not_awaited(pod, drain, context))
       ++left;
-  if (left > 0) {
-    s.condition(node_condition::drained, false, "WaitingForPods",
-                std::to_string(left) + " pod(s) not tolerating the taint are still terminating");
-    out.requeue = poll_interval;
-    return;
-  }
-  if (drain.enabled)
-    s.condition(node_condition::drained, true, "Drained",
-                "the node runs no pod that holds its GPUs");
-  record_slices_before_dcm(in, s);
-  s.enter(node_phase::applying, "Drained", "handing profile " + in.profile.dcm_name + " to DCM");
-  out.requeue = 1ms;
+  drained_once_gone(in, s, out, left, "not tolerating the taint",
+                    "the node runs no pod that holds its GPUs");
 }
 
 // Once DCM was asked, the node carries this run's mark until the run ends. A node without

@@ -119,9 +119,11 @@ bool in_target_state(const node_inputs& in) {
   if (!in.node || !in.profile.found)
     return false;
   const auto& node = *in.node;
+  // A DeviceTaintRule of ours still on its GPUs (a run that failed after DCM was asked
+  // keeps it) takes them out of service as the taint does.
   return node.label(dcm_profile_label) == in.profile.dcm_name &&
          node.label(dcm_state_label) == "success" && !node.has_dcm_taint() &&
-         verification_gap(in).empty();
+         in.taint_rules.empty() && verification_gap(in).empty();
 }
 
 } // namespace gpu_partitioner::controller

@@ -4004,3 +4004,35 @@ BOOST_AUTO_TEST_CASE(the_dry_run_lists_only_the_pods_holding_gpus) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(device_cordon)
+
+BOOST_AUTO_TEST_CASE(a_rule_left_by_a_failed_run_is_lifted_only_by_a_verified_run) {
+  // The node shows the profile, but an earlier run's rule still holds its GPUs: not the
+  // target state, so a retry runs (here with the node cordoned) and lifts it once verified.
+  auto w = dra_world();
+  w.in.slices = {gpu_slice("s1", "10", 64)};
+  w.node().labels[gc::dcm_profile_label] = dcm_name;
+  w.dcm_config_has_profile();
+  rule(w, "NoExecute");
+  w.in.token = true;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(rule_write(s) == "-");
+  // Verified at the end of that run: the taint goes first, then the left rule, then the
+  // cordon.
+  w.at(node_phase::verifying).cordoned_by_us().label_ours().dcm_says("success");
+  w.status().dra = gp::dra_run{};
+  w.status().dra->driver = gp::amd_dra_driver;
+  w.status().dra->slices_before_dcm = {"s1@9"};
+  s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(rule_write(s) == "delete");
+  BOOST_TEST(s.device_taint->name == rule_name);
+  BOOST_TEST(cordon_write(s) == "-");
+  keep_status(w, s);
+  w.in.taint_rules.clear();
+  BOOST_TEST(cordon_write(w.step()) == "uncordon");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

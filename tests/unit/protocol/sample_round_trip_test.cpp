@@ -54,6 +54,7 @@ BOOST_AUTO_TEST_CASE(every_sample_file_is_covered_by_this_suite) {
       "nodepartitioning-training-pool-partition-gpu-node-02.yaml",
       "plan-training-pool-partition.yaml",
       "plan-night-window-canary.yaml",
+      "plan-dra-gpus-only.yaml",
       "profile-mi300x-cpx-nps4.yaml",
       "profile-mi300x-cpx-nps4-dra.yaml",
       "profile-mi300x-spx-nps1.yaml"};
@@ -87,6 +88,13 @@ BOOST_AUTO_TEST_CASE(plan_round_trips) {
 
 BOOST_AUTO_TEST_CASE(night_plan_round_trips) {
   check_round_trip<gp::partitioning_plan>("plan-night-window-canary.yaml");
+}
+
+BOOST_AUTO_TEST_CASE(dra_plan_round_trips_and_cordons_only_the_gpus) {
+  check_round_trip<gp::partitioning_plan>("plan-dra-gpus-only.yaml");
+  const auto plan = decode_sample<gp::partitioning_plan>("plan-dra-gpus-only.yaml");
+  BOOST_TEST(plan.spec.rollout.drain.cordons_devices());
+  BOOST_TEST(plan.spec.partitionings.at(0).profile_ref.name == "mi300x-cpx-nps4-dra");
 }
 
 BOOST_AUTO_TEST_CASE(night_plan_has_its_window_canary_soak_and_budget) {
