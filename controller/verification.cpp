@@ -119,11 +119,13 @@ bool in_target_state(const node_inputs& in) {
   if (!in.node || !in.profile.found)
     return false;
   const auto& node = *in.node;
-  // A DeviceTaintRule of ours still on its GPUs (a run that failed after DCM was asked
-  // keeps it) takes them out of service as the taint does.
+  // Our cordon, or a DeviceTaintRule of ours on its GPUs, still there (a run that failed
+  // after DCM was asked keeps them) takes it out of service: a run that verifies the GPUs
+  // lifts them.
   return node.label(dcm_profile_label) == in.profile.dcm_name &&
          node.label(dcm_state_label) == "success" && !node.has_dcm_taint() &&
-         in.taint_rules.empty() && verification_gap(in).empty();
+         node.annotations.count(was_unschedulable_annotation) == 0 && in.taint_rules.empty() &&
+         verification_gap(in).empty();
 }
 
 } // namespace gpu_partitioner::controller

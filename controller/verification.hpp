@@ -14,8 +14,8 @@ namespace gpu_partitioner::controller {
 /// the labeller's partition style where the node has it, the plugin's resources.
 std::string verification_gap(const node_inputs& in);
 
-/// The node already has the target partitioning: profile label, DCM's success, no taint,
-/// and nothing missing to verify.
+/// The node already has the target partitioning and is in service: profile label, DCM's
+/// success, nothing missing to verify, and no taint, cordon or DeviceTaintRule of ours.
 bool in_target_state(const node_inputs& in);
 
 } // namespace gpu_partitioner::controller

@@ -3533,6 +3533,24 @@ BOOST_AUTO_TEST_CASE(a_new_run_forgets_the_last_runs_soak) {
   BOOST_TEST(condition_of(r, retried, "Soaked") == "-");
 }
 
+BOOST_AUTO_TEST_CASE(a_retry_of_a_node_left_cordoned_runs_and_uncordons_it) {
+  // Failed after DCM was asked, so kept cordoned; DCM did finish. A retry finds the
+  // profile in place but the node out of service: a run verifies it and gives it back.
+  world w;
+  w.failed_in(node_phase::verifying, "VerificationFailed");
+  w.cordoned_by_us().partitioned();
+  w.in.item.metadata.annotations[gc::retry_annotation] = "now";
+  w.in.token = true;
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  // An admin's own cordon is not ours: that node is in the target state.
+  world admin;
+  admin.failed_in(node_phase::verifying, "VerificationFailed");
+  admin.admin_cordoned().partitioned();
+  admin.in.item.metadata.annotations[gc::retry_annotation] = "now";
+  BOOST_TEST(last_reason(admin, admin.step()) == "AlreadyInTargetState");
+}
+
 BOOST_AUTO_TEST_CASE(the_token_stays_while_the_node_is_being_returned) {
   // Verified this step, the uncordon not yet seen: the soak has not begun, the token stays.
   auto w = soaking_world(300);
