@@ -563,7 +563,9 @@ BOOST_AUTO_TEST_CASE(a_profile_run_under_the_taint_succeeds_and_untainting_bring
   const auto& n = c.nodes[0];
   BOOST_TEST(c.label(n, partition_label).value_or("") == "spx_nps1");
   c.taint_and_wait_for_plugin_down(n);
-  BOOST_TEST(c.gpus(n) == 0); // kubelet marks a stopped plugin's devices unhealthy at once
+  // kubelet marks a stopped plugin's devices unhealthy at once: gpu-sim writes it with the
+  // label's removal, in a write of the node's status after the label's.
+  BOOST_TEST(eventually([&] { return c.gpus(n) == 0; }), "amd.com/gpu=" << c.gpus(n));
 
   c.request(n, "cpx-nps4");
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
