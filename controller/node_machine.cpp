@@ -535,6 +535,28 @@ bool evicting(const eviction_pass& pass, status_editor& s, node_step& out,
   return false;
 }
 
+// The drain before its taint is on (`tainted`): its timeout, then a pass of evictions (Drained
+// with `done` once none is left), or the note that the drain is disabled and what removes
+// the pods instead (`remover`). True when the step ends here.
+bool drain_stops_here(const node_inputs& in, status_editor& s, node_step& out,
+                      const eviction_pass& pass, bool tainted, const std::string& done,
+                      const std::string& remover) {
+  const auto& drain = in.item.spec.drain;
+  if (past(s, drain_timeout_seconds(drain))) {
+    fail_and_roll_back(
+        in, s, out, "DrainTimeout",
+        drain_timeout_reason(pass, in.pdbs, timeout_of(drain_timeout_seconds(drain))));
+    return true;
+  }
+  if (!drain.enabled) {
+    s.condition(node_condition::drained, false, "DrainDisabled",
+                "drainPolicy.enabled is false: " + remover +
+                    " without regard for PodDisruptionBudgets");
+    return false;
+  }
+  return !tainted && evicting(pass, s, out, done);
+}
+
 // The end of a drain, its taint on: `left` pods it removes (`which`) still terminating hold
 // it; then Applying.
 void drained_once_gone(const node_inputs& in, status_editor& s, node_step& out, std::int32_t left,
@@ -576,21 +598,11 @@ void drain_devices(const node_inputs& in, status_editor& s, node_step& out) {
   const auto holders = gpu_pods(in.pods);
   const auto context = drain_context_of(in, s.entered());
   const auto pass = plan_evictions(holders, in.pdbs, in.evictions, drain, context);
-  if (past(s, drain_timeout_seconds(drain))) {
-    fail_and_roll_back(
-        in, s, out, "DrainTimeout",
-        drain_timeout_reason(pass, in.pdbs, timeout_of(drain_timeout_seconds(drain))));
-    return;
-  }
   const bool no_execute = rule->effect == "NoExecute";
-  if (drain.enabled && !no_execute) {
-    if (evicting(pass, s, out, "every pod holding the node's GPUs was evicted"))
-      return;
-  } else if (!drain.enabled) {
-    s.condition(node_condition::drained, false, "DrainDisabled",
-                "drainPolicy.enabled is false: the NoExecute device taint removes the pods "
-                "holding GPUs without regard for PodDisruptionBudgets");
-  }
+  if (drain_stops_here(in, s, out, pass, no_execute,
+                       "every pod holding the node's GPUs was evicted",
+                       "the NoExecute device taint removes the pods holding GPUs"))
+    return;
   if (!no_execute) {
     out.device_taint = rule_write(in, dra, "NoExecute");
     out.events.push_back({true, "Normal", "DevicesTainted",
@@ -664,21 +676,9 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
 
   const auto context = drain_context_of(in, s.entered());
   const auto pass = plan_evictions(in.pods, in.pdbs, in.evictions, drain, context);
-  if (past(s, drain_timeout_seconds(drain))) {
-    fail_and_roll_back(
-        in, s, out, "DrainTimeout",
-        drain_timeout_reason(pass, in.pdbs, timeout_of(drain_timeout_seconds(drain))));
+  if (drain_stops_here(in, s, out, pass, node.has_dcm_taint(),
+                       "every pod the taint would remove was evicted", "the taint removes pods"))
     return;
-  }
-
-  if (drain.enabled && !node.has_dcm_taint()) {
-    if (evicting(pass, s, out, "every pod the taint would remove was evicted"))
-      return;
-  } else if (!drain.enabled) {
-    s.condition(node_condition::drained, false, "DrainDisabled",
-                "drainPolicy.enabled is false: the taint removes pods without regard for "
-                "PodDisruptionBudgets");
-  }
   // The taint comes after the PDB-respecting drain: it removes what is left (the GPU
   // operator's device plugin and labeller among them) regardless of PDBs.
   if (!node.has_dcm_taint()) {

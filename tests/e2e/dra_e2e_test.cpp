@@ -41,6 +41,22 @@ void ensure_device_class(e2e_cluster& c) {
                         (r.ok() ? "" : r.error().describe()));
 }
 
+/// A Deployment of one pod on this test's nodes, tolerating the test's own taint and
+/// `tolerations` (",{...}" each); `pod` is the rest of its spec (its containers).
+void create_one_pod_deployment(e2e_cluster& c, const std::string& name,
+                               const std::string& tolerations, const std::string& pod) {
+  const std::string body =
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":)" + quoted(name) +
+      R"(},"spec":{"replicas":1,"selector":{"matchLabels":{"app":)" + quoted(name) +
+      R"(}},"template":{"metadata":{"labels":{"app":)" + quoted(name) +
+      R"(}},"spec":{"automountServiceAccountToken":false,"terminationGracePeriodSeconds":2,)"
+      R"("nodeSelector":{"e2e":)" +
+      quoted(c.key) + R"(},"tolerations":[{"key":"e2e","operator":"Equal","value":)" +
+      quoted(c.key) + R"(,"effect":"NoSchedule"})" + tolerations + "]," + pod + "}}}}";
+  auto d = c.api.create(deployments, c.ns, body);
+  BOOST_REQUIRE_MESSAGE(d.ok(), (d.ok() ? "" : d.error().describe()));
+}
+
 /// A Deployment of one pod that gets one GPU device through a claim made from a
 /// template, and tolerates the amd-dcm taint: only the rule for claim holders drains it.
 void create_claim_workload(e2e_cluster& c, const std::string& name,
@@ -53,21 +69,11 @@ void create_claim_workload(e2e_cluster& c, const std::string& name,
                             R"("exactly":{"deviceClassName":)" +
                             quoted(device_class) + "}}]}}}}");
   BOOST_REQUIRE_MESSAGE(t.ok(), (t.ok() ? "" : t.error().describe()));
-  const std::string body =
-      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":)" + quoted(name) +
-      R"(},"spec":{"replicas":1,"selector":{"matchLabels":{"app":)" + quoted(name) +
-      R"(}},"template":{"metadata":{"labels":{"app":)" + quoted(name) +
-      R"(}},"spec":{"automountServiceAccountToken":false,"terminationGracePeriodSeconds":2,)"
-      R"("nodeSelector":{"e2e":)" +
-      quoted(c.key) + R"(},"tolerations":[{"key":"e2e","operator":"Equal","value":)" +
-      quoted(c.key) +
-      R"(,"effect":"NoSchedule"},{"key":"amd-dcm","operator":"Exists","effect":"NoExecute"}],)"
-      R"("resourceClaims":[{"name":"gpu","resourceClaimTemplateName":)" +
-      quoted(name) +
-      R"(}],"containers":[{"name":"worker","image":"rocm/pytorch:sim",)"
-      R"("resources":{"claims":[{"name":"gpu"}]}}]}}}})";
-  auto d = c.api.create(deployments, c.ns, body);
-  BOOST_REQUIRE_MESSAGE(d.ok(), (d.ok() ? "" : d.error().describe()));
+  create_one_pod_deployment(
+      c, name, R"(,{"key":"amd-dcm","operator":"Exists","effect":"NoExecute"})",
+      R"("resourceClaims":[{"name":"gpu","resourceClaimTemplateName":)" + quoted(name) +
+          R"(}],"containers":[{"name":"worker","image":"rocm/pytorch:sim",)"
+          R"("resources":{"claims":[{"name":"gpu"}]}}])");
 }
 
 struct claim_view {
@@ -164,17 +170,7 @@ void create_driver_daemon_set(e2e_cluster& c) {
 
 /// A Deployment of one pod that uses no GPU and tolerates nothing of the operator's.
 void create_cpu_workload(e2e_cluster& c, const std::string& name) {
-  const std::string body =
-      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":)" + quoted(name) +
-      R"(},"spec":{"replicas":1,"selector":{"matchLabels":{"app":)" + quoted(name) +
-      R"(}},"template":{"metadata":{"labels":{"app":)" + quoted(name) +
-      R"(}},"spec":{"automountServiceAccountToken":false,"terminationGracePeriodSeconds":2,)"
-      R"("nodeSelector":{"e2e":)" +
-      quoted(c.key) + R"(},"tolerations":[{"key":"e2e","operator":"Equal","value":)" +
-      quoted(c.key) +
-      R"(,"effect":"NoSchedule"}],"containers":[{"name":"web","image":"nginx:sim"}]}}}})";
-  auto d = c.api.create(deployments, c.ns, body);
-  BOOST_REQUIRE_MESSAGE(d.ok(), (d.ok() ? "" : d.error().describe()));
+  create_one_pod_deployment(c, name, "", R"("containers":[{"name":"web","image":"nginx:sim"}])");
 }
 
 /// The uids of the pods of `app` that are not being deleted.
