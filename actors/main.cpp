@@ -185,8 +185,21 @@ int main(int argc, char** argv) {
   // Every request names the replica: the audit log shows who wrote what, and when.
   connection->user_agent =
       std::string("gpu-partitioner/") + gpu_partitioner::version + " (" + identity + ")";
-  actors::log_info("gpu-partitioner " + std::string(gpu_partitioner::version) + " starting as " +
-                   identity + " against " + connection->server + " (" + connection->origin + ")");
+  actors::log_info(
+      "gpu-partitioner " + std::string(gpu_partitioner::version) + " starting as " + identity +
+      " against " + connection->server + " (" + connection->origin + ")" +
+      (connection->proxy_url.empty() ? "" : " through proxy " + connection->proxy_url) +
+      (connection->impersonate.user.empty() ? ""
+                                            : " impersonating " + connection->impersonate.user));
+  if (connection->insecure_skip_tls_verify)
+    actors::log_warning(
+        "TLS VERIFICATION IS OFF: " + connection->origin +
+        " sets insecure-skip-tls-verify, so the API server's certificate is not checked and "
+        "anyone on the path can read and change every request, the credentials included; "
+        "give the cluster's certificate-authority instead "
+        "(gpu_partitioner_api_tls_verification_disabled is 1)");
+  actors::process_metrics().tls_verification_disabled.set(
+      {}, connection->insecure_skip_tls_verify ? 1 : 0);
 
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);

@@ -69,7 +69,12 @@ operator_metrics::operator_metrics()
                                   {"plan", "phase"})),
       soaking(registry.gauge("gpu_partitioner_plan_soaking_nodes",
                              "The plan's Succeeded nodes still soaking (holding their token).",
-                             {"plan"})) {
+                             {"plan"})),
+      tls_verification_disabled(registry.gauge(
+          "gpu_partitioner_api_tls_verification_disabled",
+          "1 when the kubeconfig turns off verification of the API server's certificate "
+          "(insecure-skip-tls-verify), else 0.")) {
+  tls_verification_disabled.set({}, 0);
   leader.set({}, 0);
   // Known label values start at 0, so that rate() and increase() see the first one.
   for (const char* result : {"evicted", "pdb_blocked", "error"})

@@ -32,6 +32,7 @@ struct operator_metrics {
   metrics::family& window_open;
   metrics::family& canary_phase;
   metrics::family& soaking;
+  metrics::family& tls_verification_disabled;
   /// Every watch has listed once (for /readyz).
   std::atomic<bool> synced{false};
 

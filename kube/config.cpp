@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -85,11 +86,107 @@ bool pem_field(const YAML::Node& map, const char* file_key, const char* data_key
       return false;
     }
     out = std::move(content.value());
+    // An empty file would mean "no CA", trusting the system's roots, or no client key.
+    if (out.empty()) {
+      problem = std::string(file_key) + ": " + quoted(resolve(base_dir, file)) + " is empty";
+      return false;
+    }
   }
   return true;
 }
 
+// What the user would send, in words, for the refusal to send it over plain http.
+std::string credential_kind(const connection_config& c) {
+  if (!c.token.empty())
+    return "token";
+  if (!c.token_file.empty())
+    return "tokenFile";
+  if (!c.client_cert_pem.empty())
+    return "client certificate";
+  return "exec plugin's credential";
+}
+
+// A list of strings (null is an empty one).
+bool strings_of(const YAML::Node& v, std::vector<std::string>& out) {
+  if (!v || v.IsNull())
+    return true;
+  if (!v.IsSequence())
+    return false;
+  for (const auto& item : v) {
+    if (!item.IsScalar())
+      return false;
+    out.push_back(item.as<std::string>());
+  }
+  return true;
+}
+
+// `as`, `as-groups`, `as-uid` and `as-user-extra`. Groups, a uid or extras without a user
+// are refused, as the API server refuses them: they would be an impersonation of nobody.
+bool impersonation_fields(const YAML::Node& user, impersonation& out, std::string& problem) {
+  if (!scalar(user, "as", out.user, problem) || !scalar(user, "as-uid", out.uid, problem))
+    return false;
+  if (!strings_of(user["as-groups"], out.groups)) {
+    problem = "as-groups: expected a list of strings";
+    return false;
+  }
+  if (const YAML::Node extra = user["as-user-extra"]; extra && !extra.IsNull()) {
+    if (!extra.IsMap()) {
+      problem = "as-user-extra: expected a map of lists of strings";
+      return false;
+    }
+    for (const auto& entry : extra) {
+      std::vector<std::string> values;
+      if (!entry.first.IsScalar() || !strings_of(entry.second, values)) {
+        problem = "as-user-extra: expected a map of lists of strings";
+        return false;
+      }
+      out.extra.emplace_back(entry.first.as<std::string>(), std::move(values));
+    }
+  }
+  // Each value becomes a header line: a control character could end it and add another.
+  auto clean = [](const std::string& v) {
+    return std::none_of(v.begin(), v.end(),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  };
+  bool all_clean =
+      clean(out.user) && clean(out.uid) && std::all_of(out.groups.begin(), out.groups.end(), clean);
+  for (const auto& [key, values] : out.extra)
+    all_clean = all_clean && clean(key) && std::all_of(values.begin(), values.end(), clean);
+  if (!all_clean) {
+    problem = "as, as-uid, as-groups and as-user-extra may not hold control characters";
+    return false;
+  }
+  if (out.user.empty() && !out.empty()) {
+    problem = std::string(!out.groups.empty() ? "as-groups"
+                          : !out.uid.empty()  ? "as-uid"
+                                              : "as-user-extra") +
+              " is set without as: impersonation needs a user name";
+    return false;
+  }
+  return true;
+}
+
+// client-go's proxy schemes; curl would take more, and a kubeconfig that works here must
+// work with kubectl too.
+bool valid_proxy(const std::string& url) {
+  for (const char* scheme : {"http://", "https://", "socks5://"}) {
+    const std::size_t n = std::strlen(scheme);
+    if (url.compare(0, n, scheme) == 0)
+      return url.find_first_not_of('/', n) != std::string::npos;
+  }
+  return false;
+}
+
 } // namespace
+
+bool is_plain_http(const std::string& server) {
+  return server.rfind("http://", 0) == 0;
+}
+
+bool has_credentials(const connection_config& c) {
+  return !c.token.empty() || !c.token_file.empty() || !c.client_cert_pem.empty() ||
+         c.exec.has_value();
+}
 
 std::optional<std::string> decode_base64(const std::string& text) {
   auto value_of = [](char c) -> int {
@@ -195,8 +292,7 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
     if (!scalar(cluster, "server", cfg.server, problem) ||
         !scalar(cluster, "tls-server-name", cfg.tls_server_name, problem) ||
         !scalar(cluster, "insecure-skip-tls-verify", insecure, problem) ||
-        !pem_field(cluster, "certificate-authority", "certificate-authority-data", base_dir,
-                   cfg.ca_pem, problem))
+        !scalar(cluster, "proxy-url", cfg.proxy_url, problem))
       return fail(cluster_where + ": " + problem);
     if (cfg.server.empty())
       return fail(cluster_where + ": server is missing");
@@ -213,6 +309,24 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
       return fail(cluster_where + ": insecure-skip-tls-verify: expected true or false, got " +
                   quoted(insecure));
     cfg.insecure_skip_tls_verify = insecure == "true";
+    // As client-go: a CA beside the flag means one of the two is a mistake, and guessing
+    // which would either ignore the CA or break the connection.
+    const bool ca_given = [&] {
+      for (const char* key : {"certificate-authority", "certificate-authority-data"})
+        if (cluster[key] && cluster[key].IsScalar() && !cluster[key].as<std::string>().empty())
+          return true;
+      return false;
+    }();
+    if (cfg.insecure_skip_tls_verify && ca_given)
+      return fail(cluster_where +
+                  ": insecure-skip-tls-verify is true and a certificate-authority is given; "
+                  "set only one (the CA verifies the server, the flag turns verification off)");
+    if (!pem_field(cluster, "certificate-authority", "certificate-authority-data", base_dir,
+                   cfg.ca_pem, problem))
+      return fail(cluster_where + ": " + problem);
+    if (!cfg.proxy_url.empty() && !valid_proxy(cfg.proxy_url))
+      return fail(cluster_where + ": proxy-url " + quoted(cfg.proxy_url) +
+                  " is not an http://, https:// or socks5:// URL with a host");
 
     if (user_name.empty())
       return cfg;
@@ -222,6 +336,11 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
       return fail(user_where + " not found");
     if (user["auth-provider"])
       return fail(user_where + ": auth-provider is not supported; use an exec plugin");
+    if (user["username"] || user["password"])
+      return fail(user_where + ": username and password (basic authentication) are not "
+                               "supported; use a token, a client certificate or an exec plugin");
+    if (!impersonation_fields(user, cfg.impersonate, problem))
+      return fail(user_where + ": " + problem);
     if (!pem_field(user, "client-certificate", "client-certificate-data", base_dir,
                    cfg.client_cert_pem, problem) ||
         !pem_field(user, "client-key", "client-key-data", base_dir, cfg.client_key_pem, problem) ||
@@ -270,8 +389,20 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
       }
       if (const YAML::Node pci = exec["provideClusterInfo"]; pci && pci.IsScalar())
         plugin.provide_cluster_info = pci.as<std::string>() == "true";
+      std::string interactive;
+      if (!scalar(exec, "interactiveMode", interactive, problem))
+        return fail(exec_where + ": " + problem);
+      // The operator has no terminal: a plugin that must ask someone would hang until its
+      // deadline on every refresh.
+      if (interactive == "Always")
+        return fail(exec_where + ": interactiveMode Always needs a terminal, and the operator "
+                                 "has none; use Never or IfAvailable");
       cfg.exec = std::move(plugin);
     }
+    if (is_plain_http(cfg.server) && has_credentials(cfg))
+      return fail(cluster_where + ": server " + quoted(cfg.server) + " is plain http://, and " +
+                  user_where + " would send its " + credential_kind(cfg) +
+                  " in the clear; use https://");
     return cfg;
   } catch (const YAML::Exception& e) {
     return fail(std::string("unexpected structure: ") + e.what());

@@ -21,6 +21,17 @@ struct exec_plugin {
   bool provide_cluster_info = false;
 };
 
+/// Kubeconfig impersonation (`as`, `as-groups`, `as-uid`, `as-user-extra`): every request
+/// is made as this identity, which the authenticated user must be allowed to impersonate.
+struct impersonation {
+  std::string user;
+  std::vector<std::string> groups;
+  std::string uid;
+  std::vector<std::pair<std::string, std::vector<std::string>>> extra;
+
+  bool empty() const { return user.empty() && groups.empty() && uid.empty() && extra.empty(); }
+};
+
 /// Everything needed to reach and authenticate to one API server. PEM material is
 /// held in memory and handed to curl as blobs; nothing is written to disk.
 struct connection_config {
@@ -28,15 +39,21 @@ struct connection_config {
   std::string server;
   /// PEM bundle to verify the server with; empty means the system's roots.
   std::string ca_pem;
-  /// Set only when the kubeconfig says so explicitly.
+  /// Set only when the kubeconfig says so explicitly, and never beside a CA.
   bool insecure_skip_tls_verify = false;
+  /// The name the server's certificate is checked against (and sent as SNI) instead of
+  /// the URL's host.
   std::string tls_server_name;
+  /// An http, https or socks5 proxy every request goes through; empty: the environment's
+  /// https_proxy / no_proxy apply, as for client-go.
+  std::string proxy_url;
   std::string client_cert_pem;
   std::string client_key_pem;
   std::string token;
   /// Re-read periodically: bound service-account tokens rotate.
   std::string token_file;
   std::optional<exec_plugin> exec;
+  impersonation impersonate;
   /// The namespace the context names ("default" when none).
   std::string default_namespace = "default";
   /// Where this came from, for messages: `kubeconfig "/x" context "y"` or `in-cluster`.
@@ -50,6 +67,13 @@ struct connection_config {
   /// that may have lost the lease writes nothing.
   std::function<bool()> may_write;
 };
+
+/// Whether the configuration sends a credential (a token, a token file, a client
+/// certificate or an exec plugin's output) with its requests.
+bool has_credentials(const connection_config& config);
+
+/// Whether the server's URL is plain http://: nothing secret may be sent to it.
+bool is_plain_http(const std::string& server);
 
 /// Reads a kubeconfig file; `context` empty means its current-context. Relative file
 /// paths inside it are resolved against the file's folder, as kubectl does.

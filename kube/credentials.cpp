@@ -60,11 +60,19 @@ struct process_output {
   std::string err;
 };
 
+// An ExecCredential is a few kilobytes even with a certificate chain; more is a plugin gone
+// wrong, and must not grow the operator's memory.
+constexpr std::size_t max_plugin_stdout = 1 << 20;
+// Only the start of stderr goes into the error message.
+constexpr std::size_t max_plugin_stderr = 16 << 10;
+
 // Runs a command with extra environment variables, capturing stdout and stderr, with a
-// deadline: a plugin that hangs must not hang the operator.
+// deadline: a plugin that hangs must not hang the operator. It runs in a process group of
+// its own, so that the whole group (a shell script's children too) is killed at the
+// deadline or when its output passes the bound.
 result<process_output> run_captured(const std::vector<std::string>& argv,
                                     const std::vector<std::string>& extra_env,
-                                    std::chrono::seconds deadline) {
+                                    std::chrono::milliseconds deadline) {
   int out_pipe[2], err_pipe[2];
   if (::pipe(out_pipe) != 0)
     return make_error(error_kind::config, std::string("pipe: ") + std::strerror(errno));
@@ -94,9 +102,14 @@ result<process_output> run_captured(const std::vector<std::string>& argv,
     args.push_back(a.data());
   args.push_back(nullptr);
 
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid = 0;
-  int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  int rc = ::posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   if (rc != 0) {
@@ -111,7 +124,8 @@ result<process_output> run_captured(const std::vector<std::string>& argv,
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
   bool timed_out = false;
-  while (open_fds > 0) {
+  bool too_long = false;
+  while (open_fds > 0 && !too_long) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         until - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
@@ -129,22 +143,31 @@ result<process_output> run_captured(const std::vector<std::string>& argv,
         ::close(fds[i].fd);
         fds[i].fd = -1;
         --open_fds;
-      } else {
-        (i == 0 ? result_out.out : result_out.err).append(buf, static_cast<std::size_t>(n));
+      } else if (i == 0) {
+        result_out.out.append(buf, static_cast<std::size_t>(n));
+        too_long = result_out.out.size() > max_plugin_stdout;
+      } else if (result_out.err.size() < max_plugin_stderr) {
+        result_out.err.append(
+            buf, std::min(static_cast<std::size_t>(n), max_plugin_stderr - result_out.err.size()));
       }
     }
   }
   for (auto& f : fds)
     if (f.fd >= 0)
       ::close(f.fd);
-  if (timed_out)
-    ::kill(pid, SIGKILL);
+  // The group goes in every case: a plugin that exited may have left a child behind.
+  ::kill(-pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out)
     return make_error(error_kind::config, argv[0] + " did not finish within " +
-                                              std::to_string(deadline.count()) + " s");
+                                              std::to_string(deadline.count()) +
+                                              " ms, and was killed");
+  if (too_long)
+    return make_error(error_kind::config, argv[0] + " wrote more than " +
+                                              std::to_string(max_plugin_stdout >> 10) +
+                                              " KiB on stdout, and was killed");
   result_out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result_out;
 }
@@ -152,14 +175,15 @@ result<process_output> run_captured(const std::vector<std::string>& argv,
 } // namespace
 
 result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std::string& server,
-                                            credentials::clock::time_point& expires) {
+                                            credentials::clock::time_point& expires,
+                                            std::chrono::milliseconds deadline) {
   std::vector<std::string> argv{plugin.command};
   argv.insert(argv.end(), plugin.args.begin(), plugin.args.end());
   std::vector<std::string> env{"KUBERNETES_EXEC_INFO=" + exec_info(plugin, server)};
   for (const auto& [name, value] : plugin.env)
     env.push_back(name + "=" + value);
   const std::string where = "exec plugin " + plugin.command;
-  auto run = run_captured(argv, env, std::chrono::seconds(30));
+  auto run = run_captured(argv, env, deadline);
   if (!run)
     return make_error(error_kind::config, where + ": " + run.error().message);
   if (run->status != 0)

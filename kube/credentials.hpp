@@ -51,8 +51,11 @@ private:
 };
 
 /// Runs an exec credential plugin once and decodes its ExecCredential; the expiry is
-/// `time_point::max()` when the plugin gives none.
-result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std::string& server,
-                                            credentials::clock::time_point& expires);
+/// `time_point::max()` when the plugin gives none. The plugin and its children are killed
+/// at `deadline`, or as soon as its stdout passes 1 MiB.
+result<credential_material>
+run_exec_plugin(const exec_plugin& plugin, const std::string& server,
+                credentials::clock::time_point& expires,
+                std::chrono::milliseconds deadline = std::chrono::seconds(30));
 
 } // namespace gpu_partitioner::kube

@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -69,6 +70,58 @@ std::string resource_of(std::string_view path) {
   if (i + 2 < parts.size())
     out += "/" + std::string(parts[i + 2]);
   return out;
+}
+
+std::string header_key_escape(const std::string& key) {
+  static const char* const hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : key) {
+    if (std::isalnum(c) != 0 || std::strchr("-!#$&'*+.^_`|~", c) != nullptr) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+request_target target_of(const connection_config& config) {
+  request_target t;
+  t.url_base = config.server;
+  const auto& who = config.impersonate;
+  if (!who.user.empty()) {
+    t.headers.push_back("Impersonate-User: " + who.user);
+    for (const auto& group : who.groups)
+      t.headers.push_back("Impersonate-Group: " + group);
+    if (!who.uid.empty())
+      t.headers.push_back("Impersonate-Uid: " + who.uid);
+    for (const auto& [key, values] : who.extra)
+      for (const auto& value : values)
+        t.headers.push_back("Impersonate-Extra-" + header_key_escape(key) + ": " + value);
+  }
+  if (config.tls_server_name.empty())
+    return t;
+  // scheme://authority[/prefix]; the authority is host[:port], an IPv6 host in brackets.
+  const std::size_t at = config.server.find("://");
+  if (at == std::string::npos)
+    return t;
+  const std::string scheme = config.server.substr(0, at + 3);
+  const std::size_t path_at = config.server.find('/', at + 3);
+  const std::string authority = config.server.substr(
+      at + 3, path_at == std::string::npos ? std::string::npos : path_at - at - 3);
+  const std::string prefix = path_at == std::string::npos ? "" : config.server.substr(path_at);
+  const std::size_t colon = authority.rfind(':');
+  const bool has_port =
+      colon != std::string::npos && authority.find(']', colon) == std::string::npos;
+  const std::string host = has_port ? authority.substr(0, colon) : authority;
+  const std::string port =
+      has_port ? authority.substr(colon + 1) : (scheme == "http://" ? "80" : "443");
+  t.url_base = scheme + config.tls_server_name + ":" + port + prefix;
+  t.connect_to = config.tls_server_name + ":" + port + ":" + host + ":" + port;
+  t.headers.push_back("Host: " + authority);
+  return t;
 }
 
 namespace {
@@ -186,6 +239,14 @@ http_client::http_client(connection_config config, std::shared_ptr<credentials> 
                                 ? std::string("gpu-partitioner/") + gpu_partitioner::version
                                 : config_.user_agent;
   curl_easy_setopt(c, CURLOPT_USERAGENT, agent.c_str());
+  target_ = target_of(config_);
+  if (!target_.connect_to.empty()) {
+    curl_slist* entry = curl_slist_append(nullptr, target_.connect_to.c_str());
+    connect_to_ = entry;
+    curl_easy_setopt(c, CURLOPT_CONNECT_TO, entry);
+  }
+  if (!config_.proxy_url.empty())
+    curl_easy_setopt(c, CURLOPT_PROXY, config_.proxy_url.c_str());
   if (config_.insecure_skip_tls_verify) {
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -198,6 +259,7 @@ http_client::http_client(connection_config config, std::shared_ptr<credentials> 
 http_client::~http_client() {
   if (curl_ != nullptr)
     curl_easy_cleanup(static_cast<CURL*>(curl_));
+  curl_slist_free_all(static_cast<curl_slist*>(connect_to_));
 }
 
 bool http_client::prepare(const http_request& req, std::string& problem) {
@@ -206,6 +268,18 @@ bool http_client::prepare(const http_request& req, std::string& problem) {
     auto material = creds_->current();
     if (!material) {
       problem = material.error().message;
+      return false;
+    }
+    const bool secret = !material->token.empty() || !material->client_cert_pem.empty();
+    if (secret && is_plain_http(config_.server)) {
+      problem = config_.origin + ": refusing to send credentials to " + config_.server +
+                ", which is plain http://";
+      return false;
+    }
+    // The token becomes a header line: a control character could end it and add another.
+    if (std::any_of(material->token.begin(), material->token.end(),
+                    [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; })) {
+      problem = config_.origin + ": the token holds control characters; refusing to send it";
       return false;
     }
     if (material->generation != loaded_generation_) {
@@ -224,7 +298,7 @@ bool http_client::prepare(const http_request& req, std::string& problem) {
       }
     }
   }
-  const std::string url = config_.server + req.path;
+  const std::string url = target_.url_base + req.path;
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   switch (req.method) {
   case verb::get:
@@ -286,6 +360,8 @@ result<http_response> http_client::run(const http_request& req, transfer& t) {
   headers = curl_slist_append(headers, "Accept: application/json");
   headers = curl_slist_append(headers, ("Content-Type: " + req.content_type).c_str());
   headers = curl_slist_append(headers, "Expect:");
+  for (const auto& h : target_.headers)
+    headers = curl_slist_append(headers, h.c_str());
   if (!bearer_header_.empty())
     headers = curl_slist_append(headers, bearer_header_.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);

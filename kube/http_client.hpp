@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpu_partitioner::kube {
 
@@ -77,6 +78,22 @@ std::chrono::milliseconds backoff_delay(const retry_policy& policy, int attempt,
 /// gives "pods/eviction"; "/apis/g/v1/nodes/n/status" gives "nodes/status".
 std::string resource_of(std::string_view path);
 
+/// Where requests go and what they carry besides credentials, from a configuration: the
+/// URL base (with `tls-server-name` as its host, so curl sends it as SNI and verifies the
+/// certificate against it, while `connect_to` keeps the real address), and the fixed
+/// headers (impersonation; Host when the URL's host was replaced).
+struct request_target {
+  std::string url_base;
+  /// curl's CONNECT_TO entry, "NAME:PORT:HOST:PORT"; empty without tls-server-name.
+  std::string connect_to;
+  std::vector<std::string> headers;
+};
+request_target target_of(const connection_config& config);
+
+/// Percent-encodes an impersonation extra's key for its header name, as the API server
+/// decodes it: everything but letters, digits and "-!#$&'*+.^_`|~" is escaped.
+std::string header_key_escape(const std::string& key);
+
 /// An HTTP/1.1 connection to one API server: one curl easy handle, reused across
 /// requests (keep-alive). Not thread-safe: use one per thread.
 class http_client {
@@ -121,6 +138,8 @@ private:
   std::shared_ptr<credentials> creds_;
   retry_policy policy_;
   void* curl_ = nullptr;
+  void* connect_to_ = nullptr; // curl_slist*
+  request_target target_;
   std::uint64_t loaded_generation_ = 0;
   std::string bearer_header_;
   request_observer observer_;

@@ -73,7 +73,7 @@ BOOST_AUTO_TEST_CASE(ca_file_and_client_cert_files_are_read_relative_to_the_kube
 
 BOOST_AUTO_TEST_CASE(insecure_flag_and_inline_client_cert_data) {
   auto cfg = load("insecure-cert-data");
-  BOOST_TEST(cfg.server == "http://127.0.0.1:8080");
+  BOOST_TEST(cfg.server == "https://127.0.0.1:8443");
   BOOST_TEST(cfg.insecure_skip_tls_verify);
   BOOST_TEST(cfg.ca_pem == "");
   BOOST_TEST(cfg.client_cert_pem ==
@@ -115,6 +115,51 @@ BOOST_AUTO_TEST_CASE(exec_command_without_a_slash_is_left_for_path_lookup) {
   BOOST_TEST(cfg.exec->args.empty());
   BOOST_TEST(cfg.exec->api_version == "client.authentication.k8s.io/v1");
   BOOST_TEST(!cfg.exec->provide_cluster_info);
+}
+
+BOOST_AUTO_TEST_CASE(impersonation_and_proxy_are_read) {
+  const std::string text = R"(current-context: c
+clusters:
+- name: k
+  cluster: {server: 'https://k:6443', proxy-url: 'socks5://proxy.internal:1080'}
+users:
+- name: u
+  user:
+    token: t
+    as: jane
+    as-uid: '1234'
+    as-groups: [ops, 'system:authenticated']
+    as-user-extra: {scopes: [view, edit], 'reason/why': [audit]}
+contexts:
+- {name: c, context: {cluster: k, user: u}}
+)";
+  auto r = kube::parse_kubeconfig(text, "/x/config");
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  const auto& who = r->impersonate;
+  BOOST_TEST(r->proxy_url == "socks5://proxy.internal:1080");
+  BOOST_TEST(who.user == "jane");
+  BOOST_TEST(who.uid == "1234");
+  BOOST_TEST((who.groups == std::vector<std::string>{"ops", "system:authenticated"}));
+  BOOST_TEST_REQUIRE(who.extra.size() == 2u);
+  BOOST_TEST(who.extra[0].first == "scopes");
+  BOOST_TEST((who.extra[0].second == std::vector<std::string>{"view", "edit"}));
+  BOOST_TEST(who.extra[1].first == "reason/why");
+  BOOST_TEST((who.extra[1].second == std::vector<std::string>{"audit"}));
+}
+
+BOOST_AUTO_TEST_CASE(plain_http_without_credentials_is_allowed) {
+  auto r = kube::parse_kubeconfig(R"(current-context: c
+clusters:
+- {name: k, cluster: {server: 'http://127.0.0.1:8001'}}
+users:
+- {name: u, user: {as: jane}}
+contexts:
+- {name: c, context: {cluster: k, user: u}}
+)",
+                                  "/x/config");
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(!kube::has_credentials(r.value()));
+  BOOST_TEST(kube::is_plain_http(r->server));
 }
 
 BOOST_AUTO_TEST_CASE(context_without_a_user_has_no_credentials) {
@@ -226,14 +271,14 @@ const broken_kubeconfig broken_kubeconfigs[] = {
      where + "user \"u\": client-key is set without client-certificate"},
     {"unreadable_ca_file",
      config(cluster("server: 'https://k', certificate-authority: ca.crt"), good_user), "",
-     where +
-         "cluster \"k\": certificate-authority: cannot read \"/nonexistent/kube/ca.crt\": No such "
-         "file or directory"},
+     where + "cluster \"k\": certificate-authority: cannot read \"/nonexistent/kube/ca.crt\": "
+             "No such "
+             "file or directory"},
     {"unreadable_client_key_file",
      config(good_cluster, user("client-certificate-data: QUJD, client-key: /nonexistent/key.pem")),
      "",
-     where +
-         "user \"u\": client-key: cannot read \"/nonexistent/key.pem\": No such file or directory"},
+     where + "user \"u\": client-key: cannot read \"/nonexistent/key.pem\": No such file or "
+             "directory"},
     {"bad_yaml",
      "apiVersion: v1\ncurrent-context: c\nclusters:\n- name: k\n  cluster: {server: [\n", "",
      where + "not valid YAML (line 6): end of sequence flow not found"},
@@ -264,6 +309,68 @@ const broken_kubeconfig broken_kubeconfigs[] = {
      where + "cluster \"k\": insecure-skip-tls-verify: expected true or false, got \"yes please\""},
     {"token_not_a_string", config(good_cluster, user("token: [a, b]")), "",
      where + "user \"u\": token: expected a string"},
+    // As client-go: a CA beside the flag is a contradiction, not a choice to guess.
+    {"insecure_flag_beside_a_ca",
+     config(cluster("server: 'https://k', insecure-skip-tls-verify: true, "
+                    "certificate-authority-data: QUJD"),
+            good_user),
+     "",
+     where + "cluster \"k\": insecure-skip-tls-verify is true and a certificate-authority is "
+             "given; set only one (the CA verifies the server, the flag turns verification off)"},
+    {"insecure_flag_beside_a_ca_file",
+     config(cluster("server: 'https://k', insecure-skip-tls-verify: true, "
+                    "certificate-authority: /dev/null"),
+            good_user),
+     "",
+     where + "cluster \"k\": insecure-skip-tls-verify is true and a certificate-authority is "
+             "given; set only one (the CA verifies the server, the flag turns verification off)"},
+    // An empty CA would mean the system's roots: not what a file named as the CA says.
+    {"ca_file_that_is_empty",
+     config(cluster("server: 'https://k', certificate-authority: /dev/null"), good_user), "",
+     where + "cluster \"k\": certificate-authority: \"/dev/null\" is empty"},
+    // Credentials never travel in the clear, whatever their form.
+    {"token_over_plain_http", config(cluster("server: 'http://k:8080'"), good_user), "",
+     where + "cluster \"k\": server \"http://k:8080\" is plain http://, and user \"u\" would "
+             "send its token in the clear; use https://"},
+    {"token_file_over_plain_http", config(cluster("server: 'http://k'"), user("tokenFile: t")), "",
+     where + "cluster \"k\": server \"http://k\" is plain http://, and user \"u\" would send "
+             "its tokenFile in the clear; use https://"},
+    {"client_certificate_over_plain_http",
+     config(cluster("server: 'http://k'"),
+            user("client-certificate-data: QUJD, client-key-data: QUJD")),
+     "",
+     where + "cluster \"k\": server \"http://k\" is plain http://, and user \"u\" would send "
+             "its client certificate in the clear; use https://"},
+    {"exec_plugin_over_plain_http",
+     config(cluster("server: 'http://k'"), user("exec: {command: get-token}")), "",
+     where + "cluster \"k\": server \"http://k\" is plain http://, and user \"u\" would send "
+             "its exec plugin's credential in the clear; use https://"},
+    {"basic_auth", config(good_cluster, user("username: admin, password: secret")), "",
+     where + "user \"u\": username and password (basic authentication) are not supported; use "
+             "a token, a client certificate or an exec plugin"},
+    {"impersonated_groups_without_a_user", config(good_cluster, user("token: t, as-groups: [x]")),
+     "", where + "user \"u\": as-groups is set without as: impersonation needs a user name"},
+    {"impersonated_uid_without_a_user", config(good_cluster, user("token: t, as-uid: '7'")), "",
+     where + "user \"u\": as-uid is set without as: impersonation needs a user name"},
+    {"impersonated_groups_not_a_list", config(good_cluster, user("token: t, as: j, as-groups: x")),
+     "", where + "user \"u\": as-groups: expected a list of strings"},
+    {"impersonated_extra_not_a_map",
+     config(good_cluster, user("token: t, as: j, as-user-extra: [a]")), "",
+     where + "user \"u\": as-user-extra: expected a map of lists of strings"},
+    // Each value becomes a header line: a line break would add a header of its own.
+    {"impersonated_user_with_a_line_break",
+     config(good_cluster, user("token: t, as: \"jane\\r\\nImpersonate-Group: system:masters\"")),
+     "",
+     where + "user \"u\": as, as-uid, as-groups and as-user-extra may not hold control "
+             "characters"},
+    {"proxy_url_not_a_proxy",
+     config(cluster("server: 'https://k', proxy-url: 'ftp://p:21'"), good_user), "",
+     where + "cluster \"k\": proxy-url \"ftp://p:21\" is not an http://, https:// or socks5:// "
+             "URL with a host"},
+    {"interactive_exec_plugin",
+     config(good_cluster, user("exec: {command: x, interactiveMode: Always}")), "",
+     where + "user \"u\": exec: interactiveMode Always needs a terminal, and the operator has "
+             "none; use Never or IfAvailable"},
     // A folder opens as a stream and reads as nothing: it must not become an empty CA,
     // which would mean "trust the system's roots".
     {"ca_file_is_a_folder",

@@ -17,6 +17,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 
 namespace kube = gpu_partitioner::kube;
 namespace bdata = boost::unit_test::data;
@@ -62,6 +63,14 @@ case "$mode" in
     ;;
   garbage)
     echo "Please log in at https://login.example.com"
+    ;;
+  flood)
+    yes '{"kind":"ExecCredential","status":{"token":"t"}}' | head -c 3000000
+    ;;
+  hang)
+    sleep 100 &
+    echo $! > "$dir/child"
+    sleep 100
     ;;
   *)
     echo "token endpoint said: invalid_grant" >&2
@@ -302,6 +311,44 @@ BOOST_DATA_TEST_CASE(plugin_failure_is_a_config_error_saying_why, bdata::make(pl
   BOOST_TEST_REQUIRE(!r.ok());
   BOOST_TEST((r.error().kind == kube::error_kind::config));
   BOOST_TEST(r.error().message == "exec plugin " + f.command + row.message);
+}
+
+BOOST_AUTO_TEST_CASE(plugin_writing_without_end_is_killed_past_a_mebibyte) {
+  plugin_fixture f;
+  f.set_mode("flood");
+  auto expires = clock_type::time_point::max();
+  auto r = kube::run_exec_plugin(f.plugin(), "https://k", expires);
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message == "exec plugin " + f.command + ": " + f.command +
+                                      " wrote more than 1024 KiB on stdout, and was killed");
+}
+
+// The plugin and what it started are killed at the deadline: a shell script's child
+// holding the output pipe must not outlive it, nor hold the operator.
+BOOST_AUTO_TEST_CASE(plugin_past_its_deadline_is_killed_with_its_children) {
+  plugin_fixture f;
+  f.set_mode("hang");
+  auto expires = clock_type::time_point::max();
+  const auto start = std::chrono::steady_clock::now();
+  auto r = kube::run_exec_plugin(f.plugin(), "https://k", expires, 500ms);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 20s)); // not the script's 100 s
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message == "exec plugin " + f.command + ": " + f.command +
+                                      " did not finish within 500 ms, and was killed");
+  auto child = kube::read_file(f.dir.file("child"));
+  BOOST_TEST_REQUIRE(child.ok(), problem(child));
+  const std::string stat = "/proc/" + std::to_string(std::stoi(child.value())) + "/stat";
+  // Gone, or a zombie its new parent has yet to reap: either way no longer running.
+  auto running = [&] {
+    auto s = kube::read_file(stat);
+    if (!s.ok())
+      return false;
+    const auto close = s.value().rfind(')');
+    return close == std::string::npos || s.value().compare(close + 2, 1, "Z") != 0;
+  };
+  for (int i = 0; i < 50 && running(); ++i)
+    std::this_thread::sleep_for(100ms);
+  BOOST_TEST(!running());
 }
 
 BOOST_AUTO_TEST_CASE(plugin_that_cannot_be_run_is_an_error_naming_it) {

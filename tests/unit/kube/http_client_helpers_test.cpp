@@ -1,5 +1,7 @@
-// The pure helpers of the HTTP client: the retry back-off (half jitter, capped, never
-// shorter than the server's Retry-After) and the resource label of a request path.
+// The helpers of the HTTP client: the retry back-off (half jitter, capped, never shorter
+// than the server's Retry-After), the resource label of a request path, where requests go
+// (tls-server-name, impersonation), and what is never sent (credentials over plain http, a
+// token that would break its header line).
 #include "kube/http_client.hpp"
 
 #include <boost/test/data/monomorphic.hpp>
@@ -7,9 +9,19 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <arpa/inet.h>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <netinet/in.h>
 #include <ostream>
+#include <poll.h>
 #include <random>
 #include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
 
 namespace kube = gpu_partitioner::kube;
 namespace bdata = boost::unit_test::data;
@@ -196,6 +208,186 @@ BOOST_AUTO_TEST_CASE(a_closed_gate_refuses_writes_unsent_and_lets_reads_through)
   auto through = http.call(write);
   BOOST_TEST_REQUIRE(!through.ok());
   BOOST_TEST(through.error().kind != kube::error_kind::aborted, through.error().describe());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Where requests go: tls-server-name becomes the URL's host (SNI and the name verified),
+// the real address stays in curl's CONNECT_TO, and Host names the server as configured.
+// Impersonation becomes one header per value.
+BOOST_AUTO_TEST_SUITE(request_targets)
+
+BOOST_AUTO_TEST_CASE(without_tls_server_name_or_impersonation_the_server_is_used_as_it_is) {
+  kube::connection_config c;
+  c.server = "https://10.0.0.1:6443";
+  const auto t = kube::target_of(c);
+  BOOST_TEST(t.url_base == "https://10.0.0.1:6443");
+  BOOST_TEST(t.connect_to == "");
+  BOOST_TEST(t.headers.empty());
+}
+
+BOOST_AUTO_TEST_CASE(tls_server_name_replaces_the_host_and_keeps_port_and_prefix) {
+  kube::connection_config c;
+  c.tls_server_name = "kubernetes.default.svc";
+  c.server = "https://10.0.0.1:6443";
+  auto t = kube::target_of(c);
+  BOOST_TEST(t.url_base == "https://kubernetes.default.svc:6443");
+  BOOST_TEST(t.connect_to == "kubernetes.default.svc:6443:10.0.0.1:6443");
+  BOOST_TEST((t.headers == std::vector<std::string>{"Host: 10.0.0.1:6443"}));
+
+  c.server = "https://[fd00::1]:8443/k8s/clusters/c-1";
+  t = kube::target_of(c);
+  BOOST_TEST(t.url_base == "https://kubernetes.default.svc:8443/k8s/clusters/c-1");
+  BOOST_TEST(t.connect_to == "kubernetes.default.svc:8443:[fd00::1]:8443");
+  BOOST_TEST((t.headers == std::vector<std::string>{"Host: [fd00::1]:8443"}));
+
+  c.server = "https://[fd00::1]";
+  t = kube::target_of(c);
+  BOOST_TEST(t.url_base == "https://kubernetes.default.svc:443");
+  BOOST_TEST(t.connect_to == "kubernetes.default.svc:443:[fd00::1]:443");
+
+  c.server = "https://api.example.com/prefix";
+  t = kube::target_of(c);
+  BOOST_TEST(t.url_base == "https://kubernetes.default.svc:443/prefix");
+  BOOST_TEST(t.connect_to == "kubernetes.default.svc:443:api.example.com:443");
+  BOOST_TEST((t.headers == std::vector<std::string>{"Host: api.example.com"}));
+}
+
+BOOST_AUTO_TEST_CASE(impersonation_is_one_header_per_value) {
+  kube::connection_config c;
+  c.server = "https://k";
+  c.impersonate.user = "jane";
+  c.impersonate.groups = {"ops", "system:authenticated"};
+  c.impersonate.uid = "42";
+  c.impersonate.extra = {{"scopes", {"view", "edit"}}, {"reason/why é", {"audit"}}};
+  const auto t = kube::target_of(c);
+  BOOST_TEST((t.headers == std::vector<std::string>{
+                               "Impersonate-User: jane",
+                               "Impersonate-Group: ops",
+                               "Impersonate-Group: system:authenticated",
+                               "Impersonate-Uid: 42",
+                               "Impersonate-Extra-scopes: view",
+                               "Impersonate-Extra-scopes: edit",
+                               "Impersonate-Extra-reason%2Fwhy%20%C3%A9: audit",
+                           }));
+}
+
+BOOST_AUTO_TEST_CASE(header_keys_keep_token_characters_and_escape_the_rest) {
+  BOOST_TEST(kube::header_key_escape("abc-XYZ.09!#$&'*+^_`|~") == "abc-XYZ.09!#$&'*+^_`|~");
+  BOOST_TEST(kube::header_key_escape("a/b c:d%") == "a%2Fb%20c%3Ad%25");
+  BOOST_TEST(kube::header_key_escape("") == "");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Credentials never leave over plain http, even when a configuration did not come from a
+// kubeconfig (which refuses it earlier): a listener on a real socket sees nothing at all.
+BOOST_AUTO_TEST_SUITE(plain_http)
+
+namespace {
+
+// A TCP listener on 127.0.0.1 that records every byte sent to it until closed.
+struct listener {
+  int fd = -1;
+  int port = 0;
+  std::string received;
+  std::thread thread;
+  std::atomic<bool> stop{false};
+
+  listener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_TEST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t n = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+    port = ntohs(a.sin_port);
+    BOOST_TEST_REQUIRE(::listen(fd, 8) == 0);
+    thread = std::thread([this] {
+      while (!stop) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 50) <= 0)
+          continue;
+        int c = ::accept(fd, nullptr, nullptr);
+        if (c < 0)
+          continue;
+        char buf[4096];
+        for (ssize_t got; (got = ::recv(c, buf, sizeof buf, MSG_DONTWAIT)) != 0;) {
+          if (got > 0)
+            received.append(buf, static_cast<std::size_t>(got));
+          else if (stop)
+            break;
+          else
+            std::this_thread::sleep_for(5ms);
+          if (received.find("\r\n\r\n") != std::string::npos) {
+            const char* answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+            (void)!::send(c, answer, std::strlen(answer), MSG_NOSIGNAL);
+            break;
+          }
+        }
+        ::close(c);
+      }
+    });
+  }
+  ~listener() {
+    stop = true;
+    thread.join();
+    ::close(fd);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_token_is_refused_unsent_and_a_request_without_one_goes_out) {
+  listener l;
+  kube::connection_config c;
+  c.server = "http://127.0.0.1:" + std::to_string(l.port);
+  c.origin = "test config";
+  c.token = "secret-token-value";
+  kube::http_client http(c, std::make_shared<kube::credentials>(c),
+                         kube::retry_policy{1, 1ms, 1ms});
+  kube::http_request read;
+  read.path = "/api/v1/nodes";
+  auto refused = http.call(read);
+  BOOST_TEST_REQUIRE(!refused.ok());
+  BOOST_TEST(refused.error().kind == kube::error_kind::config);
+  BOOST_TEST(refused.error().message == "test config: refusing to send credentials to " + c.server +
+                                            ", which is plain http://");
+
+  c.token.clear();
+  c.client_cert_pem = "CERT";
+  c.client_key_pem = "KEY";
+  kube::http_client with_cert(c, std::make_shared<kube::credentials>(c),
+                              kube::retry_policy{1, 1ms, 1ms});
+  BOOST_TEST(!with_cert.call(read).ok());
+
+  c.client_cert_pem.clear();
+  c.client_key_pem.clear();
+  kube::http_client anonymous(c, std::make_shared<kube::credentials>(c),
+                              kube::retry_policy{1, 1ms, 1ms});
+  auto sent = anonymous.call(read);
+  BOOST_TEST(sent.ok(), (sent.ok() ? "" : sent.error().describe()));
+  BOOST_TEST(l.received.find("GET /api/v1/nodes") != std::string::npos, l.received);
+  BOOST_TEST(l.received.find("secret-token-value") == std::string::npos);
+  BOOST_TEST(l.received.find("Authorization") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_token_with_a_line_break_is_refused_unsent) {
+  listener l;
+  kube::connection_config c;
+  c.server = "https://127.0.0.1:" + std::to_string(l.port);
+  c.origin = "test config";
+  c.token = "abc\r\nImpersonate-User: admin";
+  kube::http_client http(c, std::make_shared<kube::credentials>(c),
+                         kube::retry_policy{1, 1ms, 1ms});
+  kube::http_request read;
+  read.path = "/api/v1/nodes";
+  auto refused = http.call(read);
+  BOOST_TEST_REQUIRE(!refused.ok());
+  BOOST_TEST(refused.error().message ==
+             "test config: the token holds control characters; refusing to send it");
+  BOOST_TEST(l.received.empty(), l.received);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
