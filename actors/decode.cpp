@@ -172,6 +172,8 @@ std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value
 
 controller::dcm_event decode_dcm_event(const rapidjson::Value& v) {
   controller::dcm_event e;
+  if (const auto* meta = kube::find_path(v, {"metadata"}))
+    e.ns = kube::string_at(*meta, "namespace");
   if (const auto* about = kube::find_path(v, {"involvedObject"})) {
     e.about_kind = kube::string_at(*about, "kind");
     e.about_namespace = kube::string_at(*about, "namespace");

@@ -25,6 +25,8 @@ struct root_state {
   std::map<std::string, std::string> rule_nodes;
   /// DCM's ConfigMap, namespace/name.
   std::string dcm_key;
+  /// DCM's namespace: its Events count only from there.
+  std::string dcm_namespace;
   std::set<std::string> synced;
   bool dirty = false;
   bool tick_pending = false;
@@ -132,7 +134,7 @@ void apply(root_state& s, const observation& o) {
   }
   case k::dcm_event: {
     // Kept per node, for the node's worker: DCM answers a request with an Event about its
-    // pod there (source host the node); older senders wrote them about the Node.
+    // pod there (source host the node). An Event that only imitates DCM files nowhere.
     if (auto was = s.event_nodes.find(o.key); was != s.event_nodes.end()) {
       v.dcm_events_to_edit(was->second).erase(o.key);
       v.node_changes.emplace(was->second, o.received);
@@ -141,13 +143,9 @@ void apply(root_state& s, const observation& o) {
     if (o.deleted)
       break;
     const auto& e = *o.event;
-    std::string node = e.host;
-    if (node.empty() && e.about_kind == "Node")
-      node = e.about_name;
-    if (node.empty() && e.about_kind == "Pod")
-      if (auto pod = s.pod_nodes.find(e.about_namespace + "/" + e.about_name);
-          pod != s.pod_nodes.end())
-        node = pod->second;
+    const auto pod = s.pod_nodes.find(e.about_namespace + "/" + e.about_name);
+    const std::string node = controller::dcm_event_node(
+        e, s.dcm_namespace, pod != s.pod_nodes.end() ? pod->second : std::string{});
     if (node.empty())
       break;
     s.event_nodes[o.key] = node;
@@ -220,6 +218,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
                                                  status_writer_actor writer) {
   auto s = std::make_shared<root_state>();
   s->dcm_key = settings.dcm_namespace + "/" + settings.dcm_name;
+  s->dcm_namespace = settings.dcm_namespace;
   auto schedule = [self, s, settings] {
     if (!s->tick_pending) {
       s->tick_pending = true;

@@ -223,8 +223,11 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
   add(plans_resource, k::plan);
   add(profiles_resource, k::profile);
   add(items_resource, k::item);
-  // DCM explains its failures in Events; the workers quote them.
-  add(kube::resources::events(), k::dcm_event, "source=amd-device-config-manager");
+  // DCM explains its failures in Events; the workers quote them. Only DCM's namespace:
+  // an Event with DCM's source anywhere else is someone imitating it, and need not even
+  // reach the operator's memory.
+  add(kube::resources::events(), k::dcm_event, "source=amd-device-config-manager",
+      config.dcm_namespace);
   // Dynamic Resource Allocation (resource.k8s.io/v1): nodes that publish their GPUs as
   // devices, and the claims pods hold them by. A cluster without the API has neither.
   add(kube::resources::resource_slices(), k::resource_slice, {}, {}, true);

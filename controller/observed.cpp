@@ -4,6 +4,15 @@
 
 namespace gpu_partitioner::controller {
 
+std::string dcm_event_node(const dcm_event& e, const std::string& dcm_namespace,
+                           const std::string& pod_node) {
+  if (e.ns != dcm_namespace || e.about_kind != "Pod" || e.about_namespace != dcm_namespace)
+    return {};
+  if (e.host.empty())
+    return pod_node;
+  return pod_node.empty() || pod_node == e.host ? e.host : std::string{};
+}
+
 bool node_info::has_dcm_taint() const {
   return std::any_of(taints.begin(), taints.end(), [](const taint& t) {
     return t.key == dcm_taint_key && t.effect == "NoExecute";

@@ -149,6 +149,8 @@ struct dcm_event_info {
 /// One of DCM's Events as the watch decodes it: where it came from and what it is
 /// about, to file it under its node, and what it says.
 struct dcm_event {
+  /// metadata.namespace: where the Event was written.
+  std::string ns;
   /// source.host: the node DCM runs on (DCM writes its Events about its own pod there).
   std::string host;
   /// involvedObject: the kind, namespace and name of what it is about.
@@ -157,5 +159,13 @@ struct dcm_event {
   std::string about_name;
   dcm_event_info info;
 };
+
+/// The node a DCM Event answers for, or "" when it is not to be trusted. DCM writes its
+/// Events in its own namespace about its own pod, from the node that pod runs on. Anyone
+/// may write an Event with DCM's source and reasons in a namespace they own, so only one
+/// written in `dcm_namespace` about a pod there counts; and where the pod's node is known
+/// (`pod_node`, "" when not), the Event's source host must be that node.
+std::string dcm_event_node(const dcm_event& e, const std::string& dcm_namespace,
+                           const std::string& pod_node);
 
 } // namespace gpu_partitioner::controller

@@ -10,6 +10,7 @@
 // (hostile-case=<entry>), and two nodes gpu-sim does not play: a control-plane node that
 // looks like a GPU node, and a CPU node without GPUs. Every node of the test carries
 // hostile-scope=<key>, which the "selects everything" plan selects.
+#include "protocol/timestamp.hpp"
 #include "tests/e2e/support/e2e.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -342,6 +343,35 @@ BOOST_AUTO_TEST_CASE(
 
   c.start_operator();
   const pid_t operator_pid = c.operator_process().pid();
+
+  // -- imposters of DCM: Events with DCM's source, reason and message for each healthy
+  // node, dated in the future so they would be the newest answer to any run. Were one
+  // trusted, the node would fail (and stay cordoned). One about a pod of a namespace
+  // other than DCM's, one about the Node. (The API server keeps an Event in the namespace
+  // of what it is about: "default" for a Node.)
+  std::vector<std::pair<std::string, std::string>> imposters; // namespace, name
+  {
+    const auto later = protocol::format_time(protocol::wall_clock::now() + std::chrono::hours(2));
+    auto imposter = [&](const std::string& ns, const std::string& name, const std::string& about,
+                        const std::string& host) {
+      auto made = api.create(
+          kube::resources::events(), ns,
+          R"({"apiVersion":"v1","kind":"Event","metadata":{"name":)" + quoted(name) +
+              R"(,"namespace":)" + quoted(ns) + R"(},"involvedObject":)" + about +
+              R"(,"reason":"PartitionFailure","type":"Warning","count":1,)"
+              R"("message":"{\"SelectedProfile\":\"cpx-nps4\",\"FinalStatus\":\"Failure\"}",)"
+              R"("source":{"component":"amd-device-config-manager","host":)" +
+              quoted(host) + R"(},"firstTimestamp":)" + quoted(later) + R"(,"lastTimestamp":)" +
+              quoted(later) + "}");
+      BOOST_REQUIRE_MESSAGE(made.ok(), (made.ok() ? "" : made.error().describe()));
+      imposters.emplace_back(ns, name);
+    };
+    for (const auto& n : healthy_nodes) {
+      imposter("default", n + "-tenant",
+               R"({"kind":"Pod","namespace":"default","name":"imposter"})", n);
+      imposter("default", n + "-node", R"({"kind":"Node","name":)" + quoted(n) + "}", n);
+    }
+  }
 
   // -- profiles and payloads --
   const std::string cpx_payload = "dcm-profile-cpx-nps4"; // copied in by the fixture
@@ -1057,6 +1087,8 @@ BOOST_AUTO_TEST_CASE(
     }
   }
   BOOST_TEST(*saw_healthy_in_flight);
+  for (const auto& [ns, name] : imposters)
+    (void)api.remove(kube::resources::events(), ns, name);
   if (!retried_item.empty()) {
     auto i = c.get(items, retried_item);
     BOOST_TEST_REQUIRE(bool(i));

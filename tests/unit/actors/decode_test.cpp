@@ -31,12 +31,14 @@ BOOST_AUTO_TEST_SUITE(decode)
 
 BOOST_AUTO_TEST_CASE(a_dcm_event_names_its_node_its_object_and_the_profile_it_answers) {
   const auto d = parse(R"({
+    "metadata": {"namespace": "kube-amd-gpu", "name": "dcm-x7k2p.17a"},
     "involvedObject": {"kind": "Pod", "namespace": "kube-amd-gpu", "name": "dcm-x7k2p"},
     "source": {"component": "amd-device-config-manager", "host": "gpu-7"},
     "type": "Warning", "reason": "AMDSMIAPIFailure",
     "message": "{\"SelectedProfile\":\"cpx-nps4\",\"Status\":\"failed\"}",
     "lastTimestamp": "2027-01-15T08:00:00Z"})");
   const auto e = ga::decode_dcm_event(d);
+  BOOST_TEST(e.ns == "kube-amd-gpu");
   BOOST_TEST(e.host == "gpu-7");
   BOOST_TEST(e.about_kind == "Pod");
   BOOST_TEST(e.about_namespace == "kube-amd-gpu");

@@ -261,4 +261,41 @@ BOOST_AUTO_TEST_CASE(is_control_plane_false_for_workers_and_unlabelled_nodes) {
   BOOST_TEST(!node_with_labels({{"control-plane", "true"}}).is_control_plane());
 }
 
+// DCM's Events count only from DCM's namespace, about a pod there, from the node that pod
+// runs on: anyone may write an Event with DCM's source and reasons where they can write.
+BOOST_AUTO_TEST_CASE(a_dcm_event_counts_only_from_dcms_namespace_about_its_pod_on_its_node) {
+  gc::dcm_event real;
+  real.ns = "kube-amd-gpu";
+  real.host = "gpu-1";
+  real.about_kind = "Pod";
+  real.about_namespace = "kube-amd-gpu";
+  real.about_name = "dcm-abc";
+  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", "gpu-1") == "gpu-1");
+  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", "") == "gpu-1", "pod not seen yet");
+
+  auto no_host = real;
+  no_host.host.clear();
+  BOOST_TEST(gc::dcm_event_node(no_host, "kube-amd-gpu", "gpu-1") == "gpu-1", "the pod's node");
+  BOOST_TEST(gc::dcm_event_node(no_host, "kube-amd-gpu", "") == "", "no node at all");
+
+  auto elsewhere = real;
+  elsewhere.ns = "team-a";
+  elsewhere.about_namespace = "team-a";
+  BOOST_TEST(gc::dcm_event_node(elsewhere, "kube-amd-gpu", "gpu-1") == "");
+  auto about_a_tenant_pod = real;
+  about_a_tenant_pod.about_namespace = "team-a";
+  BOOST_TEST(gc::dcm_event_node(about_a_tenant_pod, "kube-amd-gpu", "gpu-1") == "");
+  auto in_dcm_namespace_about_elsewhere = real;
+  in_dcm_namespace_about_elsewhere.ns = "team-a";
+  BOOST_TEST(gc::dcm_event_node(in_dcm_namespace_about_elsewhere, "kube-amd-gpu", "gpu-1") == "");
+  auto about_the_node = real;
+  about_the_node.about_kind = "Node";
+  about_the_node.about_namespace.clear();
+  about_the_node.about_name = "gpu-1";
+  BOOST_TEST(gc::dcm_event_node(about_the_node, "kube-amd-gpu", "") == "");
+  // A host that is not where the pod runs: another node's DCM cannot answer for this one.
+  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", "gpu-2") == "");
+  BOOST_TEST(gc::dcm_event_node(real, "gpu-operator", "gpu-1") == "", "another DCM namespace");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
