@@ -1,5 +1,6 @@
 #include "actors/log.hpp"
 
+#include "protocol/printable.hpp"
 #include "protocol/timestamp.hpp"
 
 #include <atomic>
@@ -27,20 +28,15 @@ const char* name_of(log_level l) {
   return "info";
 }
 
-// Quotes a value when it has spaces or quotes, so each record stays one parsable line.
-std::string field(const std::string& v) {
-  if (v.find_first_of(" \"=\n") == std::string::npos && !v.empty())
-    return v;
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c == '\n' ? ' ' : c;
-  }
-  return out + "\"";
-}
-
 } // namespace
+
+std::string log_value(const std::string& v) {
+  constexpr protocol::printable_style in_quotes{false, true};
+  std::string escaped = protocol::printable(v, in_quotes);
+  if (!v.empty() && escaped == v && v.find_first_of(" =") == std::string::npos)
+    return v;
+  return "\"" + escaped + "\"";
+}
 
 void set_log_level(log_level level) {
   threshold = static_cast<int>(level);
@@ -60,11 +56,11 @@ void log_at(log_level level, const std::string& message, const std::string& plan
   if (static_cast<int>(level) < threshold.load())
     return;
   std::string line = "time=" + protocol::format_time(protocol::wall_clock::now()) +
-                     " level=" + name_of(level) + " msg=" + field(message);
+                     " level=" + name_of(level) + " msg=" + log_value(message);
   if (!plan.empty())
-    line += " plan=" + field(plan);
+    line += " plan=" + log_value(plan);
   if (!node.empty())
-    line += " node=" + field(node);
+    line += " node=" + log_value(node);
   std::lock_guard<std::mutex> lock(out_mutex);
   std::fprintf(stderr, "%s\n", line.c_str());
 }

@@ -80,6 +80,14 @@ public:
            "watch of " + resource_ + ": " + note + (relist ? "; listing again" : "; reconnecting"));
   }
 
+  void on_error(const kube::failure& error) override {
+    // Other failures pass and show in the restart's note; this one lasts until someone
+    // shrinks or deletes the object, each relist meanwhile counted in watch_restarts.
+    if (error.kind == kube::error_kind::too_large)
+      log_warning("watch of " + resource_ + ": " + error.message +
+                  "; listing again after a back-off");
+  }
+
 private:
   template <class... Ts>
   void send(Ts&&... xs) {

@@ -10,6 +10,7 @@
 #include "kube/credentials.hpp"
 #include "kube/http_client.hpp"
 #include "protocol/json.hpp"
+#include "protocol/printable.hpp"
 #include "protocol/version.hpp"
 
 #include <cstdlib>
@@ -26,8 +27,9 @@ namespace {
 const kube::resource& plans = actors::plans_resource;
 const kube::resource& items = actors::items_resource;
 
+/// Errors quote the API server and the objects: printed escaped, as the tables are.
 int fail(const std::string& message) {
-  std::cerr << "error: " << message << "\n";
+  std::cerr << "error: " << protocol::printable(message) << "\n";
   return 1;
 }
 
@@ -75,8 +77,10 @@ kube::result<std::vector<T>> list_all(kube::client& client, const kube::resource
     if (decoded)
       out.push_back(std::move(decoded).value());
     else
-      std::cerr << "warning: " << r.plural << " " << kube::string_at(v["metadata"], "name")
-                << " could not be read: " << decoded.error().message() << "\n";
+      std::cerr << "warning: "
+                << protocol::printable(r.plural + " " + kube::string_at(v["metadata"], "name") +
+                                       " could not be read: " + decoded.error().message())
+                << "\n";
   }
   return out;
 }
@@ -155,7 +159,7 @@ int run(const cli::command& c, kube::client& client) {
     if (!done)
       return fail(done.error().describe());
     std::cout << "partitioningplan/" << c.plan << " annotated "
-              << protocol::promote_canary_annotation << "=" << key
+              << protocol::promote_canary_annotation << "=" << protocol::printable(key)
               << ": its canary is promoted and its other nodes may start\n";
     return 0;
   }

@@ -2,6 +2,7 @@
 
 #include "controller/node_machine.hpp"
 #include "controller/soak.hpp"
+#include "protocol/printable.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -19,6 +20,10 @@ using protocol::node_phase;
 /// A plan with more nodes than this lists only the ones not yet Succeeded, unless --all.
 constexpr std::size_t quiet_threshold = 20;
 
+/// Text made of lines, as rendered: the names and reasons in them are the objects' own, so
+/// everything but its line breaks is escaped.
+constexpr protocol::printable_style rendered{true, false};
+
 std::string phase_name(const std::optional<node_phase>& phase) {
   return phase ? std::string(protocol::codec::to_string(*phase)) : "Pending";
 }
@@ -27,8 +32,13 @@ std::string plan_phase_name(const std::optional<protocol::plan_phase>& phase) {
   return phase ? std::string(protocol::codec::to_string(*phase)) : "Pending";
 }
 
-/// Left-aligned columns, two spaces apart; the last column is not padded.
-std::string table(const std::vector<std::vector<std::string>>& rows) {
+/// Left-aligned columns, two spaces apart; the last column is not padded. Cells are made
+/// printable first, so an escape inside one neither reaches the terminal nor skews the
+/// columns.
+std::string table(std::vector<std::vector<std::string>> rows) {
+  for (auto& row : rows)
+    for (auto& cell : row)
+      cell = protocol::printable(cell);
   std::vector<std::size_t> width;
   for (const auto& row : rows)
     for (std::size_t i = 0; i < row.size(); ++i) {
@@ -71,11 +81,12 @@ std::string when(const std::string& time, protocol::wall_clock::time_point now) 
          " ago)";
 }
 
-/// Line breaks (from an error the status quotes) become spaces.
+/// Line breaks (from an error the status quotes) become spaces; other control characters
+/// are escaped.
 std::string one_line(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   std::replace(text.begin(), text.end(), '\r', ' ');
-  return text;
+  return protocol::printable(text);
 }
 
 /// The first `shown` names, comma-separated, then how many more there are.
@@ -343,15 +354,16 @@ std::string render_status(const protocol::partitioning_plan& plan,
                      c.type == pc::paused) &&
                     c.status == condition_status::true_;
     if (worrying)
-      out << "  " << c.type << ": " << c.reason << (c.message.empty() ? "" : ": ") << c.message
-          << "\n";
+      out << "  " << c.type << ": " << c.reason << (c.message.empty() ? "" : ": ")
+          << one_line(c.message) << "\n";
   }
   for (const auto& conflict : st.conflicts)
-    out << "  conflict: node " << conflict.node << " left alone: " << conflict.reason << "\n";
+    out << "  conflict: node " << conflict.node << " left alone: " << one_line(conflict.reason)
+        << "\n";
 
   if (items.empty()) {
     out << "\nNo nodes yet.\n";
-    return out.str();
+    return protocol::printable(out.str(), rendered);
   }
   bool hide_succeeded = !all_nodes && items.size() > quiet_threshold;
   std::vector<std::vector<std::string>> rows{{"NODE", "PHASE", "FOR", "PROFILE", "DETAIL"}};
@@ -371,7 +383,7 @@ std::string render_status(const protocol::partitioning_plan& plan,
   if (hidden > 0)
     out << "(" << hidden << " Succeeded node" << (hidden > 1 ? "s" : "")
         << " not shown; --all lists them)\n";
-  return out.str();
+  return protocol::printable(out.str(), rendered);
 }
 
 std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,

@@ -48,13 +48,14 @@ items_of_plan(const protocol::partitioning_plan& plan,
 /// `kubectl partitioning status PLAN`: the plan's phase and progress, its change window and
 /// canary when it has them, its conditions that say something is wrong, and one row per
 /// node with its phase, time in phase and what holds it (blocking pods and PDBs, lastError,
-/// its soak).
+/// its soak). What the objects say is printed escaped (protocol::printable): their text
+/// never reaches the terminal as control characters.
 std::string render_status(const protocol::partitioning_plan& plan,
                           const std::vector<protocol::node_partitioning>& items,
                           protocol::wall_clock::time_point now, bool all_nodes);
 
 /// `kubectl partitioning list`: one row per plan, with its window and canary phase ("-"
-/// for a plan without).
+/// for a plan without), escaped like render_status.
 std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
                          protocol::wall_clock::time_point now);
 

@@ -48,6 +48,8 @@ const char* to_string(error_kind kind) {
     return "Aborted";
   case error_kind::decode:
     return "Decode";
+  case error_kind::too_large:
+    return "TooLarge";
   }
   return "Unknown";
 }
@@ -59,6 +61,20 @@ std::string failure::describe() const {
   if (!message.empty())
     out += ": " + message;
   return out;
+}
+
+std::string format_size(std::size_t bytes) {
+  constexpr std::size_t kib = 1024;
+  constexpr std::size_t mib = kib * kib;
+  if (bytes >= mib && bytes % mib == 0)
+    return std::to_string(bytes / mib) + " MiB";
+  if (bytes >= kib && bytes % kib == 0)
+    return std::to_string(bytes / kib) + " KiB";
+  return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+}
+
+failure too_large_error(const std::string& what, std::size_t limit) {
+  return make_error(error_kind::too_large, what + " exceeds the " + format_size(limit) + " limit");
 }
 
 error_kind kind_for_code(int code) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -33,6 +34,9 @@ enum class error_kind {
   timeout,
   aborted,
   decode,
+  /// A response body or watch event over its size limit: it stays too large until the
+  /// object behind it changes, so a retry at once cannot fix it.
+  too_large,
 };
 
 /// The name of a kind, as it appears in messages and logs (`NotFound`, `Transport`, ...).
@@ -72,6 +76,13 @@ inline failure make_error(error_kind kind, std::string message) {
   e.message = std::move(message);
   return e;
 }
+
+/// A byte count as limits are written: "64 MiB", "256 KiB", "1000 bytes" (exact, never
+/// rounded, so the message names the limit that was applied).
+std::string format_size(std::size_t bytes);
+
+/// A TooLarge error: "`what` exceeds the 64 MiB limit".
+failure too_large_error(const std::string& what, std::size_t limit);
 
 /// Classifies an HTTP status code when the body carries no usable `Status`.
 error_kind kind_for_code(int code);

@@ -172,21 +172,36 @@ struct http_client::transfer {
   std::chrono::steady_clock::time_point last_data = std::chrono::steady_clock::now();
   CURL* curl = nullptr;
   std::string error_body;
+  std::size_t max_body = default_max_body;
+  /// The 2xx body outgrew `max_body`: the transfer was stopped.
+  bool too_large = false;
+  /// The error answer outgrew `max_error_body`: its start is kept, the rest not read.
+  bool error_cut = false;
 
   static size_t on_write(char* data, size_t size, size_t n, void* self) {
     auto* t = static_cast<transfer*>(self);
     const size_t bytes = size * n;
     t->last_data = std::chrono::steady_clock::now();
-    if (t->on_data == nullptr) {
-      t->response.body.append(data, bytes);
-      return bytes;
-    }
     long code = 0;
     curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
     if (code < 200 || code >= 300) {
-      // An error answer to a stream is one Status object, not events.
-      if (t->error_body.size() < 1 << 20)
-        t->error_body.append(data, bytes);
+      // An error answer is one Status object, not events, even to a stream.
+      std::string& body = t->on_data == nullptr ? t->response.body : t->error_body;
+      if (body.size() + bytes > max_error_body) {
+        body.append(data, max_error_body - body.size());
+        t->error_cut = true;
+        return 0;
+      }
+      body.append(data, bytes);
+      return bytes;
+    }
+    if (t->on_data == nullptr) {
+      // Checked before appending, so the body never holds more than the limit.
+      if (t->response.body.size() + bytes > t->max_body) {
+        t->too_large = true;
+        return 0;
+      }
+      t->response.body.append(data, bytes);
       return bytes;
     }
     if (!(*t->on_data)(std::string_view(data, bytes))) {
@@ -394,11 +409,16 @@ result<http_response> http_client::run(const http_request& req, transfer& t) {
   long code = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   t.response.code = static_cast<int>(code);
-  observe(req, rc == CURLE_OK || t.stopped_by_caller ? t.response.code : 0, start,
-          t.on_data != nullptr);
+  // A body refused as too large was an answer all the same: its code is recorded.
+  const bool answered = rc == CURLE_OK || t.stopped_by_caller || t.error_cut || t.too_large;
+  observe(req, answered ? t.response.code : 0, start, t.on_data != nullptr);
 
-  if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.stopped_by_caller))
+  if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && (t.stopped_by_caller || t.error_cut)))
     return t.response;
+  if (t.too_large)
+    return too_large_error(std::string("response body from ") + to_string(req.method) + " " +
+                               req.path.substr(0, req.path.find('?')),
+                           t.max_body);
   if (gate.refused)
     return make_error(
         error_kind::aborted,
@@ -418,6 +438,7 @@ result<http_response> http_client::run(const http_request& req, transfer& t) {
 
 result<http_response> http_client::perform(const http_request& req) {
   transfer t;
+  t.max_body = max_body_;
   return run(req, t);
 }
 

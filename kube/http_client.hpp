@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <random>
@@ -62,6 +63,17 @@ struct retry_policy {
   std::chrono::milliseconds base{200};
   std::chrono::milliseconds cap{10000};
 };
+
+/// The largest response body read whole (by `perform` and `call`), counted after gzip is
+/// undone, so a small compressed answer cannot inflate past it. etcd refuses objects over
+/// 1.5 MiB, and lists are paged: a page of 500 (list_watch's, halved after a page too
+/// large) reaches this only at 128 KiB an object on average. A larger body is refused rather
+/// than held, with its parsed copy, in memory.
+inline constexpr std::size_t default_max_body = std::size_t{64} << 20;
+
+/// How much of an error answer is read: it is one Status object, whose message says all
+/// there is to say well within this.
+inline constexpr std::size_t max_error_body = std::size_t{1} << 20;
 
 /// The longest wait a server's Retry-After or `retryAfterSeconds` can impose on one retry.
 inline constexpr std::chrono::seconds max_retry_after{60};
@@ -120,6 +132,11 @@ public:
 
   void set_observer(request_observer observer) { observer_ = std::move(observer); }
 
+  /// The largest 2xx body `perform` and `call` read; a larger one is a TooLarge error naming
+  /// the request and the limit, which `call` does not retry. Streams are bounded per event
+  /// by their reader instead.
+  void set_max_body(std::size_t bytes) { max_body_ = bytes; }
+
   /// For tests: replace sleeping between retries.
   void set_sleeper(std::function<void(std::chrono::milliseconds)> sleeper) {
     sleeper_ = std::move(sleeper);
@@ -144,6 +161,7 @@ private:
   std::string bearer_header_;
   request_observer observer_;
   std::function<void(std::chrono::milliseconds)> sleeper_;
+  std::size_t max_body_ = default_max_body;
   std::mt19937_64 rng_;
 };
 

@@ -49,7 +49,7 @@ watch_output list_watch::do_list(const std::string& continue_token) {
   list_options o;
   o.label_selector = options_.label_selector;
   o.field_selector = options_.field_selector;
-  o.limit = options_.page_size;
+  o.limit = page_size(state_, options_.page_size);
   o.continue_token = continue_token;
   auto page = api_.list_page(options_.what, options_.ns, o);
   if (!page) {
@@ -59,10 +59,7 @@ watch_output list_watch::do_list(const std::string& continue_token) {
       absent_reported_ = true;
       handler_.on_absent();
     }
-    watch_input failed;
-    failed.what = watch_input::kind::request_failed;
-    failed.failure = page.error();
-    return watch_step(state_, failed, options_.backoff);
+    return failed(page.error());
   }
   const rapidjson::Document& doc = page.value();
   watch_input in;
@@ -118,20 +115,18 @@ watch_output list_watch::do_watch(const std::string& resource_version,
   req.timeout = std::chrono::milliseconds(0);
   req.resource = options_.what.plural;
 
-  line_splitter lines;
+  line_splitter lines(options_.max_event_bytes);
   watch_event event;
   std::optional<watch_output> stop;
   auto on_data = [&](std::string_view chunk) {
-    lines.feed(chunk, [&](std::string& line) {
+    const bool framed = lines.feed(chunk, [&](std::string& line) {
       if (stop)
         return;
       watch_input in;
       in.what = watch_input::kind::event;
       auto decoded = decode_event(line, event);
       if (!decoded) {
-        in.what = watch_input::kind::request_failed;
-        in.failure = decoded.error();
-        stop = watch_step(state_, in, options_.backoff);
+        stop = failed(decoded.error());
         return;
       }
       in.event = event.type;
@@ -150,18 +145,27 @@ watch_output list_watch::do_watch(const std::string& resource_version,
       if (out.next != watch_output::request::none)
         stop = std::move(out);
     });
+    if (!framed && !stop)
+      stop = failed(too_large_error(
+          "watch event from GET " + req.path.substr(0, req.path.find('?')), lines.max_line()));
     return !stop.has_value();
   };
   auto streamed = api_.http().stream(req, on_data, abort, options_.idle_timeout);
   if (stop)
     return std::move(*stop);
+  if (!streamed)
+    return failed(streamed.error());
   watch_input in;
-  if (!streamed) {
-    in.what = watch_input::kind::request_failed;
-    in.failure = streamed.error();
-  } else {
-    in.what = watch_input::kind::stream_closed;
-  }
+  in.what = watch_input::kind::stream_closed;
+  return watch_step(state_, in, options_.backoff);
+}
+
+watch_output list_watch::failed(const failure& error) {
+  if (error.kind != error_kind::aborted)
+    handler_.on_error(error);
+  watch_input in;
+  in.what = watch_input::kind::request_failed;
+  in.failure = error;
   return watch_step(state_, in, options_.backoff);
 }
 

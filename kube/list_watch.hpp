@@ -2,9 +2,11 @@
 
 #include "kube/client.hpp"
 #include "kube/watch_protocol.hpp"
+#include "kube/watch_stream.hpp"
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 namespace gpu_partitioner::kube {
@@ -33,6 +35,11 @@ public:
     (void)note;
     (void)relist;
   }
+  /// A list or watch request failed with `error` (not called when the loop is stopped);
+  /// on_restart follows with what the loop does about it. A TooLarge error names the limit
+  /// and recurs until the object behind it shrinks or goes, so it deserves more than a
+  /// restart's note.
+  virtual void on_error(const failure& error) { (void)error; }
 };
 
 struct list_watch_options {
@@ -41,12 +48,16 @@ struct list_watch_options {
   std::string ns;
   std::string label_selector;
   std::string field_selector;
+  /// Halved after a page too large to read (see http_client::set_max_body), down to 1.
   long long page_size = 500;
   /// Server-side watch timeout; the loop resumes from the last resourceVersion after it.
   std::chrono::seconds watch_timeout{300};
   /// Nothing at all (not even a bookmark) for this long means a dead connection.
   std::chrono::seconds idle_timeout{120};
   watch_backoff backoff;
+  /// The longest watch event read. A longer one ends the watch with a TooLarge error
+  /// before it is buffered whole, and the loop lists again after a back-off.
+  std::size_t max_event_bytes = default_max_event_bytes;
   /// The resource may not be served (an API group the cluster does not offer) or not be
   /// granted: a list answered 404 or 403 reports the view synced, empty, once (the
   /// restart note says why), and the loop keeps trying.
@@ -69,6 +80,8 @@ private:
   void apply(const watch_output& out, const std::atomic<bool>& abort);
   watch_output do_list(const std::string& continue_token);
   watch_output do_watch(const std::string& resource_version, const std::atomic<bool>& abort);
+  /// Reports a failed request to the handler and steps the protocol with it.
+  watch_output failed(const failure& error);
 
   client& api_;
   list_watch_options options_;

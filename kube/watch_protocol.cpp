@@ -36,13 +36,18 @@ watch_output watch_from(watch_state& state) {
   return out;
 }
 
+/// Enough halvings to bring any page size up to 65536 down to one object.
+constexpr int max_page_halvings = 16;
+
 watch_output back_off(watch_state& state, const watch_backoff& backoff, bool relist,
-                      std::string note) {
+                      std::string note, bool longest = false) {
   state.phase = watch_phase::backing_off;
   state.relist_after_backoff = relist;
   ++state.failures;
   const int shift = std::min(state.failures - 1, 16);
-  const long long cap = std::min<long long>(backoff.cap.count(), backoff.base.count() << shift);
+  const long long cap =
+      longest ? backoff.cap.count()
+              : std::min<long long>(backoff.cap.count(), backoff.base.count() << shift);
   std::uniform_int_distribution<long long> jitter(cap / 2, std::max(cap, 1LL));
   watch_output out;
   out.next = watch_output::request::sleep;
@@ -129,6 +134,12 @@ watch_output watch_start(watch_state& state) {
   return list_from_start(state, "initial list");
 }
 
+long long page_size(const watch_state& state, long long configured) {
+  if (configured <= 0)
+    return configured;
+  return std::max(1LL, configured >> state.page_halvings);
+}
+
 watch_output watch_step(watch_state& state, const watch_input& in, const watch_backoff& backoff) {
   using k = watch_input::kind;
   switch (in.what) {
@@ -150,6 +161,18 @@ watch_output watch_step(watch_state& state, const watch_input& in, const watch_b
       return list_from_start(state, "410 Gone: " + in.failure.message);
     if (in.failure.kind == error_kind::aborted)
       return {};
+    if (in.failure.kind == error_kind::too_large) {
+      // Resuming a watch from the last resourceVersion would replay the event too large to
+      // read, so it lists again, past that event. The list that follows succeeds and resets
+      // `failures`, so the back-off would never grow: it is the longest at once, or an
+      // object that stays too large would have the collection listed again and again after
+      // the shortest one.
+      if (state.phase != watch_phase::listing)
+        return back_off(state, backoff, true, in.failure.describe(), true);
+      // A page too large: smaller pages. These failures add up, so the back-off grows.
+      state.page_halvings = std::min(state.page_halvings + 1, max_page_halvings);
+      return back_off(state, backoff, true, in.failure.describe());
+    }
     // A failed list starts over; a failed watch resumes from the last resourceVersion.
     return back_off(state, backoff,
                     state.phase == watch_phase::listing || state.resource_version.empty(),

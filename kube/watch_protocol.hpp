@@ -106,6 +106,9 @@ struct watch_state {
   int failures = 0;
   /// What to do once a back-off ends.
   bool relist_after_backoff = true;
+  /// How often the configured page size has been halved because a page was too large to
+  /// read. Never undone: the collection has shown that it holds large objects.
+  int page_halvings = 0;
   std::mt19937_64 rng{0x5eed};
 };
 
@@ -120,5 +123,9 @@ watch_output watch_step(watch_state& state, const watch_input& input,
 
 /// The first request of a fresh loop.
 watch_output watch_start(watch_state& state);
+
+/// The page size to list with: `configured` halved once per page that was too large, but
+/// at least 1; 0 (no paging) stays 0.
+long long page_size(const watch_state& state, long long configured);
 
 } // namespace gpu_partitioner::kube

@@ -1,6 +1,6 @@
 // kube/ against a real kube-apiserver (tools/cluster): CRUD, status, conflicts,
-// pagination, watches through restarts and 410 Gone, eviction under a PDB, leader
-// election, events, and authentication.
+// pagination, size limits on responses and watch events, watches through restarts and
+// 410 Gone, eviction under a PDB, leader election, events, and authentication.
 #include "kube/event_recorder.hpp"
 #include "kube/leader_election.hpp"
 #include "kube/list_watch.hpp"
@@ -8,7 +8,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -60,6 +62,8 @@ struct recording_handler : kube::watch_handler {
   std::map<std::string, std::string> view; // name -> data.k
   int syncs = 0;
   int restarts = 0;
+  int relists = 0;
+  std::vector<std::string> errors;
 
   void on_change(const kube::watch_delivery& d) override {
     std::lock_guard<std::mutex> lock(mutex);
@@ -73,13 +77,26 @@ struct recording_handler : kube::watch_handler {
     std::lock_guard<std::mutex> lock(mutex);
     ++syncs;
   }
-  void on_restart(const std::string&, bool) override {
+  void on_restart(const std::string&, bool relist) override {
     std::lock_guard<std::mutex> lock(mutex);
     ++restarts;
+    relists += relist ? 1 : 0;
+  }
+  void on_error(const kube::failure& e) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    errors.push_back(e.describe());
   }
   std::map<std::string, std::string> snapshot() {
     std::lock_guard<std::mutex> lock(mutex);
     return view;
+  }
+  int relists_so_far() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return relists;
+  }
+  bool reported(const std::string& error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::find(errors.begin(), errors.end(), error) != errors.end();
   }
 };
 
@@ -91,7 +108,13 @@ struct watch_thread {
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  explicit watch_thread(kube::list_watch_options options) : loop(conn.api, options, handler) {
+  explicit watch_thread(kube::list_watch_options options)
+      : watch_thread(std::move(options), [](kube::http_client&) {}) {}
+  /// `setup` configures the loop's connection before the loop starts.
+  watch_thread(kube::list_watch_options options,
+               const std::function<void(kube::http_client&)>& setup)
+      : loop(conn.api, std::move(options), handler) {
+    setup(conn.http);
     start();
   }
   void start() {
@@ -301,6 +324,91 @@ BOOST_AUTO_TEST_CASE(list_pages_through_continue_tokens_with_selectors) {
   BOOST_REQUIRE(one);
   BOOST_REQUIRE(one.value()["items"].Size() == 1u);
   BOOST_TEST(data_k(one.value()["items"][0]) == "7");
+}
+
+BOOST_AUTO_TEST_CASE(a_response_over_the_body_limit_fails_naming_it_and_is_not_retried) {
+  scratch_namespace ns;
+  auto& api = ns.conn.api;
+  const auto cm = kube::resources::config_maps();
+  BOOST_REQUIRE(api.create(cm, ns.name, config_map(ns.name, "small", "1", R"({"size":"small"})")));
+  connection capped{cluster::admin()};
+  capped.http.set_max_body(256 * 1024);
+  int requests = 0;
+  capped.http.set_observer([&](const kube::request_record&) { ++requests; });
+  const kube::list_options everything;
+  auto small_list = capped.api.list_page(cm, ns.name, everything);
+  BOOST_REQUIRE_MESSAGE(small_list.ok(), (small_list.ok() ? "" : small_list.error().describe()));
+
+  BOOST_REQUIRE(api.create(
+      cm, ns.name, config_map(ns.name, "big", std::string(300 * 1024, 'x'), R"({"size":"big"})")));
+  const std::string path = "/api/v1/namespaces/" + ns.name + "/configmaps";
+  requests = 0;
+  auto big_list = capped.api.list_page(cm, ns.name, everything);
+  BOOST_REQUIRE(!big_list.ok());
+  BOOST_TEST(big_list.error().kind == error_kind::too_large);
+  BOOST_TEST(big_list.error().message ==
+             "response body from GET " + path + " exceeds the 256 KiB limit");
+  BOOST_TEST(requests == 1); // refused once, not retried
+  auto big_one = capped.api.get(cm, ns.name, "big");
+  BOOST_REQUIRE(!big_one.ok());
+  BOOST_TEST(big_one.error().message ==
+             "response body from GET " + path + "/big exceeds the 256 KiB limit");
+
+  // The same connection still serves what fits, and an unlimited one reads the big object.
+  kube::list_options small_only;
+  small_only.label_selector = "size=small";
+  auto selected = capped.api.list_page(cm, ns.name, small_only);
+  BOOST_REQUIRE_MESSAGE(selected.ok(), (selected.ok() ? "" : selected.error().describe()));
+  BOOST_TEST(selected.value()["items"].Size() == 1u);
+  BOOST_TEST(api.get(cm, ns.name, "big").ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_watch_event_over_its_limit_restarts_the_loop_until_the_object_goes,
+                     *boost::unit_test::timeout(120)) {
+  scratch_namespace ns;
+  auto& api = ns.conn.api;
+  const auto cm = kube::resources::config_maps();
+  const std::string labels = R"({"bounded":"yes"})";
+  BOOST_REQUIRE(api.create(cm, ns.name, config_map(ns.name, "before", "1", labels)));
+  auto options = config_maps_in(ns.name);
+  options.label_selector = "bounded=yes";
+  options.max_event_bytes = 256 * 1024;
+  watch_thread w(options, [](kube::http_client& http) { http.set_max_body(256 * 1024); });
+  BOOST_REQUIRE(eventually([&] { return w.handler.snapshot().count("before") == 1; }));
+  const int relists_at_start = w.handler.relists_so_far();
+
+  BOOST_REQUIRE(
+      api.create(cm, ns.name, config_map(ns.name, "big", std::string(300 * 1024, 'x'), labels)));
+  // Its ADDED event ends the watch; each relist then fails on the list's body while the
+  // object is there, and the loop keeps trying after a back-off.
+  const std::string path = "/api/v1/namespaces/" + ns.name + "/configmaps";
+  BOOST_REQUIRE(eventually([&] {
+    return w.handler.reported("TooLarge: watch event from GET " + path +
+                              " exceeds the 256 KiB limit");
+  }));
+  BOOST_REQUIRE(eventually([&] {
+    return w.handler.reported("TooLarge: response body from GET " + path +
+                              " exceeds the 256 KiB limit") &&
+           w.handler.relists_so_far() >= relists_at_start + 2;
+  }));
+  BOOST_TEST(w.handler.snapshot().count("big") == 0u);
+  {
+    std::lock_guard<std::mutex> lock(w.handler.mutex);
+    BOOST_TEST_MESSAGE(w.handler.relists - relists_at_start
+                       << " relists, " << w.handler.errors.size()
+                       << " errors, the first: " << w.handler.errors.front());
+  }
+
+  // Once the object is gone the next relist succeeds, and later objects arrive.
+  BOOST_REQUIRE(api.remove(cm, ns.name, "big"));
+  BOOST_REQUIRE(api.create(cm, ns.name, config_map(ns.name, "after", "2", labels)));
+  BOOST_TEST(eventually([&] {
+    const auto view = w.handler.snapshot();
+    return view.count("before") == 1 && view.count("after") == 1;
+  }));
+  BOOST_REQUIRE(api.patch(cm, ns.name, "after", kube::patch_type::merge, R"({"data":{"k":"3"}})"));
+  BOOST_TEST(eventually([&] { return w.handler.snapshot()["after"] == "3"; }));
+  BOOST_TEST(w.handler.snapshot().count("big") == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(watch_sees_added_modified_deleted_in_order) {

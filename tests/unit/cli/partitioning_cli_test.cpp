@@ -321,6 +321,42 @@ BOOST_AUTO_TEST_CASE(list_shows_every_plan) {
   BOOST_TEST(cli::render_plans({}, now) == "No PartitioningPlans.\n");
 }
 
+BOOST_AUTO_TEST_CASE(what_the_objects_say_reaches_the_terminal_escaped) {
+  auto p = plan_named("p", "u");
+  p.status.phase = gp::plan_phase::degraded;
+  p.status.conditions.push_back({"Degraded",
+                                 gp::condition_status::true_,
+                                 {},
+                                 "2026-11-29T11:58:00Z",
+                                 "NodesFailed\x1b]0;owned\x07",
+                                 "1 node failed:\r\x1b[2Jall fine"});
+  auto failed = item(p, "gpu-node-04", gp::node_phase::failed, "2026-11-29T11:55:00Z");
+  failed.status.last_error = "\x1b[31mGPU busy\x1b[0m\r\nfake line";
+  failed.spec.profile_ref.name = "cpx\tnps4";
+  auto other = item(p, "gpu-node-05", gp::node_phase::failed, "2026-11-29T11:55:00Z");
+
+  const auto text = cli::render_status(p, {failed, other}, now, false);
+  for (unsigned char c : text)
+    BOOST_TEST_REQUIRE(((c >= 0x20 && c != 0x7f) || c == '\n'),
+                       "byte " << static_cast<int>(c) << " reaches the terminal in\n"
+                               << text);
+  BOOST_TEST(text.find("  Degraded: NodesFailed\\x1b]0;owned\\x07: 1 node failed: "
+                       "\\x1b[2Jall fine\n") != std::string::npos,
+             text);
+  // Escaped before the columns are measured: the rows stay aligned.
+  BOOST_TEST(text.find("NODE         PHASE   FOR    PROFILE          DETAIL\n"
+                       "gpu-node-04  Failed  5m00s  cpx\\tnps4        "
+                       "\\x1b[31mGPU busy\\x1b[0m  fake line\n"
+                       "gpu-node-05  Failed  5m00s  mi300x-cpx-nps4\n") != std::string::npos,
+             text);
+
+  auto hostile = plan_named("evil\x1b[8m", "v");
+  BOOST_TEST(
+      cli::render_plans({hostile}, now) ==
+      "PLAN         PHASE    SUCCEEDED  FAILED  IN FLIGHT  SOAKING  WINDOW  CANARY  AGE\n"
+      "evil\\x1b[8m  Pending  0/0        0       0          0        -       -       1h00m\n");
+}
+
 BOOST_AUTO_TEST_CASE(only_a_failed_node_is_retried) {
   auto p = plan_named("p", "u");
   BOOST_TEST(!cli::retry_refusal(item(p, "n", gp::node_phase::failed, "2026-11-29T11:00:00Z")));

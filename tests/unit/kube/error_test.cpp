@@ -249,6 +249,28 @@ const retryable_case retryable_cases[] = {
     {error_kind::tls, false},
     {error_kind::aborted, false},
     {error_kind::decode, false},
+    {error_kind::too_large, false},
+};
+
+struct size_case {
+  std::size_t bytes;
+  const char* text;
+};
+
+std::ostream& operator<<(std::ostream& os, const size_case& c) {
+  return os << c.bytes;
+}
+
+const size_case size_cases[] = {
+    {0, "0 bytes"},
+    {1, "1 byte"},
+    {1000, "1000 bytes"},
+    {1024, "1 KiB"},
+    {256 * 1024, "256 KiB"},
+    {1536 * 1024, "1536 KiB"},
+    {1024 * 1024, "1 MiB"},
+    {std::size_t{64} << 20, "64 MiB"},
+    {(std::size_t{64} << 20) + 1, "67108865 bytes"},
 };
 
 } // namespace
@@ -260,6 +282,21 @@ BOOST_DATA_TEST_CASE(http_code_without_status_maps_to_a_kind, bdata::make(code_k
 
 BOOST_DATA_TEST_CASE(only_transient_failures_are_retryable, bdata::make(retryable_cases), row) {
   BOOST_TEST(kube::is_retryable(kube::make_error(row.kind, "x")) == row.retryable);
+}
+
+BOOST_DATA_TEST_CASE(sizes_are_written_exactly_in_the_largest_whole_unit, bdata::make(size_cases),
+                     row) {
+  BOOST_TEST(kube::format_size(row.bytes) == row.text);
+}
+
+BOOST_AUTO_TEST_CASE(a_too_large_error_names_what_and_the_limit) {
+  const auto e =
+      kube::too_large_error("response body from GET /api/v1/nodes", std::size_t{64} << 20);
+  BOOST_TEST(e.kind == error_kind::too_large);
+  BOOST_TEST(e.code == 0);
+  BOOST_TEST(e.describe() == "TooLarge: response body from GET /api/v1/nodes exceeds the 64 MiB "
+                             "limit");
+  BOOST_TEST(!kube::is_retryable(e));
 }
 
 BOOST_AUTO_TEST_CASE(describe_leaves_out_a_missing_code_or_message) {
@@ -274,10 +311,10 @@ BOOST_AUTO_TEST_CASE(describe_leaves_out_a_missing_code_or_message) {
 
 BOOST_AUTO_TEST_CASE(every_kind_has_a_distinct_name) {
   std::set<std::string> names;
-  for (int k = static_cast<int>(error_kind::bad_request); k <= static_cast<int>(error_kind::decode);
-       ++k)
+  for (int k = static_cast<int>(error_kind::bad_request);
+       k <= static_cast<int>(error_kind::too_large); ++k)
     names.insert(kube::to_string(static_cast<error_kind>(k)));
-  BOOST_TEST(names.size() == static_cast<std::size_t>(error_kind::decode) + 1);
+  BOOST_TEST(names.size() == static_cast<std::size_t>(error_kind::too_large) + 1);
   BOOST_TEST(names.count("Unknown") == 1u);
 }
 

@@ -554,6 +554,110 @@ BOOST_AUTO_TEST_CASE(watch_failure_before_any_rv_is_known_relists_after_backoff)
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(watch_protocol_too_large)
+
+namespace {
+
+const kube::watch_backoff short_then_long{std::chrono::milliseconds(100),
+                                          std::chrono::milliseconds(8000)};
+
+watch_input too_large(const std::string& what) {
+  return failed(kube::error_kind::too_large, what + " exceeds the 16 MiB limit");
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(an_event_too_large_lists_again_after_the_longest_backoff) {
+  auto s = watching_abc();
+  kube::watch_step(s, event(event_type::modified, "a", "107"));
+  auto out = kube::watch_step(s, too_large("watch event from GET /api/v1/nodes"), short_then_long);
+  BOOST_TEST(out.next == request::sleep);
+  BOOST_TEST(out.note == "TooLarge: watch event from GET /api/v1/nodes exceeds the 16 MiB limit");
+  // The first failure, yet the longest back-off: the relist that follows resets the count.
+  BOOST_TEST(out.delay.count() >= 4000);
+  BOOST_TEST(out.delay.count() <= 8000);
+  BOOST_TEST(s.phase == watch_phase::backing_off);
+  // Resuming from 107 would replay the event: the loop lists instead.
+  auto again = kube::watch_step(s, timer(), short_then_long);
+  BOOST_TEST(again.next == request::list);
+  BOOST_TEST(again.continue_token == "");
+  BOOST_TEST(again.relist);
+  BOOST_TEST(s.phase == watch_phase::listing);
+  // What the consumer knows is kept: the relist reports only the differences.
+  BOOST_TEST(s.known.size() == 3u);
+  BOOST_TEST(s.page_halvings == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_event_too_large_keeps_the_backoff_long_though_each_relist_succeeds) {
+  auto s = watching_abc();
+  for (int round = 0; round < 5; ++round) {
+    BOOST_TEST_CONTEXT("round " << round) {
+      auto out = kube::watch_step(s, too_large("watch event"), short_then_long);
+      BOOST_TEST(out.delay.count() >= 4000);
+      kube::watch_step(s, timer(), short_then_long);
+      auto listed = kube::watch_step(s, page({item("a", "10")}, std::to_string(200 + round)),
+                                     short_then_long);
+      BOOST_TEST_REQUIRE(listed.next == request::watch);
+      BOOST_TEST(s.failures == 0);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_list_page_too_large_is_asked_again_in_pages_half_the_size) {
+  watch_state s;
+  kube::watch_start(s);
+  BOOST_TEST(kube::page_size(s, 500) == 500);
+  const long long expected[] = {250, 125, 62, 31, 15, 7, 3, 1, 1, 1};
+  int failure = 0;
+  for (long long size : expected) {
+    BOOST_TEST_CONTEXT("page of " << size) {
+      auto out =
+          kube::watch_step(s, too_large("response body from GET /api/v1/pods"), short_then_long);
+      BOOST_TEST_REQUIRE(out.next == request::sleep);
+      // These failures add up: the back-off grows from its base as for any failed list.
+      const long long cap = std::min<long long>(8000, 100LL << failure++);
+      BOOST_TEST(out.delay.count() >= cap / 2);
+      BOOST_TEST(out.delay.count() <= cap);
+      auto again = kube::watch_step(s, timer(), short_then_long);
+      BOOST_TEST_REQUIRE(again.next == request::list);
+      BOOST_TEST(again.continue_token == "");
+      BOOST_TEST(kube::page_size(s, 500) == size);
+    }
+  }
+  BOOST_TEST(s.failures == 10);
+}
+
+BOOST_AUTO_TEST_CASE(smaller_pages_stay_after_the_list_succeeds) {
+  watch_state s;
+  kube::watch_start(s);
+  kube::watch_step(s, too_large("response body"));
+  kube::watch_step(s, timer());
+  auto out = kube::watch_step(s, page({item("a", "1")}, "10"));
+  BOOST_TEST(out.synced);
+  BOOST_TEST(kube::page_size(s, 500) == 250);
+  // Nor does a relist after 410 restore them.
+  kube::watch_step(s, error_event(410));
+  BOOST_TEST(kube::page_size(s, 500) == 250);
+}
+
+BOOST_AUTO_TEST_CASE(a_page_size_of_zero_asks_for_everything_however_often_halved) {
+  watch_state s;
+  s.page_halvings = 3;
+  BOOST_TEST(kube::page_size(s, 0) == 0);
+  BOOST_TEST(kube::page_size(s, 8) == 1);
+  BOOST_TEST(kube::page_size(s, 9) == 1);
+  BOOST_TEST(kube::page_size(s, 16) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_transport_failure_of_a_list_keeps_the_page_size) {
+  watch_state s;
+  kube::watch_start(s);
+  kube::watch_step(s, failed(kube::error_kind::transport));
+  BOOST_TEST(kube::page_size(s, 500) == 500);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(watch_protocol_wrong_phase)
 
 namespace {

@@ -8,6 +8,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -173,6 +174,87 @@ BOOST_AUTO_TEST_CASE(reset_drops_a_partial_event) {
   BOOST_TEST(lines.pending() == 0u);
   lines.feed("{\"x\":1}\n", [&](std::string& l) { seen.push_back(l); });
   BOOST_TEST(seen == std::vector<std::string>{"{\"x\":1}"}, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(watch_stream_line_limit)
+
+namespace {
+
+constexpr std::size_t cap = 1000;
+
+// Feeds `text` in chunks of `chunk` bytes; the lines seen, whether every feed framed, and
+// the most the splitter ever held between chunks.
+struct limited_reader {
+  kube::line_splitter lines{cap};
+  std::vector<std::string> seen;
+  bool framed = true;
+  std::size_t most_pending = 0;
+
+  void feed(const std::string& text, std::size_t chunk) {
+    for (std::size_t at = 0; at < text.size(); at += chunk) {
+      framed = lines.feed(std::string_view(text).substr(at, chunk), [&](std::string& l) {
+        seen.push_back(l);
+      }) && framed;
+      most_pending = std::max(most_pending, lines.pending());
+    }
+  }
+};
+
+} // namespace
+
+BOOST_DATA_TEST_CASE(a_line_of_exactly_the_limit_passes, bdata::make({1, 7, 999, 1000, 4096}),
+                     chunk) {
+  limited_reader r;
+  const std::string line(cap, 'x');
+  r.feed(line + "\n" + "after\n", chunk);
+  BOOST_TEST(r.framed);
+  BOOST_TEST(r.seen == (std::vector<std::string>{line, "after"}), boost::test_tools::per_element());
+}
+
+BOOST_DATA_TEST_CASE(a_line_one_byte_over_the_limit_stops_the_stream,
+                     bdata::make({1, 7, 999, 1000, 4096}), chunk) {
+  limited_reader r;
+  r.feed("before\n" + std::string(cap + 1, 'x') + "\n" + "after\n", chunk);
+  BOOST_TEST(!r.framed);
+  // What came before is delivered; nothing after the long line is.
+  BOOST_TEST(r.seen == std::vector<std::string>{"before"}, boost::test_tools::per_element());
+  BOOST_TEST(r.lines.pending() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_newline_does_not_count_against_the_limit) {
+  limited_reader r;
+  r.feed(std::string(cap, 'x') + "\n", 64);
+  BOOST_TEST(r.framed);
+  BOOST_TEST(r.seen.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(an_endless_line_is_never_held_beyond_the_limit) {
+  limited_reader r;
+  // Ten times the limit without a newline, in chunks of 300: refused once the held part
+  // and the next chunk would pass the limit, before appending.
+  r.feed(std::string(10 * cap, 'x'), 300);
+  BOOST_TEST(!r.framed);
+  BOOST_TEST(r.most_pending <= cap);
+  BOOST_TEST(r.lines.pending() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(after_an_overlong_line_the_splitter_refuses_everything_until_reset) {
+  kube::line_splitter lines(10);
+  std::vector<std::string> seen;
+  auto keep = [&](std::string& l) { seen.push_back(l); };
+  BOOST_TEST(!lines.feed("0123456789ab\n", keep));
+  BOOST_TEST(!lines.feed("short\n", keep));
+  BOOST_TEST(seen.empty());
+  lines.reset();
+  BOOST_TEST(lines.feed("short\n", keep));
+  BOOST_TEST(seen == std::vector<std::string>{"short"}, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(the_default_limit_is_16_mib) {
+  BOOST_TEST(kube::line_splitter().max_line() == std::size_t{16} << 20);
+  BOOST_TEST(kube::default_max_event_bytes == std::size_t{16} << 20);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
