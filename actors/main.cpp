@@ -46,8 +46,12 @@ Flags:
   --lease-namespace NS       namespace of the leader election Lease (default: the
                              kubeconfig's namespace, in-cluster the pod's)
   --lease-name NAME          name of the Lease (default gpu-partitioner)
-  --metrics-addr HOST:PORT   where to serve /metrics, /healthz and /readyz (default
-                             127.0.0.1:8080; "0" turns it off)
+  --metrics-addr HOST:PORT   where to serve /metrics (default 127.0.0.1:8080; "0" turns it
+                             off); /healthz and /readyz answer there too, but its clients
+                             can delay them: point probes at --health-addr
+  --health-addr HOST:PORT    where to serve /healthz and /readyz on threads of their own,
+                             for the kubelet's probes (default 127.0.0.1:8081; "0" turns
+                             it off)
   --log-level LEVEL          debug, info, warning or error (default info)
   --help                     print this help and exit
   --version                  print the version and exit
@@ -70,6 +74,7 @@ struct flags {
   std::string lease_namespace;
   std::string lease_name = "gpu-partitioner";
   std::string metrics_addr = "127.0.0.1:8080";
+  std::string health_addr = "127.0.0.1:8081";
   std::string log_level = "info";
 };
 
@@ -109,6 +114,7 @@ int parse(int argc, char** argv, flags& f) {
                           : a == "--lease-namespace" ? &f.lease_namespace
                           : a == "--lease-name"      ? &f.lease_name
                           : a == "--metrics-addr"    ? &f.metrics_addr
+                          : a == "--health-addr"     ? &f.health_addr
                           : a == "--log-level"       ? &f.log_level
                                                      : nullptr;
     if (a == "--dcm-config") {
@@ -241,11 +247,20 @@ int main(int argc, char** argv) {
     return {};
   });
   if (f.metrics_addr != "0") {
-    if (auto error = endpoint.start(f.metrics_addr); !error.empty()) {
+    if (auto error = endpoint.start(f.metrics_addr, metrics::routes::metrics_and_probes);
+        !error.empty()) {
       std::cerr << "gpu-partitioner: --metrics-addr: " << error << '\n';
       return 2;
     }
-    actors::log_info("serving /metrics, /healthz and /readyz on " + f.metrics_addr);
+    actors::log_info("serving /metrics (and /healthz, /readyz) on " + f.metrics_addr);
+  }
+  if (f.health_addr != "0") {
+    if (auto error = endpoint.start(f.health_addr, metrics::routes::probes); !error.empty()) {
+      std::cerr << "gpu-partitioner: --health-addr: " << error
+                << (f.health_addr == f.metrics_addr ? " (it is --metrics-addr too)" : "") << '\n';
+      return 2;
+    }
+    actors::log_info("serving /healthz and /readyz on " + f.health_addr);
   }
 
   caf::actor_system_config cfg;

@@ -3,6 +3,10 @@
 #include <civetweb.h>
 
 #include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 namespace gpu_partitioner::metrics {
 
@@ -48,28 +52,51 @@ server::~server() {
   stop();
 }
 
-std::string server::start(const std::string& address) {
-  const char* options[] = {"listening_ports", address.c_str(), "num_threads", "2", nullptr};
+std::string server::start(const std::string& address, routes what) {
+  return start(address, what, what == routes::probes ? probe_limits : metrics_limits);
+}
+
+std::string server::start(const std::string& address, routes what, const listener_limits& limits) {
+  // request_timeout_ms bounds both the read of a request head (from the moment a worker
+  // takes the connection) and each wait to send; keep-alive stays off, so a worker is
+  // free again as soon as its answer is written.
+  const std::pair<const char*, std::string> settings[] = {
+      {"listening_ports", address},
+      {"num_threads", std::to_string(limits.threads)},
+      {"request_timeout_ms", std::to_string(limits.request_timeout.count())},
+      {"enable_keep_alive", "no"},
+  };
+  std::vector<const char*> options;
+  for (const auto& [name, value] : settings) {
+    options.push_back(name);
+    options.push_back(value.c_str());
+  }
+  options.push_back(nullptr);
   mg_callbacks callbacks;
   std::memset(&callbacks, 0, sizeof callbacks);
   mg_init_library(0);
-  mg_context* ctx = mg_start(&callbacks, this, options);
+  mg_context* ctx = mg_start(&callbacks, this, options.data());
   if (ctx == nullptr)
     return "cannot listen on " + address + " (in use, or not HOST:PORT)";
   // Exact paths ("$"): civetweb matches a handler's URI as a prefix, which would answer
   // /metricsfoo or /readyz/x too.
-  mg_set_request_handler(ctx, "/metrics$", on_metrics, this);
+  if (what == routes::metrics_and_probes)
+    mg_set_request_handler(ctx, "/metrics$", on_metrics, this);
   mg_set_request_handler(ctx, "/healthz$", on_healthz, this);
   mg_set_request_handler(ctx, "/readyz$", on_readyz, this);
-  context_ = ctx;
+  contexts_.push_back(ctx);
   return {};
 }
 
 void server::stop() {
-  if (context_ != nullptr) {
-    mg_stop(static_cast<mg_context*>(context_));
-    context_ = nullptr;
-  }
+  // mg_stop returns once its listener's thread wakes from its poll, up to two seconds
+  // later: the listeners stop side by side, so that stopping takes that long only once.
+  std::vector<std::thread> stopping;
+  for (void* ctx : contexts_)
+    stopping.emplace_back([ctx] { mg_stop(static_cast<mg_context*>(ctx)); });
+  for (auto& t : stopping)
+    t.join();
+  contexts_.clear();
 }
 
 } // namespace gpu_partitioner::metrics

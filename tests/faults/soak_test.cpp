@@ -112,12 +112,14 @@ BOOST_AUTO_TEST_CASE(a_large_rollout_under_constant_faults_completes_with_no_str
                               << f.budgets.size() * o.replicas << " GPU pods under "
                               << f.budgets.size() << " PDBs");
   const int port = free_port();
-  c.start_operator_with(
-      {"--log-level", "info", "--metrics-addr", "127.0.0.1:" + std::to_string(port)});
+  const int health_port = test_support::another_free_port(port);
+  c.start_operator_with({"--log-level", "info", "--metrics-addr",
+                         "127.0.0.1:" + std::to_string(port), "--health-addr",
+                         "127.0.0.1:" + std::to_string(health_port)});
   const pid_t pid = c.operator_process().pid();
   BOOST_REQUIRE_MESSAGE(
-      eventually([&] { return http_get(port, "/readyz").find("ok") != std::string::npos; }, 120s,
-                 500ms),
+      eventually([&] { return http_get(health_port, "/readyz").find("ok") != std::string::npos; },
+                 120s, 500ms),
       "the operator never became ready");
   const long long rss_idle = rss_kib(pid);
   fleet_invariants inv(f);

@@ -21,9 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> all_toggles = {"--set", "serviceMonitor.enabled=true",
-                                              "--set", "prometheusRule.enabled=true",
-                                              "--set", "grafanaDashboard.enabled=true"};
+const std::vector<std::string> all_toggles = {
+    "--set", "serviceMonitor.enabled=true",   "--set", "prometheusRule.enabled=true",
+    "--set", "grafanaDashboard.enabled=true", "--set", "networkPolicy.enabled=true"};
 
 command_result helm_template(const std::vector<std::string>& extra) {
   std::vector<std::string> args{"helm",        "template", "gp",    chart_copy(),
@@ -186,15 +186,21 @@ BOOST_AUTO_TEST_CASE(the_deployment_runs_two_hardened_replicas_with_leader_elect
   const auto args = strings(c["args"]);
   BOOST_TEST(has(args, "--leader-elect"));
   BOOST_TEST(arg_after(args, "--lease-namespace") == "gp-ns");
+  // Both listeners on the pod's IP: the Service reaches /metrics, the kubelet (on the
+  // node) the probes, which have a port of their own.
   BOOST_TEST(arg_after(args, "--metrics-addr") == "0.0.0.0:8080");
+  BOOST_TEST(arg_after(args, "--health-addr") == "0.0.0.0:8081");
   BOOST_TEST(arg_after(args, "--dcm-config") == "dcm-ns/default-dcm-config");
   BOOST_TEST(arg_after(args, "--dcm-config-sync") == "90");
+  BOOST_REQUIRE_EQUAL(c["ports"].size(), 2u);
   BOOST_TEST(c["ports"][0]["name"].as<std::string>() == "metrics");
   BOOST_TEST(c["ports"][0]["containerPort"].as<int>() == 8080);
+  BOOST_TEST(c["ports"][1]["name"].as<std::string>() == "health");
+  BOOST_TEST(c["ports"][1]["containerPort"].as<int>() == 8081);
   BOOST_TEST(c["livenessProbe"]["httpGet"]["path"].as<std::string>() == "/healthz");
-  BOOST_TEST(c["livenessProbe"]["httpGet"]["port"].as<std::string>() == "metrics");
+  BOOST_TEST(c["livenessProbe"]["httpGet"]["port"].as<std::string>() == "health");
   BOOST_TEST(c["readinessProbe"]["httpGet"]["path"].as<std::string>() == "/readyz");
-  BOOST_TEST(c["readinessProbe"]["httpGet"]["port"].as<std::string>() == "metrics");
+  BOOST_TEST(c["readinessProbe"]["httpGet"]["port"].as<std::string>() == "health");
   for (const char* kind : {"requests", "limits"})
     for (const char* what : {"cpu", "memory"})
       BOOST_TEST(!c["resources"][kind][what].as<std::string>("").empty(),
@@ -225,6 +231,59 @@ BOOST_AUTO_TEST_CASE(the_deployment_runs_two_hardened_replicas_with_leader_elect
   BOOST_TEST(!find(docs, "ServiceMonitor"));
   BOOST_TEST(!find(docs, "PrometheusRule"));
   BOOST_TEST(!find(docs, "ConfigMap"));
+  BOOST_TEST(!find(docs, "NetworkPolicy"));
+}
+
+BOOST_AUTO_TEST_CASE(the_network_policy_admits_prometheus_to_metrics_and_nothing_else) {
+  const auto docs = render({"--set", "networkPolicy.enabled=true"});
+  const auto np = find(docs, "NetworkPolicy", "gp-gpu-partitioner");
+  BOOST_REQUIRE(np);
+  BOOST_TEST(np["apiVersion"].as<std::string>() == "networking.k8s.io/v1");
+  BOOST_TEST(np["metadata"]["namespace"].as<std::string>() == "gp-ns");
+  // It selects the operator's pods, for ingress only: egress (to the API server) stays open.
+  const auto d = find(docs, "Deployment");
+  BOOST_REQUIRE(d);
+  BOOST_TEST(same(np["spec"]["podSelector"]["matchLabels"], d["spec"]["selector"]["matchLabels"]));
+  BOOST_TEST(strings(np["spec"]["policyTypes"]) == std::vector<std::string>{"Ingress"});
+  BOOST_TEST(!np["spec"]["egress"]);
+  // One rule: the metrics port, from Prometheus' pods in "monitoring". The health port
+  // needs none: the kubelet probes from the pod's node, which NetworkPolicy always admits.
+  const auto ingress = np["spec"]["ingress"];
+  BOOST_REQUIRE_EQUAL(ingress.size(), 1u);
+  BOOST_TEST(same(ingress[0]["ports"], YAML::Load("[{port: metrics, protocol: TCP}]")));
+  BOOST_TEST(same(ingress[0]["from"], YAML::Load(R"([{
+      namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}},
+      podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}}])")),
+             YAML::Dump(ingress[0]["from"]));
+  // The ports it names are the container's.
+  std::set<std::string> named;
+  for (const auto& p : d["spec"]["template"]["spec"]["containers"][0]["ports"])
+    named.insert(p["name"].as<std::string>());
+  BOOST_TEST((named == std::set<std::string>{"metrics", "health"}));
+
+  // Sources of one's own for each port.
+  const auto own =
+      render({"--set", "networkPolicy.enabled=true", "--set-json",
+              R"(networkPolicy.metrics.from=[{"podSelector":{"matchLabels":)"
+              R"({"app":"scraper"}}}])",
+              "--set-json", R"(networkPolicy.health.from=[{"ipBlock":{"cidr":"10.0.0.0/16"}}])"});
+  const auto np2 = find(own, "NetworkPolicy");
+  BOOST_REQUIRE(np2);
+  const auto rules = np2["spec"]["ingress"];
+  BOOST_REQUIRE_EQUAL(rules.size(), 2u);
+  BOOST_TEST(same(rules[0]["ports"], YAML::Load("[{port: metrics, protocol: TCP}]")));
+  BOOST_TEST(same(rules[0]["from"], YAML::Load("[{podSelector: {matchLabels: {app: scraper}}}]")));
+  BOOST_TEST(same(rules[1]["ports"], YAML::Load("[{port: health, protocol: TCP}]")));
+  BOOST_TEST(same(rules[1]["from"], YAML::Load("[{ipBlock: {cidr: 10.0.0.0/16}}]")));
+
+  // No sources: no rule (one without peers would admit everyone), so no ingress at all.
+  const auto none = render(
+      {"--set", "networkPolicy.enabled=true", "--set-json", "networkPolicy.metrics.from=[]"});
+  const auto np3 = find(none, "NetworkPolicy");
+  BOOST_REQUIRE(np3);
+  BOOST_TEST(strings(np3["spec"]["policyTypes"]) == std::vector<std::string>{"Ingress"});
+  BOOST_TEST(np3["spec"]["ingress"].IsSequence());
+  BOOST_TEST(np3["spec"]["ingress"].size() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildcard) {
@@ -377,12 +436,20 @@ BOOST_AUTO_TEST_CASE(replicas_without_leader_election_are_refused_naming_both_va
              r.describe());
 }
 
+BOOST_AUTO_TEST_CASE(a_health_port_equal_to_the_metrics_port_is_refused) {
+  // The second listener could not bind: every pod would fail to start.
+  const auto r = helm_template({"--set", "health.port=8080"});
+  BOOST_TEST(!r.ok());
+  BOOST_TEST(r.err.find("health.port and metrics.port are both 8080") != std::string::npos,
+             r.describe());
+}
+
 BOOST_AUTO_TEST_CASE(values_change_what_they_say) {
   const auto docs =
       render({"--set", "replicaCount=1", "--set", "leaderElection.enabled=false", "--set",
               "image.repository=registry.example/gp", "--set", "image.tag=v9", "--set",
-              "metrics.port=9100", "--set", "rbac.create=false", "--set",
-              "serviceAccount.create=false", "--set", "serviceAccount.name=existing"});
+              "metrics.port=9100", "--set", "health.port=9101", "--set", "rbac.create=false",
+              "--set", "serviceAccount.create=false", "--set", "serviceAccount.name=existing"});
   const auto d = find(docs, "Deployment");
   BOOST_REQUIRE(d);
   BOOST_TEST(d["spec"]["replicas"].as<int>() == 1);
@@ -392,6 +459,8 @@ BOOST_AUTO_TEST_CASE(values_change_what_they_say) {
   BOOST_TEST(!has(args, "--leader-elect"));
   BOOST_TEST(arg_after(args, "--metrics-addr") == "0.0.0.0:9100");
   BOOST_TEST(c["ports"][0]["containerPort"].as<int>() == 9100);
+  BOOST_TEST(arg_after(args, "--health-addr") == "0.0.0.0:9101");
+  BOOST_TEST(c["ports"][1]["containerPort"].as<int>() == 9101);
   BOOST_TEST(d["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>() == "existing");
   BOOST_TEST(!find(docs, "ServiceAccount"));
   BOOST_TEST(!find(docs, "ClusterRole"));

@@ -338,22 +338,29 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     std::vector<std::string> args = {"--kubeconfig", config};
     const auto* container = kube::find_path(deployment, {"spec", "template", "spec", "containers"});
     BOOST_REQUIRE(container && container->IsArray() && container->Size() == 1);
+    // The Deployment's listeners (0.0.0.0:8080 and :8081) on free loopback ports.
     const int port = free_port();
-    bool next_is_metrics = false;
+    const int health_port = test_support::another_free_port(port);
+    std::string previous;
     for (const auto& a : (*container)[0]["args"].GetArray()) {
       std::string v = a.GetString();
-      if (next_is_metrics)
-        v = "127.0.0.1:" + std::to_string(port); // the Deployment's 0.0.0.0:8080, on loopback
-      next_is_metrics = v == "--metrics-addr";
+      if (previous == "--metrics-addr")
+        v = "127.0.0.1:" + std::to_string(port);
+      else if (previous == "--health-addr")
+        v = "127.0.0.1:" + std::to_string(health_port);
+      previous = a.GetString();
       args.push_back(v);
     }
     const std::string metrics_url = "http://127.0.0.1:" + std::to_string(port);
+    const std::string health_url = "http://127.0.0.1:" + std::to_string(health_port);
     BOOST_TEST((std::find(args.begin(), args.end(), "--leader-elect") != args.end()));
+    BOOST_TEST((std::find(args.begin(), args.end(), "--health-addr") != args.end()));
     c.start_operator(args);
+    // Ready as the chart's readiness probe sees it.
     E2E_REQUIRE(eventually(
                     [&] {
                       auto r = run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
-                                    metrics_url + "/readyz"});
+                                    health_url + "/readyz"});
                       return r.out == "200";
                     },
                     30s, 200ms),

@@ -45,6 +45,7 @@ namespace {
 
 // -- plain HTTP on the loopback --
 
+using gpu_partitioner::test_support::another_free_port;
 using gpu_partitioner::test_support::free_port;
 using gpu_partitioner::test_support::http_get;
 
@@ -253,18 +254,20 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_a_rollout_and_every_dashboard_and_rule_e
       "the Deployments' pods did not become Ready");
 
   const int metrics_port = free_port();
+  const int health_port = another_free_port(metrics_port);
   const std::vector<std::string> operator_args{
       "--kubeconfig",      std::getenv("KUBECONFIG"),
       "--dcm-config",      c.ns + "/" + dcm_config_name,
       "--dcm-config-sync", c.dcm_config_sync(),
       "--log-level",       "debug",
-      "--metrics-addr",    "127.0.0.1:" + std::to_string(metrics_port)};
+      "--metrics-addr",    "127.0.0.1:" + std::to_string(metrics_port),
+      "--health-addr",     "127.0.0.1:" + std::to_string(health_port)};
   c.start_operator(operator_args);
-  E2E_REQUIRE(eventually([&] { return http_get(metrics_port, "/healthz").code == 200; }, 10s, 50ms),
+  E2E_REQUIRE(eventually([&] { return http_get(health_port, "/healthz").code == 200; }, 10s, 50ms),
               c.operator_log());
   E2E_REQUIRE(eventually(
                   [&] {
-                    const auto r = http_get(metrics_port, "/readyz");
+                    const auto r = http_get(health_port, "/readyz");
                     return r.code == 200 && r.body == "ok\n";
                   },
                   30s, 50ms),

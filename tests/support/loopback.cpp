@@ -37,6 +37,13 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
+int another_free_port(int taken) {
+  int port = free_port();
+  while (port == taken)
+    port = free_port();
+  return port;
+}
+
 http_response http_get(int port, const std::string& target, int timeout_seconds) {
   http_response r;
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -8,6 +8,8 @@ namespace gpu_partitioner::test_support {
 
 /// A port nothing listens on now (the kernel's choice for a socket bound to port 0).
 int free_port();
+/// A free port other than `taken` (two calls of free_port() may give the same port).
+int another_free_port(int taken);
 
 struct http_response {
   int code = 0; // 0: no answer

@@ -473,17 +473,22 @@ class Bench:
         sync = DCM_CONFIG_SYNC * scale
 
         port = free_port()
+        health_port = free_port()
+        while health_port == port:
+            health_port = free_port()
         oplog = os.path.join(self.state, f"operator-{plan}.log")
         op = start([os.path.join(self.state, "gpu-partitioner"), "--kubeconfig", self.token_kubeconfig,
                     "--leader-elect", "--lease-namespace", "kube-amd-gpu",
                     "--dcm-config", "kube-amd-gpu/default-dcm-config",
                     "--dcm-config-sync", repr(sync),
-                    "--metrics-addr", f"127.0.0.1:{port}"], oplog)
+                    "--metrics-addr", f"127.0.0.1:{port}",
+                    "--health-addr", f"127.0.0.1:{health_port}"], oplog)
         metrics_url = f"http://127.0.0.1:{port}"
+        health_url = f"http://127.0.0.1:{health_port}"
         deadline = time.time() + 120
         while True:
             try:
-                if http_get(metrics_url + "/readyz")[0] == 200:
+                if http_get(health_url + "/readyz")[0] == 200:
                     break
             except OSError:
                 pass

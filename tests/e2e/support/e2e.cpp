@@ -716,6 +716,8 @@ e2e_cluster::operator_command(const std::vector<std::string>& extra_args) const 
                                 "--log-level",
                                 "debug",
                                 "--metrics-addr",
+                                "0",
+                                "--health-addr",
                                 "0"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   return args;

@@ -228,13 +228,14 @@ public:
   /// The operator; its output goes to $TEST_UNDECLARED_OUTPUTS_DIR/operator-<id>.log.
   void start_operator();
   /// The operator with these arguments instead of the defaults (the admin kubeconfig,
-  /// this test's DCM ConfigMap, debug logs, no metrics endpoint); a restart at teardown
-  /// uses them too.
+  /// this test's DCM ConfigMap, debug logs, no metrics or health endpoint); a restart at
+  /// teardown uses them too.
   void start_operator(const std::vector<std::string>& args);
   /// The default command line plus `extra_args` (a flag given twice: the later value wins).
   void start_operator_with(const std::vector<std::string>& extra_args);
   /// The operator's default command line: the binary, this cluster's kubeconfig and DCM
-  /// ConfigMap, debug logs, no metrics endpoint, then `extra_args`.
+  /// ConfigMap, debug logs, no metrics or health endpoint (each would take a fixed port
+  /// by default), then `extra_args`.
   std::vector<std::string> operator_command(const std::vector<std::string>& extra_args = {}) const;
   /// The operator binary in the runfiles.
   std::string operator_binary() const;
