@@ -9,6 +9,7 @@
 #include "actors/watcher.hpp"
 #include "kube/leader_election.hpp"
 #include "metrics/server.hpp"
+#include "protocol/codec/pattern.hpp"
 #include "protocol/version.hpp"
 
 #include <caf/all.hpp>
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <set>
 #include <thread>
 
 using namespace gpu_partitioner;
@@ -42,6 +44,10 @@ Flags:
   --dcm-config-sync SECONDS  how long after a change of DCM's config kubelet has surely
                              delivered it to DCM's mounted file; a node is labelled only
                              then (default 90)
+  --payload-namespaces NS[,NS...]
+                             the namespaces profiles' payload ConfigMaps may live in
+                             (default: DCM's namespace); whoever may edit a payload
+                             decides how nodes are partitioned
   --leader-elect             run leader election; only the leader acts
   --lease-namespace NS       namespace of the leader election Lease (default: the
                              kubeconfig's namespace, in-cluster the pod's)
@@ -70,6 +76,8 @@ struct flags {
   /// Empty: found from the DeviceConfig at start.
   std::string dcm_name;
   double dcm_config_sync = 90;
+  /// Empty: DCM's namespace only.
+  std::set<std::string> payload_namespaces;
   bool leader_elect = false;
   std::string lease_namespace;
   std::string lease_name = "gpu-partitioner";
@@ -137,6 +145,22 @@ int parse(int argc, char** argv, flags& f) {
         return 2;
       }
       f.dcm_namespace = value;
+      continue;
+    }
+    if (a == "--payload-namespaces") {
+      if (!next())
+        return 2;
+      for (std::size_t start = 0; start <= value.size();) {
+        const auto comma = std::min(value.find(',', start), value.size());
+        const std::string ns = value.substr(start, comma - start);
+        if (!protocol::codec::is_dns1123_label(ns)) {
+          std::cerr << "gpu-partitioner: --payload-namespaces: \"" << ns
+                    << "\" is not a namespace name\n";
+          return 2;
+        }
+        f.payload_namespaces.insert(ns);
+        start = comma + 1;
+      }
       continue;
     }
     if (a == "--dcm-config-sync") {
@@ -317,13 +341,17 @@ int main(int argc, char** argv) {
   auto start_acting = [&] {
     actors::operator_settings settings;
     settings.dcm_namespace = f.dcm_namespace;
+    settings.payload_namespaces = f.payload_namespaces.empty()
+                                      ? std::set<std::string>{f.dcm_namespace}
+                                      : f.payload_namespaces;
     settings.dcm_name = f.dcm_name;
     settings.dcm_config_sync =
         std::chrono::milliseconds(static_cast<long long>(f.dcm_config_sync * 1000));
     settings.identity = identity;
     root = system.spawn(actors::operator_root, settings, router, writer);
-    watcher = system.spawn(actors::watcher, actors::watcher_config{connection.value(), root,
-                                                                   f.dcm_namespace, f.dcm_name});
+    watcher = system.spawn(actors::watcher,
+                           actors::watcher_config{connection.value(), root, f.dcm_namespace,
+                                                  f.dcm_name, settings.payload_namespaces});
   };
 
   std::atomic<bool> elector_stop{false};

@@ -219,6 +219,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
   auto s = std::make_shared<root_state>();
   s->dcm_key = settings.dcm_namespace + "/" + settings.dcm_name;
   s->dcm_namespace = settings.dcm_namespace;
+  s->view.payload_namespaces = settings.payload_namespaces;
   auto schedule = [self, s, settings] {
     if (!s->tick_pending) {
       s->tick_pending = true;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include <set>
 #include <string>
 
 namespace gpu_partitioner::actors {
@@ -19,6 +20,8 @@ struct operator_settings {
   /// mounted file (--dcm-config-sync).
   std::chrono::milliseconds dcm_config_sync{90000};
   std::string dcm_name = "default-dcm-config";
+  /// Where payload ConfigMaps may live (--payload-namespaces); empty: anywhere.
+  std::set<std::string> payload_namespaces;
   /// Who writes (the lease holder's identity, recorded in field managers and events).
   std::string identity = "gpu-partitioner";
   /// At most one snapshot of a changed view per interval, to the plans: the first change

@@ -269,7 +269,9 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
           state->payload_of[profile] = ref;
         std::set<std::string> wanted;
         for (const auto& [p, r] : state->payload_of)
-          if (r != dcm_key && r.find('/') != std::string::npos)
+          if (r != dcm_key && r.find('/') != std::string::npos &&
+              (config.payload_namespaces.empty() ||
+               config.payload_namespaces.count(r.substr(0, r.find('/')))))
             wanted.insert(r);
         for (auto it = state->config_maps.begin(); it != state->config_maps.end();) {
           if (wanted.count(it->first)) {

@@ -5,6 +5,7 @@
 
 #include <caf/all.hpp>
 
+#include <set>
 #include <string>
 
 namespace gpu_partitioner::actors {
@@ -28,6 +29,9 @@ struct watcher_config {
   /// DCM's ConfigMap, the one ConfigMap watched from the start.
   std::string dcm_namespace;
   std::string dcm_name;
+  /// Payload ConfigMaps elsewhere are not watched (the profile is reported instead); empty:
+  /// anywhere.
+  std::set<std::string> payload_namespaces;
 };
 
 /// The Watcher: list+watch streams of Nodes, Pods (bound to nodes), PDBs, DCM's ConfigMap,

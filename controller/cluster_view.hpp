@@ -59,6 +59,9 @@ struct cluster_view {
   std::map<std::string, std::string> invalid_profiles;
   shared_map<protocol::node_partitioning> items;
   by_key<config_map_data> config_maps;
+  /// The namespaces payload ConfigMaps may live in (--payload-namespaces, DCM's by
+  /// default): whoever may write a payload decides how nodes are partitioned. Empty: any.
+  std::set<std::string> payload_namespaces;
   /// The payload ConfigMaps (namespace/name) whose watch has listed: one missing from
   /// config_maps is known not to exist only once here. DCM's is listed with the view.
   std::set<std::string> config_maps_listed;

@@ -13,9 +13,24 @@ namespace {
 // A profile's payload (data["profile.json"] of its ConfigMap), or why there is none.
 std::optional<std::string> payload_of(const cluster_view& view,
                                       const protocol::partitioning_profile& profile,
-                                      std::string* problem, bool* pending = nullptr) {
+                                      std::string* problem, bool* pending = nullptr,
+                                      bool* forbidden = nullptr) {
   const auto& ref = profile.spec.operator_payload;
   const auto key = ref.namespace_ + "/" + ref.name;
+  if (!view.payload_namespaces.empty() && !view.payload_namespaces.count(ref.namespace_)) {
+    if (forbidden)
+      *forbidden = true;
+    if (problem) {
+      std::string allowed;
+      for (const auto& ns : view.payload_namespaces)
+        allowed += (allowed.empty() ? "" : ", ") + ns;
+      *problem = "PartitioningProfile \"" + profile.metadata.name +
+                 "\" spec.operatorPayload.namespace: " + protocol::codec::quote(ref.namespace_) +
+                 " is not a namespace payloads may live in (" + allowed +
+                 "; the operator's --payload-namespaces)";
+    }
+    return std::nullopt;
+  }
   auto cm = view.config_maps.find(key);
   if (cm == view.config_maps.end()) {
     if (pending)
@@ -47,7 +62,8 @@ resolved_profile resolve_profile(const cluster_view& view, const std::string& na
   r.found = true;
   r.spec = it->second->spec;
   r.dcm_name = protocol::dcm_profile_name(*it->second);
-  r.payload = payload_of(view, *it->second, &r.payload_problem, &r.payload_pending);
+  r.payload =
+      payload_of(view, *it->second, &r.payload_problem, &r.payload_pending, &r.payload_forbidden);
   // Another profile with this DCM name and a different payload DCM would accept: the two
   // would overwrite each other's entry in DCM's config. A rival whose payload is still
   // being listed leaves the answer unknown, and so the profile pending: preflight would

@@ -53,6 +53,9 @@ struct resolved_profile {
   std::optional<std::string> payload;
   /// Why the payload is missing, when it is ("ConfigMap kube-amd-gpu/x not found").
   std::string payload_problem;
+  /// The payload's ConfigMap is in a namespace payloads may not live in (the problem
+  /// above says which are allowed).
+  bool payload_forbidden = false;
   /// The payload's ConfigMap, or a DCM-name rival's, is still being listed: whether the
   /// payload exists, or conflicts, is not known yet.
   bool payload_pending = false;

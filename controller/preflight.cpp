@@ -60,7 +60,9 @@ std::vector<finding> preflight(const node_inputs& in) {
     return findings;
   }
   if (!profile.payload) {
-    findings.push_back({"PayloadNotFound", profile.payload_problem});
+    findings.push_back(
+        {profile.payload_forbidden ? "PayloadNamespaceNotAllowed" : "PayloadNotFound",
+         profile.payload_problem});
   } else if (auto problem = payload_problem(*profile.payload)) {
     findings.push_back({"PayloadInvalid", *problem});
   }

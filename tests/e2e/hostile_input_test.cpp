@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(
       "unknown-profile", "payload-json",  "payload-missing", "payload-key", "compute",
       "memory",          "gpus",          "long-profile",    "long-plan",   "boundary",
       "ready-label",     "resource-name", "two-plans",       "two-entries", "ghost",
-      "deleted-profile", "dcm-name"};
+      "deleted-profile", "dcm-name",      "payload-tenant"};
   std::vector<std::pair<std::string, node_spec>> specs;
   for (const auto& h : healthy_suffixes) {
     node_spec s;
@@ -350,6 +350,7 @@ BOOST_AUTO_TEST_CASE(
   // other than DCM's, one about the Node. (The API server keeps an Event in the namespace
   // of what it is about: "default" for a Node.)
   std::vector<std::pair<std::string, std::string>> imposters; // namespace, name
+  std::string tenant_config_map;                              // in "default"
   {
     const auto later = protocol::format_time(protocol::wall_clock::now() + std::chrono::hours(2));
     auto imposter = [&](const std::string& ns, const std::string& name, const std::string& about,
@@ -642,6 +643,29 @@ BOOST_AUTO_TEST_CASE(
     const auto plan = one_entry_plan(pc.name, selector_for(pc.name), prof);
     add("profile payload: " + pc.name, "reported",
         preflight_fails(plan, node_of("v-" + pc.name), pc.finding));
+  }
+  {
+    // A valid payload in a namespace a tenant may own: only DCM's namespace (the test's)
+    // is trusted, so the payload is never read, let alone given to DCM.
+    const std::string tenant_payload = c.id + "-tenant-payload";
+    auto made = api.create(kube::resources::config_maps(), "default",
+                           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" +
+                               quoted(tenant_payload) + R"(},"data":{"profile.json":)" +
+                               quoted(cpx_nps4_json) + "}}");
+    BOOST_REQUIRE(made.ok());
+    tenant_config_map = tenant_payload;
+    profile_options o = healthy_profile;
+    o.timeout = "60";
+    o.payload = tenant_payload;
+    o.dcm_name = "tenant-cpx";
+    std::string spec = profile_spec(c, o);
+    const std::string trusted_ns = R"("namespace":)" + quoted(c.ns);
+    BOOST_REQUIRE(contains(spec, trusted_ns));
+    spec.replace(spec.find(trusted_ns), trusted_ns.size(), R"("namespace":"default")");
+    const auto prof = c.create_profile("payload-tenant", spec);
+    const auto plan = one_entry_plan("payload-tenant", selector_for("payload-tenant"), prof);
+    add("profile payload in a namespace payloads may not live in", "reported",
+        preflight_fails(plan, node_of("v-payload-tenant"), "PayloadNamespaceNotAllowed"));
   }
   {
     // The payload ConfigMap exists but holds its profile under another key.
@@ -1089,6 +1113,8 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(*saw_healthy_in_flight);
   for (const auto& [ns, name] : imposters)
     (void)api.remove(kube::resources::events(), ns, name);
+  if (!tenant_config_map.empty())
+    (void)api.remove(kube::resources::config_maps(), "default", tenant_config_map);
   if (!retried_item.empty()) {
     auto i = c.get(items, retried_item);
     BOOST_TEST_REQUIRE(bool(i));

@@ -192,6 +192,7 @@ BOOST_AUTO_TEST_CASE(the_deployment_runs_two_hardened_replicas_with_leader_elect
   BOOST_TEST(arg_after(args, "--health-addr") == "0.0.0.0:8081");
   BOOST_TEST(arg_after(args, "--dcm-config") == "dcm-ns/default-dcm-config");
   BOOST_TEST(arg_after(args, "--dcm-config-sync") == "90");
+  BOOST_TEST(arg_after(args, "--payload-namespaces") == "dcm-ns");
   BOOST_REQUIRE_EQUAL(c["ports"].size(), 2u);
   BOOST_TEST(c["ports"][0]["name"].as<std::string>() == "metrics");
   BOOST_TEST(c["ports"][0]["containerPort"].as<int>() == 8080);
@@ -308,8 +309,6 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
       {"/pods", {"get", "list", "watch", "delete"}},
       {"/pods/eviction", {"create"}},
       {"policy/poddisruptionbudgets", {"list", "watch"}},
-      {"/configmaps", {"list", "watch"}},
-      {"/events", {"list", "watch"}},
       {"resource.k8s.io/resourceslices", {"list", "watch"}},
       {"resource.k8s.io/resourceclaims", {"list", "watch"}},
       {"resource.k8s.io/deviceclasses", {"get", "create", "patch"}},
@@ -344,8 +343,9 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
   BOOST_REQUIRE(dcm);
   BOOST_TEST(dcm["metadata"]["namespace"].as<std::string>() == "dcm-ns");
   const std::map<std::string, std::set<std::string>> dcm_grants = {
-      {"/configmaps", {"create"}},
+      {"/configmaps", {"create", "list", "watch"}},
       {"/configmaps[default-dcm-config]", {"get", "update"}},
+      {"/events", {"list", "watch"}},
   };
   E2E_CHECK((grants(dcm) == dcm_grants), describe(grants(dcm)));
   BOOST_TEST(find_all(docs, "Role").size() == 3u);
@@ -375,6 +375,23 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
   const auto without = render({"--set", "dcm.rbac=false"});
   BOOST_TEST(!find(without, "Role", "gp-gpu-partitioner-dcm-config"));
   BOOST_TEST(find_all(without, "Role").size() == 2u);
+
+  // More payload namespaces: each gets a read-only Role for ConfigMaps, and the flag
+  // names them after DCM's, each once.
+  const auto more = render({"--set-json", R"(dcm.payloadNamespaces=["team-a","dcm-ns","team-a"])"});
+  BOOST_TEST(find_all(more, "Role").size() == 4u);
+  const auto payloads = find(more, "Role", "gp-gpu-partitioner-payloads");
+  BOOST_REQUIRE(payloads);
+  BOOST_TEST(payloads["metadata"]["namespace"].as<std::string>() == "team-a");
+  const std::map<std::string, std::set<std::string>> payload_grants = {
+      {"/configmaps", {"list", "watch"}}};
+  E2E_CHECK((grants(payloads) == payload_grants), describe(grants(payloads)));
+  const auto bound = find(more, "RoleBinding", "gp-gpu-partitioner-payloads");
+  BOOST_REQUIRE(bound);
+  BOOST_TEST(bound["metadata"]["namespace"].as<std::string>() == "team-a");
+  const auto more_args =
+      strings(find(more, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]);
+  BOOST_TEST(arg_after(more_args, "--payload-namespaces") == "dcm-ns,team-a");
 }
 
 BOOST_AUTO_TEST_CASE(service_monitor_prometheus_rule_and_dashboard_render_when_turned_on) {

@@ -17,6 +17,11 @@
 {{- end }}
 {{- end }}
 
+{{/* --payload-namespaces: DCM's namespace, then dcm.payloadNamespaces, each once. */}}
+{{- define "gpu-partitioner.payloadNamespaces" -}}
+{{- prepend .Values.dcm.payloadNamespaces .Values.dcm.namespace | uniq | join "," }}
+{{- end }}
+
 {{/* chart label value: name-version */}}
 {{- define "gpu-partitioner.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}

@@ -231,6 +231,34 @@ BOOST_AUTO_TEST_CASE(a_profiles_payload_is_found_missing_or_still_being_listed) 
   BOOST_TEST(gc::resolve_profile(b.v, "bad").invalid == "spec.expectedResources: required");
 }
 
+// Whoever may edit a payload decides how nodes are partitioned: a payload outside the
+// namespaces the operator trusts is not read, even when its ConfigMap is in the view.
+BOOST_AUTO_TEST_CASE(a_payload_outside_the_payload_namespaces_is_refused_naming_them) {
+  view_builder b;
+  b.profile("cpx", "cpx-payload").payload("cpx-payload", cpx);
+  b.config_map("team-a", "cpx-payload", {{"profile.json", cpx}});
+  b.v.payload_namespaces = {"kube-amd-gpu", "gpu-admins"};
+  const auto trusted = gc::resolve_profile(b.v, "cpx");
+  BOOST_TEST(trusted.payload.has_value());
+  BOOST_TEST(!trusted.payload_forbidden);
+
+  auto tenant = std::make_shared<gp::partitioning_profile>(*b.v.profiles.at("cpx"));
+  tenant->metadata.name = "tenant";
+  tenant->spec.operator_payload.namespace_ = "team-a";
+  b.v.profiles["tenant"] = tenant;
+  const auto refused = gc::resolve_profile(b.v, "tenant");
+  BOOST_TEST(!refused.payload.has_value());
+  BOOST_TEST(refused.payload_forbidden);
+  BOOST_TEST(!refused.payload_pending);
+  BOOST_TEST(refused.payload_problem ==
+             "PartitioningProfile \"tenant\" spec.operatorPayload.namespace: \"team-a\" is not "
+             "a namespace payloads may live in (gpu-admins, kube-amd-gpu; the operator's "
+             "--payload-namespaces)");
+
+  b.v.payload_namespaces.clear(); // unrestricted (tools and tests)
+  BOOST_TEST(gc::resolve_profile(b.v, "tenant").payload.has_value());
+}
+
 BOOST_AUTO_TEST_CASE(profiles_that_give_one_dcm_name_different_payloads_are_rivals) {
   view_builder b;
   b.payload("cpx-payload", cpx).payload("spx-payload", spx);

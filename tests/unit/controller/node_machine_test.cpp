@@ -442,6 +442,16 @@ const std::vector<preflight_case> preflight_cases{
      [](world& w) { w.in.profile.payload = cpx_payload; }},
     {"PayloadInvalid", [](world& w) { w.in.profile.payload = R"({"profiles":[)"; },
      [](world& w) { w.in.profile.payload = cpx_payload; }},
+    {"PayloadNamespaceNotAllowed",
+     [](world& w) {
+       w.in.profile.payload.reset();
+       w.in.profile.payload_forbidden = true;
+       w.in.profile.payload_problem = "spec.operatorPayload.namespace: \"team-a\" is not allowed";
+     },
+     [](world& w) {
+       w.in.profile.payload = cpx_payload;
+       w.in.profile.payload_forbidden = false;
+     }},
     {"TargetMismatch", [](world& w) { w.node().labels["amd.com/gpu.product"] = "MI250"; },
      [](world& w) { w.node().labels["amd.com/gpu.product"] = "MI300X"; }},
     {"DCMConfigNotFound", [](world& w) { w.in.dcm.found = false; },
