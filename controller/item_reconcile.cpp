@@ -1,5 +1,6 @@
 #include "controller/item_reconcile.hpp"
 
+#include "controller/node_inputs.hpp"
 #include "controller/node_machine.hpp"
 #include "protocol/api_group.hpp"
 #include "protocol/desired_hash.hpp"
@@ -30,10 +31,14 @@ protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan
   const auto rollout = item_rollout_of(plan.spec.rollout, sel.node, canary_nodes);
   item.spec.soak_seconds = rollout.soak_seconds;
   item.spec.canary = rollout.canary;
+  // Profile names cannot hold '/': the payload's hash is memoised beside the spec's.
+  const std::string payload_key = "payload/" + sel.profile;
   if (auto known = hashes.find(sel.profile); known != hashes.end()) {
     item.spec.desired_hash = known->second;
+    item.spec.payload_hash = hashes[payload_key];
     return item;
   }
+  item.spec.payload_hash = hashes[payload_key] = payload_hash_of(view, sel.profile);
   if (auto profile = view.profiles.find(sel.profile); profile != view.profiles.end()) {
     item.spec.desired_hash =
         protocol::desired_hash(*profile->second, item.spec.drain, item.spec.verification);
@@ -50,6 +55,7 @@ protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan
 bool spec_differs(const protocol::node_partitioning& have,
                   const protocol::node_partitioning& want) {
   return have.spec.desired_hash != want.spec.desired_hash ||
+         have.spec.payload_hash != want.spec.payload_hash ||
          have.spec.dry_run != want.spec.dry_run || !(have.spec.drain == want.spec.drain) ||
          !(have.spec.verification == want.spec.verification) ||
          have.spec.profile_ref.name != want.spec.profile_ref.name ||
@@ -59,10 +65,10 @@ bool spec_differs(const protocol::node_partitioning& have,
 std::map<std::string, std::string> wanted_hashes(const protocol::partitioning_plan& plan,
                                                  const plan_resolution& resolution,
                                                  const cluster_view& view) {
-  std::map<std::string, std::string> hashes;
+  std::map<std::string, std::string> memo, hashes;
   for (const auto& sel : resolution.selected)
     if (!hashes.count(sel.profile))
-      desired_item(plan, sel, view, hashes);
+      hashes[sel.profile] = desired_item(plan, sel, view, memo).spec.desired_hash;
   return hashes;
 }
 
@@ -78,6 +84,10 @@ item_changes reconcile_items(const protocol::partitioning_plan& plan,
     out.selected.push_back(name);
     out.keep.insert(name);
     auto have = mine.find(name);
+    // A payload that cannot be read now (its ConfigMap not listed yet, or gone) keeps the
+    // hash the item has: only a payload read anew and different is news.
+    if (want.spec.payload_hash.empty() && have != mine.end())
+      want.spec.payload_hash = have->second->spec.payload_hash;
     if (have == mine.end()) {
       out.absent.push_back(name);
       auto node = view.nodes.find(sel.node);

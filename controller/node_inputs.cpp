@@ -2,6 +2,7 @@
 
 #include "controller/dcm_payload.hpp"
 #include "protocol/codec/quote.hpp"
+#include "protocol/desired_hash.hpp"
 
 #include <algorithm>
 #include <set>
@@ -50,6 +51,14 @@ std::optional<std::string> payload_of(const cluster_view& view,
 
 } // namespace
 
+std::string payload_hash_of(const cluster_view& view, const std::string& profile) {
+  auto it = view.profiles.find(profile);
+  if (it == view.profiles.end())
+    return {};
+  const auto payload = payload_of(view, *it->second, nullptr);
+  return payload ? protocol::payload_hash(*payload) : std::string{};
+}
+
 resolved_profile resolve_profile(const cluster_view& view, const std::string& name) {
   resolved_profile r;
   r.name = name;
@@ -64,6 +73,8 @@ resolved_profile resolve_profile(const cluster_view& view, const std::string& na
   r.dcm_name = protocol::dcm_profile_name(*it->second);
   r.payload =
       payload_of(view, *it->second, &r.payload_problem, &r.payload_pending, &r.payload_forbidden);
+  if (r.payload)
+    r.payload_hash = protocol::payload_hash(*r.payload);
   // Another profile with this DCM name and a different payload DCM would accept: the two
   // would overwrite each other's entry in DCM's config. A rival whose payload is still
   // being listed leaves the answer unknown, and so the profile pending: preflight would

@@ -41,6 +41,10 @@ struct worker_facts {
 /// profiles that give the same DCM name another payload.
 resolved_profile resolve_profile(const cluster_view& view, const std::string& name);
 
+/// protocol::payload_hash of the profile's payload; "" when it cannot be read now (no
+/// profile, no ConfigMap yet, or one in a namespace payloads may not live in).
+std::string payload_hash_of(const cluster_view& view, const std::string& profile);
+
 /// Whether the item's plan lets the operator act on it: it must name a live plan, by name
 /// and uid; an invalid or deleting plan starts no node.
 plan_standing standing_of(const cluster_view& view, const protocol::node_partitioning& item);

@@ -141,6 +141,15 @@ bool gpus_unsettled(const protocol::node_partitioning_status& st) {
   return false;
 }
 
+// The profile's payload is no longer the one the node's last run gave DCM (or was to
+// give): a payload is part of what a run is, so an edit of its ConfigMap is a new run,
+// never a silent one. Unknown either way (no payload now, or a run from before payloads
+// were recorded) is no change.
+bool payload_changed(const node_inputs& in, const protocol::node_partitioning_status& st) {
+  return !in.profile.payload_hash.empty() && !st.observed_payload_hash.empty() &&
+         in.profile.payload_hash != st.observed_payload_hash;
+}
+
 // Whether the current run got past Pending, so it may have cordoned or tainted the node:
 // a run that never started (a preflight failure, a plan gone before its turn) has nothing
 // of its own to undo and leaves the node as it found it.
@@ -358,8 +367,11 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
     out.requeue = 10s;
     return;
   }
-  if (in_target_state(in)) {
+  // A node whose last run gave DCM another payload is not in its target state, whatever
+  // its labels say: DCM still holds that payload's layout for it.
+  if (!payload_changed(in, s.status) && in_target_state(in)) {
     s.status.observed_hash = in.item.spec.desired_hash;
+    s.status.observed_payload_hash = in.profile.payload_hash;
     s.status.completed_at = protocol::format_time(in.now);
     s.error("");
     // A soak of an earlier run says nothing of this success.
@@ -380,6 +392,7 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   s.condition(node_condition::started, true, "TokenGranted",
               "the rollout limits allow this node to start");
   s.status.observed_hash = in.item.spec.desired_hash;
+  s.status.observed_payload_hash = in.profile.payload_hash;
   s.status.started_at = protocol::format_time(in.now);
   s.status.completed_at.clear();
   s.status.drain = {};
@@ -779,6 +792,17 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
     fail_and_roll_back(in, s, out, "ProfileUnavailable", holders_finding(in).text());
     return;
   }
+  if (in.profile.payload_hash != s.status.observed_payload_hash) {
+    // The payload was edited while the node drained: it gets the new one, and says so.
+    if (!s.status.observed_payload_hash.empty())
+      out.events.push_back({false, "Warning", "PayloadChanged",
+                            "the payload of profile " + in.profile.name +
+                                " changed during the run: the node gets the new one (" +
+                                in.profile.payload_hash +
+                                "), which the nodes done before "
+                                "get in runs of their own"});
+    s.status.observed_payload_hash = in.profile.payload_hash;
+  }
   if (!dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
     out.dcm = missing_profiles(in);
     s.condition(node_condition::profile_applied, false, "WritingDCMConfig",
@@ -1093,6 +1117,17 @@ void on_succeeded(const node_inputs& in, status_editor& s, node_step& out) {
     out.requeue = 1ms;
     return;
   }
+  if (payload_changed(in, s.status)) {
+    s.enter(node_phase::pending, "PayloadChanged",
+            "the payload of profile " + in.profile.name + " changed since the node ran (now " +
+                in.profile.payload_hash + "): re-running");
+    out.requeue = 1ms;
+    return;
+  }
+  // A success recorded before payloads were: it ran the payload there is now, as far as
+  // anyone knows, and a later edit is measured from here.
+  if (s.status.observed_payload_hash.empty())
+    s.status.observed_payload_hash = in.profile.payload_hash;
   // Finish returning the node: uncordon (unless an admin had cordoned it). A node that
   // was already in the target state was never taken.
   if (run_started(s.status) && restore_node(in, s, out, false)) {
@@ -1105,8 +1140,12 @@ void on_succeeded(const node_inputs& in, status_editor& s, node_step& out) {
 }
 
 void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
-  // The plan's profile or policies changed since the node failed.
-  const bool spec_changed = s.status.observed_hash != in.item.spec.desired_hash;
+  const auto& history = s.status.history;
+  const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
+  // The plan's profile or policies changed since the node failed, or the payload since
+  // its last run (a failed preflight gave DCM nothing: it clears itself when fixed).
+  const bool spec_changed = s.status.observed_hash != in.item.spec.desired_hash ||
+                            (!preflight_failure && payload_changed(in, s.status));
   if (!gpus_unsettled(s.status)) {
     // Nothing on the GPUs was touched: the node goes back to service (if this run took
     // it), and a failure of preflight clears itself once the cause is fixed.
@@ -1124,8 +1163,6 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
       out.requeue = 1ms;
       return;
     }
-    const auto& history = s.status.history;
-    const bool preflight_failure = !history.empty() && history.back().reason == "PreflightFailed";
     if (!preflight_failure)
       return;
     const auto findings = preflight(in);

@@ -51,6 +51,8 @@ struct resolved_profile {
   std::string dcm_name;
   /// The payload ConfigMap's data["profile.json"], if it was found.
   std::optional<std::string> payload;
+  /// protocol::payload_hash of it; "" without one.
+  std::string payload_hash;
   /// Why the payload is missing, when it is ("ConfigMap kube-amd-gpu/x not found").
   std::string payload_problem;
   /// The payload's ConfigMap is in a namespace payloads may not live in (the problem

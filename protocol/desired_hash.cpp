@@ -58,4 +58,9 @@ std::string desired_hash(const partitioning_profile& profile, const drain_policy
   return desired_hash(spec, drain, verification);
 }
 
+std::string payload_hash(std::string_view payload) {
+  const auto canonical = canonical_json(payload);
+  return "sha256:" + sha256_hex(canonical ? std::string_view(canonical.value()) : payload);
+}
+
 } // namespace gpu_partitioner::protocol

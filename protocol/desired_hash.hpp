@@ -32,4 +32,8 @@ std::string desired_state_json(const partitioning_profile_spec& profile, const d
 std::string desired_hash(const partitioning_profile& profile, const drain_policy& drain,
                          const plan_verification& verification);
 
+/// What a payload is: "sha256:" + hex SHA-256 of its canonical JSON, so that an edit of
+/// its layout or spacing is no new payload; text that is not JSON hashes as it is.
+std::string payload_hash(std::string_view payload);
+
 } // namespace gpu_partitioner::protocol

@@ -37,6 +37,9 @@ struct node_partitioning_spec {
   std::string node_name;
   /// desired_hash() of the profile spec, drain policy and verification.
   std::string desired_hash;
+  /// payload_hash() of the profile's payload as last read ("" until it was): a payload
+  /// edited after a node ran is a new run for it, as a new spec is.
+  std::string payload_hash;
   profile_reference profile_ref;
   drain_policy drain;
   plan_verification verification;
@@ -59,6 +62,7 @@ constexpr auto describe(codec::tag<node_partitioning_spec>) {
           .max_length(253)
           .matching(codec::dns1123_subdomain),
       codec::field("desiredHash", &T::desired_hash).required().matching(codec::desired_hash_format),
+      codec::field("payloadHash", &T::payload_hash).matching(codec::desired_hash_format),
       codec::field("profileRef", &T::profile_ref).required(),
       codec::field("drainPolicy", &T::drain), codec::field("verification", &T::verification),
       codec::field("dryRun", &T::dry_run), codec::field("soakSeconds", &T::soak_seconds).minimum(0),
@@ -248,6 +252,8 @@ struct node_partitioning_status {
   std::optional<node_phase> phase;
   /// The desiredHash the current phase works towards (or reached).
   std::string observed_hash;
+  /// The payloadHash of the payload the current run gives DCM (or gave).
+  std::string observed_payload_hash;
   std::vector<condition> conditions;
   drain_progress drain;
   std::vector<node_transition> history;
@@ -263,6 +269,8 @@ constexpr auto describe(codec::tag<node_partitioning_status>) {
   return std::make_tuple(
       codec::field("phase", &T::phase),
       codec::field("observedHash", &T::observed_hash).matching(codec::desired_hash_format),
+      codec::field("observedPayloadHash", &T::observed_payload_hash)
+          .matching(codec::desired_hash_format),
       codec::field("conditions", &T::conditions).map_key("type"), codec::field("drain", &T::drain),
       codec::field("history", &T::history).max_items(T::history_limit),
       codec::field("lastError", &T::last_error),

@@ -3,7 +3,7 @@ real local control plane. It runs alone ("exclusive": the operator acts on every
 the cluster), is never cached ("external": its result depends on a live cluster), and runs
 outside the sandbox ("local")."""
 
-def e2e_test(name, srcs = None, data = []):
+def e2e_test(name, srcs = None, data = [], deps = []):
     native.cc_test(
         name = name,
         size = "enormous",
@@ -24,5 +24,5 @@ def e2e_test(name, srcs = None, data = []):
             ":e2e_support",
             "//kube",
             "//tests/support:test_main",
-        ],
+        ] + deps,
     )

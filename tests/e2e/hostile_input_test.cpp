@@ -10,6 +10,8 @@
 // (hostile-case=<entry>), and two nodes gpu-sim does not play: a control-plane node that
 // looks like a GPU node, and a CPU node without GPUs. Every node of the test carries
 // hostile-scope=<key>, which the "selects everything" plan selects.
+#include "protocol/canonical_json.hpp"
+#include "protocol/desired_hash.hpp"
 #include "protocol/timestamp.hpp"
 #include "tests/e2e/support/e2e.hpp"
 
@@ -246,6 +248,111 @@ std::size_t count_of(const std::string& text, const std::string& part) {
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(hostile_input)
+
+// A payload is part of what a run is, so its edit is never given to a node silently. A
+// plan whose nodes all carry its DCM name: the edit is refused (DCM would repartition them
+// undrained), every node stays as it was and says why, and an edit back heals the plan
+// with no run. A plan of one node: the node runs again and gets the new payload.
+BOOST_AUTO_TEST_CASE(a_payload_edit_after_a_rollout_is_refused_or_run_never_given_silently,
+                     *utf::timeout(300)) {
+  e2e_cluster c;
+  node_spec shared, solo;
+  shared.labels = {{"hostile-case", "payload-shared"}};
+  solo.labels = {{"hostile-case", "payload-solo"}};
+  c.add_nodes({{"ps1", shared}, {"ps2", shared}, {"po1", solo}});
+  c.start_simulator();
+  c.start_operator();
+  // The same partitions written as two groups of four GPUs: another payload to DCM.
+  const std::string edited =
+      R"({"skippedGPUs":{"ids":[]},"profiles":[)"
+      R"({"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":4},)"
+      R"({"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":4}]})";
+  auto start = [&](const std::string& which, const std::string& dcm_name) {
+    c.create_payload(which + "-payload", cpx_nps4_json);
+    profile_options po;
+    po.payload = which + "-payload";
+    po.dcm_name = dcm_name;
+    const auto prof = c.create_profile(which, profile_spec(c, po));
+    plan_options o;
+    o.max_parallel = "2";
+    o.max_unavailable = "2";
+    o.entries = {entry_json("p", c.selector({{"hostile-case", "payload-" + which}}), prof)};
+    return c.create_plan(which, plan_spec(o));
+  };
+  const auto shared_plan = start("shared", "shared-cpx");
+  const auto solo_plan = start("solo", "solo-cpx");
+  E2E_REQUIRE(c.await_plan_phase(shared_plan, "Completed", 120s), c.describe(shared_plan));
+  E2E_REQUIRE(c.await_plan_phase(solo_plan, "Completed", 120s), c.describe(solo_plan));
+  auto edit_payload = [&](const std::string& which, const std::string& json) {
+    c.patch(kube::resources::config_maps(), which + "-payload",
+            R"({"data":{"profile.json":)" + quoted(json) + "}}", c.ns);
+  };
+  edit_payload("shared", edited);
+  edit_payload("solo", edited);
+
+  const auto v1 = protocol::payload_hash(cpx_nps4_json);
+  const auto v2 = protocol::payload_hash(edited);
+  auto observed = [&](const std::string& plan, const std::string& node) {
+    const auto item = c.get(items, plan + "-" + node);
+    return item ? str(*item, {"status", "observedPayloadHash"}) : std::string("(no item)");
+  };
+  auto dcm_holds = [&](const std::string& dcm_name) {
+    const auto dcm = c.get(kube::resources::config_maps(), dcm_config_name, c.ns);
+    if (!dcm)
+      return std::string("(no DCM ConfigMap)");
+    const auto config = parse_json(str(*dcm, {"data", "config.json"}));
+    const auto* held = kube::find_path(config, {"gpu-config-profiles", dcm_name.c_str()});
+    if (held == nullptr)
+      return std::string("(not held)");
+    const auto text = protocol::canonical_json(*held);
+    return text.ok() ? protocol::payload_hash(text.value()) : std::string("(not JSON)");
+  };
+
+  // The solo node runs again, and ends with the new payload, in DCM's config too.
+  const auto solo_node = c.id + "-po1";
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    const auto i = c.item(solo_plan, solo_node);
+                    return i && i->phase == "Succeeded" && observed(solo_plan, solo_node) == v2;
+                  },
+                  120s, 200ms),
+              c.describe(solo_plan));
+  const auto solo_item = c.item(solo_plan, solo_node);
+  BOOST_TEST(std::count(solo_item->reasons.begin(), solo_item->reasons.end(), "PayloadChanged") ==
+             1);
+  BOOST_TEST(dcm_holds("solo-cpx") == v2);
+
+  // The shared nodes are refused, naming the cause; nothing on them changed.
+  for (const auto& suffix : {"ps1", "ps2"}) {
+    const auto node = c.id + "-" + suffix;
+    BOOST_TEST_CONTEXT("node " << node) {
+      E2E_CHECK(eventually(
+                    [&] {
+                      const auto i = c.item(shared_plan, node);
+                      return i && i->phase == "Failed" &&
+                             contains(i->last_error, "DCMProfileInUse");
+                    },
+                    60s, 200ms),
+                c.describe(shared_plan));
+      BOOST_TEST(observed(shared_plan, node) == v1, "still the payload its run gave DCM");
+      const auto v = c.node(node);
+      BOOST_TEST(!v.unschedulable);
+      BOOST_TEST(!v.dcm_taint);
+      BOOST_TEST(v.gpus == 64);
+    }
+  }
+  BOOST_TEST(dcm_holds("shared-cpx") == v1);
+  BOOST_TEST(c.plan_phase(shared_plan) == "Degraded");
+
+  // The edit taken back: the shared plan heals without a run.
+  edit_payload("shared", cpx_nps4_json);
+  E2E_CHECK(c.await_plan_phase(shared_plan, "Completed", 60s), c.describe(shared_plan));
+  for (const auto& i : c.plan_items(shared_plan)) {
+    BOOST_TEST(i.reasons.back() == "AlreadyInTargetState", i.node);
+    BOOST_TEST(std::count(i.reasons.begin(), i.reasons.end(), "Started") == 1, i.node);
+  }
+  BOOST_TEST(c.operator_process().alive());
+}
 
 BOOST_AUTO_TEST_CASE(
     hostile_objects_are_refused_or_reported_touch_no_node_and_the_healthy_plan_completes,

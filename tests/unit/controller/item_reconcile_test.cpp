@@ -144,6 +144,40 @@ BOOST_AUTO_TEST_CASE(a_changed_spec_is_updated_unless_the_node_is_in_flight) {
   BOOST_TEST(changes.create.empty());
 }
 
+// The payload is part of the item: read anew and different, it updates the item (unless
+// the node is in flight); unreadable for now (not listed yet, deleted), it changes nothing.
+BOOST_AUTO_TEST_CASE(a_payload_read_anew_and_different_updates_the_item_and_one_unread_does_not) {
+  fixture f;
+  auto payload = [&](const std::string& json) {
+    f.view.config_maps["/cpx-payload"] =
+        std::make_shared<const gc::config_map_data>(gc::config_map_data{{"profile.json", json}});
+  };
+  payload(R"({"profiles":[1]})");
+  const auto v1 = gp::payload_hash(R"({"profiles":[1]})");
+  BOOST_TEST(f.exists("a").spec.payload_hash == v1);
+  f.exists("b");
+  f.items.at("p-b").status.phase = gp::node_phase::applying;
+
+  payload(R"({ "profiles" : [ 1 ] })"); // spacing is no change
+  auto changes =
+      gc::reconcile_items(plan(), selects({{"a", "cpx"}, {"b", "cpx"}}), f.mine(), f.view);
+  BOOST_TEST(changes.update.empty());
+
+  payload(R"({"profiles":[2]})");
+  changes = gc::reconcile_items(plan(), selects({{"a", "cpx"}, {"b", "cpx"}}), f.mine(), f.view);
+  BOOST_REQUIRE(changes.update.size() == 1u);
+  BOOST_TEST(changes.update[0].metadata.name == "p-a");
+  BOOST_TEST(changes.update[0].spec.payload_hash == gp::payload_hash(R"({"profiles":[2]})"));
+  BOOST_TEST(changes.update[0].spec.desired_hash == f.items.at("p-a").spec.desired_hash);
+  BOOST_TEST(changes.unchanged == std::vector<std::string>{"p-b"}, "in flight: finishes first");
+
+  f.view.config_maps.erase("/cpx-payload");
+  changes = gc::reconcile_items(plan(), selects({{"a", "cpx"}}), f.mine(), f.view);
+  BOOST_TEST(changes.update.empty(), "a payload that cannot be read keeps the item's hash");
+  BOOST_TEST(gc::wanted_hashes(plan(), selects({{"a", "cpx"}}), f.view).size() == 1u,
+             "profile -> desiredHash only");
+}
+
 BOOST_AUTO_TEST_CASE(items_that_left_the_plan_are_removed_unless_the_plan_cannot_say) {
   fixture f;
   f.exists("a");

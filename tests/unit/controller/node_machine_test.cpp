@@ -9,6 +9,7 @@
 #include "controller/verification.hpp"
 
 #include "controller/dcm_payload.hpp"
+#include "protocol/desired_hash.hpp"
 
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -1842,6 +1843,141 @@ BOOST_AUTO_TEST_CASE(verification_times_out_after_the_profile_timeout_keeping_th
   BOOST_TEST(cordon_write(s) == "-");
   BOOST_TEST(annotation_write(s, gc::was_unschedulable_annotation) == "-");
   BOOST_TEST(!s.taint);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------
+// A payload is part of what a run is: an edit of its ConfigMap after a node ran is a new
+// run for that node, and one during a run is given with a Warning, never silently.
+BOOST_AUTO_TEST_SUITE(payload_changes)
+
+const std::string edited_payload =
+    R"({"skippedGPUs":{"ids":[7]},"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":7}]})";
+
+world& with_payload(world& w, const std::string& payload) {
+  w.in.profile.payload = payload;
+  w.in.profile.payload_hash = gp::payload_hash(payload);
+  return w;
+}
+
+BOOST_AUTO_TEST_CASE(a_succeeded_node_whose_payload_was_edited_runs_again) {
+  world w;
+  w.at(node_phase::succeeded).partitioned();
+  w.node().annotations.clear();
+  w.status().observed_payload_hash = gp::payload_hash(cpx_payload);
+  with_payload(w, edited_payload);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(last_reason(w, s) == "PayloadChanged");
+  BOOST_TEST(no_node_writes(s));
+}
+
+BOOST_AUTO_TEST_CASE(the_same_payload_spaced_or_ordered_otherwise_is_no_change) {
+  world w;
+  w.at(node_phase::succeeded).partitioned();
+  w.node().annotations.clear();
+  w.status().observed_payload_hash = gp::payload_hash(cpx_payload);
+  const std::string respaced =
+      R"({ "profiles" : [ {"numGPUsAssigned": 8, "memoryPartition": "NPS4", "computePartition": "CPX"} ],)"
+      R"( "skippedGPUs": {"ids": []} })";
+  BOOST_REQUIRE(gp::payload_hash(respaced) == gp::payload_hash(cpx_payload));
+  with_payload(w, respaced);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(last_reason(w, s) != "PayloadChanged");
+}
+
+BOOST_AUTO_TEST_CASE(a_success_recorded_before_payloads_were_adopts_the_payload_there_is) {
+  world w;
+  w.at(node_phase::succeeded).partitioned();
+  w.node().annotations.clear();
+  with_payload(w, cpx_payload);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(status_after(w, s).observed_payload_hash == gp::payload_hash(cpx_payload));
+  // ... and a later edit is measured from there.
+  w.in.item.status = status_after(w, s);
+  with_payload(w, edited_payload);
+  BOOST_TEST(last_reason(w, w.step()) == "PayloadChanged");
+}
+
+BOOST_AUTO_TEST_CASE(a_node_whose_last_run_gave_another_payload_is_not_in_its_target_state) {
+  world w;
+  w.partitioned();
+  w.node().annotations.clear();
+  w.in.token = true;
+  with_payload(w, cpx_payload);
+  BOOST_TEST(last_reason(w, w.step()) == "AlreadyInTargetState", "the control: same payload");
+
+  w.status().observed_payload_hash = gp::payload_hash(cpx_payload);
+  with_payload(w, edited_payload);
+  auto s = w.step();
+  BOOST_TEST(s.wants_token);
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(status_after(w, s).observed_payload_hash == gp::payload_hash(edited_payload));
+}
+
+BOOST_AUTO_TEST_CASE(a_payload_edited_during_the_drain_is_given_with_a_warning) {
+  world w;
+  w.at(node_phase::applying).cordoned_by_us().tainted();
+  w.status().observed_payload_hash = gp::payload_hash(cpx_payload);
+  with_payload(w, edited_payload);
+  auto s = w.step();
+  BOOST_TEST_REQUIRE(s.dcm.has_value());
+  BOOST_TEST(s.dcm->profiles.at(dcm_name) == edited_payload);
+  BOOST_TEST(status_after(w, s).observed_payload_hash == gp::payload_hash(edited_payload));
+  const auto warned = std::count_if(s.events.begin(), s.events.end(), [](const auto& e) {
+    return e.reason == "PayloadChanged" && e.type == "Warning";
+  });
+  BOOST_TEST(warned == 1);
+  // Once: the next step knows the run gives the new payload.
+  w.in.item.status = status_after(w, s);
+  const auto again = w.step();
+  BOOST_TEST(std::none_of(again.events.begin(), again.events.end(),
+                          [](const auto& e) { return e.reason == "PayloadChanged"; }));
+}
+
+// The edit under a DCM name other nodes carry is refused by preflight (DCMProfileInUse):
+// the node stays Failed on its old payload, without a loop, and an edit back heals it
+// without a run.
+BOOST_AUTO_TEST_CASE(a_refused_payload_edit_holds_the_node_and_an_edit_back_heals_it) {
+  world w;
+  w.partitioned();
+  w.node().annotations.clear();
+  w.status().observed_payload_hash = gp::payload_hash(cpx_payload);
+  with_payload(w, edited_payload);
+  w.in.dcm_name_holders = {"gpu-other"};
+  auto failed = w.step();
+  BOOST_TEST(phase_after(w, failed) == "Failed");
+  BOOST_TEST(last_reason(w, failed) == "PreflightFailed");
+  BOOST_TEST(no_node_writes(failed));
+  BOOST_TEST(status_after(w, failed).observed_payload_hash == gp::payload_hash(cpx_payload),
+             "still the payload its last run gave DCM");
+  w.in.item.status = status_after(w, failed);
+  const auto held = w.step();
+  BOOST_TEST(phase_after(w, held) == "Failed", "no loop while the cause stands");
+
+  w.in.dcm_name_holders.clear();
+  with_payload(w, cpx_payload);
+  const auto passed = w.step();
+  BOOST_TEST(last_reason(w, passed) == "PreflightPassed");
+  w.in.item.status = status_after(w, passed);
+  const auto healed = w.step();
+  BOOST_TEST(last_reason(w, healed) == "AlreadyInTargetState");
+  BOOST_TEST(no_node_writes(healed));
+}
+
+BOOST_AUTO_TEST_CASE(a_node_failed_before_its_gpus_changed_starts_over_on_a_payload_edit) {
+  world w;
+  w.failed_in(node_phase::draining, "DrainTimeout");
+  w.status().observed_payload_hash = gp::payload_hash(cpx_payload);
+  with_payload(w, cpx_payload);
+  BOOST_TEST(phase_after(w, w.step()) == "Failed", "the control: nothing changed");
+  with_payload(w, edited_payload);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Pending");
+  BOOST_TEST(last_reason(w, s) == "SpecChanged");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
