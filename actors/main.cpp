@@ -234,6 +234,26 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
 
+  // Deleting pods is granted only for the plans that need it (the chart's
+  // rbac.podDelete): the nodes of such a plan fail preflight, naming the grant, instead of
+  // draining halfway. Asked once; an unanswered question is taken as allowed, and a
+  // refused delete then fails as any refused write does.
+  bool pods_deletable = true;
+  {
+    kube::http_client http(connection.value(),
+                           std::make_shared<kube::credentials>(connection.value()));
+    kube::client api(http);
+    if (auto may = api.may("delete", "", "pods"); may.ok()) {
+      pods_deletable = may.value();
+      if (!pods_deletable)
+        actors::log_info("this operator may not delete pods: plans with evictionKind Delete, "
+                         "respectPDB false or cordon Devices are refused in preflight");
+    } else {
+      actors::log_warning("could not ask whether pods may be deleted (" + may.error().describe() +
+                          "); assuming they may");
+    }
+  }
+
   if (f.dcm_name.empty()) {
     // The ConfigMap the GPU operator mounts into DCM's pods: the one its DeviceConfig
     // names, default-dcm-config when it names none (or there is no DeviceConfig API).
@@ -345,6 +365,7 @@ int main(int argc, char** argv) {
                                       ? std::set<std::string>{f.dcm_namespace}
                                       : f.payload_namespaces;
     settings.dcm_name = f.dcm_name;
+    settings.pods_deletable = pods_deletable;
     settings.dcm_config_sync =
         std::chrono::milliseconds(static_cast<long long>(f.dcm_config_sync * 1000));
     settings.identity = identity;

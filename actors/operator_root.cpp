@@ -220,6 +220,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
   s->dcm_key = settings.dcm_namespace + "/" + settings.dcm_name;
   s->dcm_namespace = settings.dcm_namespace;
   s->view.payload_namespaces = settings.payload_namespaces;
+  s->view.pods_deletable = settings.pods_deletable;
   auto schedule = [self, s, settings] {
     if (!s->tick_pending) {
       s->tick_pending = true;

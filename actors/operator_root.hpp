@@ -20,6 +20,8 @@ struct operator_settings {
   /// mounted file (--dcm-config-sync).
   std::chrono::milliseconds dcm_config_sync{90000};
   std::string dcm_name = "default-dcm-config";
+  /// Whether the operator's RBAC lets it delete pods (asked at start).
+  bool pods_deletable = true;
   /// Where payload ConfigMaps may live (--payload-namespaces); empty: anywhere.
   std::set<std::string> payload_namespaces;
   /// Who writes (the lease holder's identity, recorded in field managers and events).

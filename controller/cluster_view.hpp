@@ -59,6 +59,9 @@ struct cluster_view {
   std::map<std::string, std::string> invalid_profiles;
   shared_map<protocol::node_partitioning> items;
   by_key<config_map_data> config_maps;
+  /// The operator may delete pods (its RBAC, asked at start): evictionKind Delete,
+  /// respectPDB false and the DRA driver's restart need it.
+  bool pods_deletable = true;
   /// The namespaces payload ConfigMaps may live in (--payload-namespaces, DCM's by
   /// default): whoever may write a payload decides how nodes are partitioned. Empty: any.
   std::set<std::string> payload_namespaces;

@@ -250,7 +250,7 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
       const bool approved = std::any_of(pdbs.begin(), pdbs.end(), [&](const auto& pdb) {
         return pdb.covers(pod) && pdb.disrupted_pods.count(pod.name) > 0;
       });
-      if (approved) {
+      if (approved && context.may_delete) {
         pass.removals.push_back(
             {pod.ns, pod.name, pod.uid, false, false, drain.grace_period_seconds});
         continue;

@@ -66,6 +66,10 @@ struct drain_context {
   protocol::wall_clock::time_point started;
   /// A node that is not Ready cannot confirm deletions: long-deleted pods are not waited for.
   bool node_ready = true;
+  /// The operator may delete pods. Without it an eviction a budget approved but whose
+  /// request died is not finished by a delete: the API server forgets it within 2 minutes,
+  /// and the eviction is asked again.
+  bool may_delete = true;
   /// The node drained, every node, and (a dry run) the plan's: where an evicted pod's
   /// replacement may run. Without them, no deadlock is looked for.
   std::string node;

@@ -80,6 +80,7 @@ struct node_slice {
   std::shared_ptr<const cluster_view::by_key<device_taint_rule_info>> taint_rules;
   /// The API server serves DeviceTaintRules.
   bool device_taints_served = false;
+  bool pods_deletable = true;
   std::shared_ptr<const resolved_profile> profile;
   plan_standing plan;
   std::shared_ptr<const dcm_config_state> dcm;

@@ -149,6 +149,8 @@ struct node_inputs {
   /// them (drainPolicy.cordon Devices).
   std::vector<device_taint_rule_info> taint_rules;
   bool device_taints_served = false;
+  /// The operator's RBAC lets it delete pods (cluster_view::pods_deletable).
+  bool pods_deletable = true;
   /// DCM's Events from this node (about its pod here), any order.
   std::vector<dcm_event_info> dcm_events;
   /// DCM profile name -> payload, of every profile the item's plan uses that may be

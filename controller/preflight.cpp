@@ -177,6 +177,22 @@ std::vector<finding> preflight(const node_inputs& in) {
                                 "where the site's own labeller sets it)"});
     }
   }
+  // Deleting pods is granted only when a plan needs it (the chart's rbac.podDelete): a
+  // plan that needs it without it would drain half a node and stop.
+  if (!in.pods_deletable) {
+    const auto& drain = in.item.spec.drain;
+    std::string needs;
+    if (drain.enabled && drain.kind == protocol::eviction_kind::delete_pods)
+      needs = "drainPolicy.evictionKind Delete deletes pods";
+    else if (drain.enabled && !drain.respect_pdb)
+      needs = "drainPolicy.respectPDB false deletes the pods a budget holds";
+    else if (drain.cordons_devices() && publishes_gpus(in.slices) && in.device_taints_served)
+      needs = "drainPolicy.cordon Devices restarts AMD's DRA driver by deleting its pod";
+    if (!needs.empty())
+      findings.push_back({"PodDeleteNotPermitted",
+                          needs + ", and the operator may not delete pods (grant it with the "
+                                  "chart's rbac.podDelete: true)"});
+  }
   return findings;
 }
 

@@ -228,6 +228,41 @@ result<done> client::remove(const resource& r, const std::string& ns, const std:
   return done{};
 }
 
+result<bool> client::may(const std::string& action, const std::string& group,
+                         const std::string& resource, const std::string& ns) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("apiVersion");
+  w.String("authorization.k8s.io/v1");
+  w.Key("kind");
+  w.String("SelfSubjectAccessReview");
+  w.Key("spec");
+  w.StartObject();
+  w.Key("resourceAttributes");
+  w.StartObject();
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"verb", &action},
+                                   {"group", &group},
+                                   {"resource", &resource},
+                                   {"namespace", &ns}}) {
+    w.Key(key);
+    w.String(value->c_str(), static_cast<rapidjson::SizeType>(value->size()));
+  }
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  http_request req;
+  req.method = verb::post;
+  req.path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+  req.body = buffer.GetString();
+  req.idempotent = true; // it changes nothing
+  auto answer = send(std::move(req));
+  if (!answer)
+    return answer.error();
+  const auto* allowed = find_path(answer.value(), {"status", "allowed"});
+  return allowed != nullptr && allowed->IsBool() && allowed->GetBool();
+}
+
 result<eviction_result> client::evict(const std::string& ns, const std::string& pod,
                                       const delete_options& options) {
   rapidjson::StringBuffer buffer;

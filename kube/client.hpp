@@ -109,6 +109,11 @@ public:
   result<eviction_result> evict(const std::string& ns, const std::string& pod,
                                 const delete_options& options = {});
 
+  /// Whether the caller may `action` (a verb) the resource (group "" for the core group;
+  /// ns "" for every namespace), as a SelfSubjectAccessReview answers; any user may ask.
+  result<bool> may(const std::string& action, const std::string& group, const std::string& resource,
+                   const std::string& ns = {});
+
   http_client& http() { return http_; }
 
 private:

@@ -306,7 +306,7 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
   // must be added here on purpose.
   const std::map<std::string, std::set<std::string>> cluster_wide = {
       {"/nodes", {"get", "list", "watch", "patch"}},
-      {"/pods", {"get", "list", "watch", "delete"}},
+      {"/pods", {"get", "list", "watch"}},
       {"/pods/eviction", {"create"}},
       {"policy/poddisruptionbudgets", {"list", "watch"}},
       {"resource.k8s.io/resourceslices", {"list", "watch"}},
@@ -370,6 +370,13 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
                  b["metadata"]["namespace"].as<std::string>());
   }
   BOOST_REQUIRE(find(docs, "ServiceAccount", "gp-gpu-partitioner"));
+
+  // Pods are deleted only when a plan needs it, and the chart is told so.
+  const auto deleting = render({"--set", "rbac.podDelete=true"});
+  auto with_delete = cluster_wide;
+  with_delete["/pods"].insert("delete");
+  E2E_CHECK((grants(find(deleting, "ClusterRole", "gp-gpu-partitioner")) == with_delete),
+            describe(grants(find(deleting, "ClusterRole", "gp-gpu-partitioner"))));
 
   // Turning the DCM Role off leaves the rest.
   const auto without = render({"--set", "dcm.rbac=false"});

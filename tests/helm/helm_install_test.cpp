@@ -441,6 +441,40 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
                         << "(a cluster made before tools/cluster logged service accounts' reads? "
                         << "recreate it)");
 
+    // -- a plan that must delete pods, without the grant: refused before any node is
+    // touched, naming the chart value (the default chart grants no pods delete) --
+    c.delete_plan(plan);
+    BOOST_REQUIRE(eventually([&] { return c.plan_items(plan).empty(); }, 60s, 200ms));
+    const auto deleting = c.create_sample_plan(
+        "deleting", {{"mi300x-cpx-nps4", cpx}, {"mi300x-spx-nps1", spx}},
+        [](rapidjson::Document& d) {
+          auto& a = d.GetAllocator();
+          auto& rollout = d["spec"]["rollout"];
+          if (!rollout.HasMember("drainPolicy"))
+            rollout.AddMember("drainPolicy", rapidjson::Value(rapidjson::kObjectType), a);
+          rollout["drainPolicy"].RemoveMember("evictionKind");
+          rollout["drainPolicy"].AddMember("evictionKind", "Delete", a);
+        });
+    E2E_CHECK(eventually(
+                  [&] {
+                    const auto is = c.plan_items(deleting);
+                    return is.size() == c.nodes.size() &&
+                           std::all_of(is.begin(), is.end(), [](const item_view& i) {
+                             return i.phase == "Failed" &&
+                                    i.last_error.find("PodDeleteNotPermitted") !=
+                                        std::string::npos &&
+                                    i.last_error.find("rbac.podDelete") != std::string::npos;
+                           });
+                  },
+                  60s, 200ms),
+              c.describe(deleting));
+    for (const auto& n : c.nodes) {
+      const auto v = c.node(n);
+      BOOST_TEST(!v.unschedulable, n);
+      BOOST_TEST(!v.dcm_taint, n);
+    }
+    BOOST_TEST(c.healthy_pods("work") == 2, "no pod was deleted");
+
     // -- writes outside the RBAC are refused for that token --
     const std::string node = c.nodes[0];
     refused = {
@@ -466,6 +500,9 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
          "create", "/events"},
         {"PUT", "/apis/coordination.k8s.io/v1/namespaces/" + rel.ns + "/leases/another-lease", "",
          "update", "coordination.k8s.io/leases"},
+        // Pods are evicted, not deleted, unless the chart's rbac.podDelete says so.
+        {"DELETE", "/api/v1/namespaces/" + c.ns + "/pods/no-such-pod?dryRun=All", "", "delete",
+         "/pods"},
     };
     for (const auto& w : refused)
       BOOST_TEST(send(sa, w) == "403", w.method << " " << w.path);

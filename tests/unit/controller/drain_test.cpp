@@ -152,6 +152,13 @@ BOOST_AUTO_TEST_CASE(an_approved_eviction_whose_pod_was_never_deleted_is_finishe
   const auto pass = gc::plan_evictions({pod("web-1")}, {b}, mem, {}, t0 + 5s);
   BOOST_REQUIRE(pass.removals.size() == 1u);
   BOOST_TEST(!pass.removals[0].evict);
+  // Without the grant to delete pods, the eviction is asked again instead: the API server
+  // forgets the approval within 2 minutes.
+  gc::drain_context no_delete(t0 + 5s);
+  no_delete.may_delete = false;
+  const auto again = gc::plan_evictions({pod("web-1")}, {b}, mem, {}, no_delete);
+  BOOST_REQUIRE(again.removals.size() == 1u);
+  BOOST_TEST(again.removals[0].evict);
 }
 
 BOOST_AUTO_TEST_CASE(budgets_are_named_once_in_order_and_gpu_daemon_pods_shown) {

@@ -453,6 +453,12 @@ const std::vector<preflight_case> preflight_cases{
        w.in.profile.payload = cpx_payload;
        w.in.profile.payload_forbidden = false;
      }},
+    {"PodDeleteNotPermitted",
+     [](world& w) {
+       w.in.pods_deletable = false;
+       w.in.item.spec.drain.kind = gp::eviction_kind::delete_pods;
+     },
+     [](world& w) { w.in.pods_deletable = true; }},
     {"TargetMismatch", [](world& w) { w.node().labels["amd.com/gpu.product"] = "MI250"; },
      [](world& w) { w.node().labels["amd.com/gpu.product"] = "MI300X"; }},
     {"DCMConfigNotFound", [](world& w) { w.in.dcm.found = false; },
@@ -460,6 +466,21 @@ const std::vector<preflight_case> preflight_cases{
     {"DCMConfigInvalid", [](world& w) { w.in.dcm.config_json = R"(["not","an","object"])"; },
      [](world& w) { w.in.dcm.config_json = R"({"gpu-config-profiles":{}})"; }},
 };
+
+// Deleting pods is needed only by some plans: only they are refused without the grant.
+BOOST_AUTO_TEST_CASE(only_plans_that_delete_pods_need_the_grant) {
+  world w;
+  w.in.pods_deletable = false;
+  BOOST_TEST(gc::preflight(w.in).empty(), "evictions need no delete");
+  w.in.item.spec.drain.respect_pdb = false;
+  auto findings = gc::preflight(w.in);
+  BOOST_REQUIRE(findings.size() == 1u);
+  BOOST_TEST(findings[0].reason == "PodDeleteNotPermitted");
+  BOOST_TEST(findings[0].text().find("respectPDB false") != std::string::npos);
+  BOOST_TEST(findings[0].text().find("rbac.podDelete") != std::string::npos);
+  w.in.item.spec.drain.enabled = false; // the taint removes the pods: no delete of ours
+  BOOST_TEST(gc::preflight(w.in).empty());
+}
 
 BOOST_DATA_TEST_CASE(preflight_failure_fails_before_anything_is_written_to_the_node,
                      bdata::make(preflight_cases), c) {
