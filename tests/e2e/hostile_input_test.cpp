@@ -14,16 +14,27 @@
 #include "protocol/desired_hash.hpp"
 #include "protocol/timestamp.hpp"
 #include "tests/e2e/support/e2e.hpp"
+#include "tests/support/loopback.hpp"
 
 #include <boost/test/unit_test.hpp>
 
+#include <yaml-cpp/yaml.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 
 using namespace gpu_partitioner;
 using namespace gpu_partitioner::e2e;
@@ -248,6 +259,108 @@ std::size_t count_of(const std::string& text, const std::string& part) {
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(hostile_input)
+
+// The operator binary given unsafe kubeconfigs refuses to start, naming the cluster and
+// the field, before any request; one that turns verification off alone runs, says so in
+// its log and its metrics, and keeps its probes answering while 50 slow clients hold
+// its metrics port. No node changes throughout.
+BOOST_AUTO_TEST_CASE(unsafe_kubeconfigs_are_refused_and_slow_clients_do_not_stall_the_probes,
+                     *utf::timeout(240)) {
+  e2e_cluster c;
+  node_spec spec;
+  spec.labels = {{"hostile-case", "kubeconfig"}};
+  c.add_nodes({{"k1", spec}});
+  const auto before = node_mark::of(c.node(c.nodes[0]));
+  const char* admin = std::getenv("KUBECONFIG");
+  BOOST_REQUIRE(admin != nullptr);
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  auto kubeconfig = [&](const std::string& name,
+                        const std::function<void(YAML::Node, YAML::Node)>& edit) {
+    YAML::Node root = YAML::LoadFile(admin);
+    edit(root["clusters"][0]["cluster"], root["users"][0]["user"]);
+    YAML::Emitter out;
+    out << root;
+    const std::string path = dir + "/" + name + ".kubeconfig";
+    std::ofstream(path) << out.c_str();
+    return path;
+  };
+  const std::string cluster_name = YAML::LoadFile(admin)["clusters"][0]["name"].as<std::string>();
+  struct refusal {
+    std::string name;
+    std::function<void(YAML::Node, YAML::Node)> edit;
+    std::string message;
+  };
+  const std::vector<refusal> refusals = {
+      {"plain-http-token",
+       [](YAML::Node cluster, YAML::Node user) {
+         auto server = cluster["server"].as<std::string>();
+         cluster["server"] = "http://" + server.substr(server.find("://") + 3);
+         user["token"] = "secret";
+       },
+       "cluster \"" + cluster_name + "\": server \"http://"},
+      {"insecure-beside-ca",
+       [](YAML::Node cluster, YAML::Node) { cluster["insecure-skip-tls-verify"] = true; },
+       "insecure-skip-tls-verify is true and a certificate-authority is given"},
+      {"groups-without-user",
+       [](YAML::Node, YAML::Node user) { user["as-groups"].push_back("system:masters"); },
+       "as-groups is set without as"},
+  };
+  for (const auto& r : refusals) {
+    BOOST_TEST_CONTEXT("kubeconfig " << r.name) {
+      const auto path = kubeconfig(r.name, r.edit);
+      child_process op({c.operator_binary(), "--kubeconfig", path, "--metrics-addr", "0",
+                        "--health-addr", "0", "--dcm-config", c.ns + "/" + dcm_config_name},
+                       dir + "/operator-" + r.name + ".log");
+      BOOST_TEST(eventually([&] { return !op.alive(); }, 10s, 50ms));
+      BOOST_TEST(op.state() == "exited with status 2");
+      BOOST_TEST(contains(op.tail(), r.message), op.tail());
+    }
+  }
+
+  // Verification off, alone: runs, warns, and exports it.
+  const auto insecure = kubeconfig("insecure", [](YAML::Node cluster, YAML::Node) {
+    cluster.remove("certificate-authority-data");
+    cluster["insecure-skip-tls-verify"] = true;
+  });
+  const int metrics_port = test_support::free_port();
+  const int health_port = test_support::another_free_port(metrics_port);
+  child_process op({c.operator_binary(), "--kubeconfig", insecure, "--metrics-addr",
+                    "127.0.0.1:" + std::to_string(metrics_port), "--health-addr",
+                    "127.0.0.1:" + std::to_string(health_port), "--dcm-config",
+                    c.ns + "/" + dcm_config_name},
+                   dir + "/operator-insecure.log");
+  E2E_REQUIRE(eventually([&] { return test_support::http_get(health_port, "/readyz").code == 200; },
+                         30s, 200ms),
+              op.tail());
+  BOOST_TEST(contains(op.tail(200), "TLS VERIFICATION IS OFF"), op.tail(200));
+  const auto metrics = test_support::http_get(metrics_port, "/metrics");
+  BOOST_TEST(contains(metrics.body, "gpu_partitioner_api_tls_verification_disabled 1"));
+
+  // 50 slow clients on the metrics port: each sends half a request line and waits.
+  std::vector<int> slow;
+  for (int i = 0; i < 50; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(metrics_port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0)
+      (void)!::send(fd, "GET /metr", 9, MSG_NOSIGNAL);
+    slow.push_back(fd);
+  }
+  int answered = 0;
+  for (int i = 0; i < 20; ++i) {
+    answered += test_support::http_get(health_port, "/healthz", 3).code == 200 ? 1 : 0;
+    std::this_thread::sleep_for(250ms);
+  }
+  BOOST_TEST(answered == 20, "of 20 liveness probes under 50 slow clients");
+  for (int fd : slow)
+    ::close(fd);
+  BOOST_TEST(op.alive(), op.state());
+  BOOST_TEST(op.stop() == 0);
+  BOOST_TEST(before.diff(node_mark::of(c.node(c.nodes[0]))).empty());
+}
 
 // A payload is part of what a run is, so its edit is never given to a node silently. A
 // plan whose nodes all carry its DCM name: the edit is refused (DCM would repartition them
@@ -1250,6 +1363,14 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(c.operator_process().pid() == operator_pid);
   const auto log = c.operator_log(1000000);
   BOOST_TEST(count_of(log, "caches synced") == 1u, "the operator restarted");
+  // Control characters in names, messages and annotations reach the log escaped: one
+  // record is one line, and no terminal escape is replayed.
+  const auto raw = std::find_if(log.begin(), log.end(), [](char ch) {
+    const auto u = static_cast<unsigned char>(ch);
+    return (u < 0x20 && ch != '\n') || u == 0x7f;
+  });
+  BOOST_TEST((raw == log.end()),
+             "a raw control character in the operator's log at byte " << (raw - log.begin()));
   const auto crashes = crash_lines(log);
   std::string crash_text;
   for (const auto& l : crashes)
