@@ -89,15 +89,22 @@ std::string one_line(std::string text) {
   return protocol::printable(text);
 }
 
-/// The first `shown` names, comma-separated, then how many more there are.
-std::string some_of(const std::vector<std::string>& names, std::size_t shown) {
+/// The first `shown` names, comma-separated, then how many more there are: of `total`, the
+/// count a status gives beside the first names it lists, when that is more.
+std::string some_of(const std::vector<std::string>& names, std::size_t shown,
+                    std::size_t total = 0) {
+  total = std::max(total, names.size());
   std::string out;
-  for (std::size_t i = 0; i < names.size() && i < shown; ++i)
+  std::size_t i = 0;
+  for (; i < names.size() && i < shown; ++i)
     out += (i ? ", " : "") + names[i];
-  if (names.size() > shown)
-    out += " and " + std::to_string(names.size() - shown) + " more";
+  if (total > i)
+    out += " and " + std::to_string(total - i) + " more";
   return out;
 }
+
+/// How many of a plan's conflicts `status` prints; the rest are counted.
+constexpr std::size_t conflicts_shown = 10;
 
 /// A Succeeded node that still holds its token: when its soak ends, if after `now`.
 std::optional<protocol::wall_clock::time_point>
@@ -337,6 +344,9 @@ std::string render_status(const protocol::partitioning_plan& plan,
   out << "  in flight: " << counts.draining << " draining, " << counts.applying << " applying, "
       << counts.waiting_operator << " waiting for DCM, " << counts.verifying << " verifying, "
       << counts.soaking << " soaking; pending " << counts.pending << "\n";
+  if (!st.order.empty())
+    out << "  next: " << some_of(st.order, 5, static_cast<std::size_t>(std::max(st.order_count, 0)))
+        << "\n";
   if (st.window)
     out << window_line(*st.window, now);
   if (st.canary)
@@ -357,9 +367,15 @@ std::string render_status(const protocol::partitioning_plan& plan,
       out << "  " << c.type << ": " << c.reason << (c.message.empty() ? "" : ": ")
           << one_line(c.message) << "\n";
   }
-  for (const auto& conflict : st.conflicts)
-    out << "  conflict: node " << conflict.node << " left alone: " << one_line(conflict.reason)
-        << "\n";
+  const auto shown = std::min(st.conflicts.size(), conflicts_shown);
+  for (std::size_t i = 0; i < shown; ++i)
+    out << "  conflict: node " << st.conflicts[i].node
+        << " left alone: " << one_line(st.conflicts[i].reason) << "\n";
+  const auto conflicts =
+      std::max(static_cast<std::size_t>(std::max(st.conflict_count, 0)), st.conflicts.size());
+  if (conflicts > shown)
+    out << "  ... and " << conflicts - shown << " more node" << (conflicts - shown == 1 ? "" : "s")
+        << " left alone\n";
 
   if (items.empty()) {
     out << "\nNo nodes yet.\n";

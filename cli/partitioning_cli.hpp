@@ -39,8 +39,8 @@ std::string usage();
 /// "4s", "2m05s", "1h02m", "3d04h"; "-" for a negative or unknown duration.
 std::string format_duration(std::chrono::seconds d);
 
-/// The items of `plan` among `all` (by spec.planRef name and uid), in the plan's rollout
-/// order (status.order), the others after them by node name.
+/// The items of `plan` among `all` (by spec.planRef name and uid): those of the nodes still
+/// to come in the plan's rollout order (status.order), the others after them by node name.
 std::vector<protocol::node_partitioning>
 items_of_plan(const protocol::partitioning_plan& plan,
               const std::vector<protocol::node_partitioning>& all);

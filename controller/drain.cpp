@@ -1,6 +1,7 @@
 #include "controller/drain.hpp"
 
 #include "controller/selector.hpp"
+#include "controller/short_list.hpp"
 
 #include <algorithm>
 #include <set>
@@ -122,13 +123,6 @@ std::string deadlock_of(const pod_info& pod, const drain_context& context) {
     return {};
   return "its replacement could run only on node(s) this operator holds cordoned (" +
          comma_list(room.held) + "): those drains and this one wait on each other until a timeout";
-}
-
-std::string comma_list(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names)
-    out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 std::chrono::seconds eviction_backoff(int failures) {

@@ -159,9 +159,6 @@ protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
                                         const protocol::drain_policy& drain,
                                         const drain_context& context);
 
-/// "a, b, c": names for a message.
-std::string comma_list(const std::vector<std::string>& names);
-
 /// Keeps the outcome of an eviction request; a failure counts on from the last one.
 void record_eviction(std::map<std::string, eviction_memory>& memory, const std::string& pod,
                      eviction_memory outcome);

@@ -7,6 +7,7 @@
 
 #include "controller/dcm_payload.hpp"
 #include "controller/selector.hpp"
+#include "controller/short_list.hpp"
 #include "protocol/codec/pattern.hpp"
 #include "protocol/codec/quote.hpp"
 

@@ -3,6 +3,7 @@
 #include "controller/rollout_gate.hpp"
 
 #include "controller/selector.hpp"
+#include "controller/short_list.hpp"
 #include "protocol/codec/pattern.hpp"
 #include "protocol/codec/quote.hpp"
 
@@ -36,6 +37,9 @@ entries_selecting(const protocol::partitioning_plan& plan, const node_info& node
     return {};
   return entries_matching(plan, node);
 }
+
+// The entries or plans a conflict's reason names; the rest are counted ("and 96 more").
+constexpr std::size_t names_in_reason = 3;
 
 const std::string limits_note = " (a name of at most 63 letters, digits, '-', '_' or '.', after an "
                                 "optional DNS prefix and '/')";
@@ -130,28 +134,43 @@ plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
       ++matched[e->name];
     if (mine.empty())
       continue;
+    // Only the conflicts a status shows are spelt out; the rest are counted.
+    auto conflict = [&](auto reason) {
+      if (out.conflicts.size() < protocol::partitioning_plan_status::conflicts_limit)
+        out.conflicts.push_back({name, reason()});
+      ++out.conflict_count;
+    };
     if (mine.size() > 1) {
-      std::string which;
-      for (const auto* e : mine)
-        which += (which.empty() ? "" : ", ") + e->name;
-      out.conflicts.push_back({name, "selected by several partitionings of this plan: " + which});
+      conflict([&] {
+        std::vector<std::string> which;
+        for (const auto* e : mine)
+          which.push_back(e->name);
+        return "selected by several partitionings of this plan: " +
+               comma_list(which, names_in_reason);
+      });
       continue;
     }
     const auto holder = in_flight.find(name);
     if (holder != in_flight.end() && holder->second != plan.metadata.name) {
-      out.conflicts.push_back({name, "in flight for plan " + holder->second});
+      conflict([&] { return "in flight for plan " + holder->second; });
       continue;
     }
-    std::string others;
+    std::vector<std::string> others; // the first names_in_reason
+    std::size_t other_count = 0;
     if (holder == in_flight.end())
       for (const auto& other : other_plans) {
         if (other.metadata.name == plan.metadata.name)
           continue;
-        if (!entries_selecting(other, node).empty())
-          others += (others.empty() ? "" : ", ") + other.metadata.name;
+        if (entries_selecting(other, node).empty())
+          continue;
+        if (others.size() < names_in_reason)
+          others.push_back(other.metadata.name);
+        ++other_count;
       }
-    if (!others.empty()) {
-      out.conflicts.push_back({name, "also selected by plan " + others});
+    if (other_count > 0) {
+      conflict([&] {
+        return "also selected by plan " + comma_list(others, names_in_reason, other_count);
+      });
       continue;
     }
     out.selected.push_back({name, mine.front()->name, mine.front()->profile_ref.name});

@@ -25,8 +25,11 @@ struct plan_resolution {
   /// In rollout order (by node name).
   std::vector<selected_node> selected;
   /// Nodes selected twice (by two entries of this plan, or by this and another plan):
-  /// none of them is touched.
+  /// none of them is touched. The first conflicts_limit by name, each naming the first
+  /// few entries or plans that select it; `conflict_count` counts them all. A plan that
+  /// every other plan overlaps so stays small, in memory and in its status.
   std::vector<protocol::node_conflict> conflicts;
+  std::size_t conflict_count = 0;
   /// Problems with the plan itself that stop it from acting at all.
   std::vector<std::string> problems;
   /// Entries that select no node ("spec.partitionings[0] (training) selects no node").

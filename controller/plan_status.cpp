@@ -1,8 +1,10 @@
 #include "controller/plan_status.hpp"
 
+#include "controller/short_list.hpp"
 #include "controller/soak.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace gpu_partitioner::controller {
 
@@ -49,23 +51,34 @@ void remember(protocol::partitioning_plan_status& st,
   }
 }
 
-// Joins `parts` with "; ", stopping after 10 of them or 4000 characters so that a plan
-// with thousands of nodes, or hostile names, still fits a condition's 32 KiB message.
-std::string listed(const std::vector<std::string>& parts) {
-  constexpr std::size_t max_parts = 10;
-  constexpr std::size_t max_chars = 4000;
-  std::string out;
-  std::size_t shown = 0;
-  for (const auto& p : parts) {
-    if (shown == max_parts || out.size() + p.size() > max_chars)
-      break;
-    out += (out.empty() ? "" : "; ") + p;
-    ++shown;
-  }
-  if (shown < parts.size())
-    out += (out.empty() ? "" : "; ") + std::string("... and ") +
-           std::to_string(parts.size() - shown) + " more";
-  return out;
+// status.order: the plan's nodes still to come (no item yet, Pending or in flight), in the
+// order the rollout takes them: the canary's nodes first until it passes (no other starts
+// before), each group by name, as the governor grants tokens. The first order_limit, and
+// the count.
+void fill_order(protocol::partitioning_plan_status& st, const protocol::partitioning_plan& plan,
+                const plan_resolution& resolution,
+                const std::map<std::string, const protocol::node_partitioning*>& items) {
+  auto to_come = [&](const std::string& node) {
+    const auto it = items.find(plan.metadata.name + "-" + node);
+    if (it == items.end() || it->second->metadata.deletion_timestamp)
+      return true;
+    const auto phase = it->second->status.phase.value_or(node_phase::pending);
+    return phase != node_phase::succeeded && phase != node_phase::failed;
+  };
+  std::size_t count = 0;
+  auto add = [&](const std::string& node) {
+    ++count;
+    if (st.order.size() < protocol::partitioning_plan_status::order_limit)
+      st.order.push_back(node);
+  };
+  std::set<std::string> canary;
+  if (st.canary && st.canary->phase != protocol::canary_phase::passed)
+    canary.insert(st.canary->nodes.begin(), st.canary->nodes.end());
+  for (const bool canary_pass : {true, false})
+    for (const auto& sel : resolution.selected)
+      if (canary.count(sel.node) == (canary_pass ? 1u : 0u) && to_come(sel.node))
+        add(sel.node);
+  st.order_count = static_cast<std::int32_t>(count);
 }
 
 } // namespace
@@ -81,9 +94,13 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
   st.conditions = previous.conditions;
   st.observed_generation = plan.metadata.generation;
   const auto gen = plan.metadata.generation;
-  for (const auto& sel : resolution.selected)
-    st.order.push_back(sel.node);
-  st.conflicts = resolution.conflicts;
+  fill_order(st, plan, resolution, items);
+  const auto conflicts_shown =
+      std::min(resolution.conflicts.size(), protocol::partitioning_plan_status::conflicts_limit);
+  st.conflicts.assign(resolution.conflicts.begin(),
+                      resolution.conflicts.begin() + static_cast<std::ptrdiff_t>(conflicts_shown));
+  st.conflict_count =
+      static_cast<std::int32_t>(std::max(resolution.conflict_count, resolution.conflicts.size()));
   std::vector<std::string> failed_nodes;
   for (const auto& [name, item] : items) {
     if (item->metadata.deletion_timestamp)
@@ -128,12 +145,13 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
     set_condition(st, protocol::plan_condition::invalid, false, "Valid", "the plan resolves", now,
                   gen);
   }
-  if (!st.conflicts.empty()) {
+  if (st.conflict_count > 0) {
     std::vector<std::string> which;
     for (const auto& c : st.conflicts)
       which.push_back(c.node + ": " + c.reason);
     set_condition(st, protocol::plan_condition::conflict, true, "NodesSelectedTwice",
-                  std::to_string(st.conflicts.size()) + " node(s) left alone: " + listed(which),
+                  std::to_string(st.conflict_count) + " node(s) left alone: " +
+                      listed(which, static_cast<std::size_t>(st.conflict_count)),
                   now, gen);
   } else {
     set_condition(st, protocol::plan_condition::conflict, false, "NoConflict",

@@ -1,6 +1,7 @@
 #include "controller/rollout_gate.hpp"
 
 #include "controller/selector.hpp"
+#include "controller/short_list.hpp"
 #include "controller/soak.hpp"
 #include "protocol/desired_hash.hpp"
 
@@ -237,10 +238,8 @@ canary_outcome decide_canary(const gate_inputs& in, const protocol::canary_polic
     out.wake = *soak_ends;
   if (!failed.empty()) {
     st.phase = canary_phase::failed;
-    std::string list;
-    for (const auto& f : failed)
-      list += (list.empty() ? "" : "; ") + f;
-    st.message = "canary node(s) failed: " + list +
+    // Cut short: the message is also the Canary condition's, which holds 32 KiB.
+    st.message = "canary node(s) failed: " + listed(failed) +
                  "; no other node starts (retry a failed node, or change the plan)";
     out.only = std::set<std::string>{};
     return out;

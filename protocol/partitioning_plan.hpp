@@ -228,12 +228,13 @@ constexpr auto describe(codec::tag<profile_devices>) {
 /// A node the plan leaves alone because two partitionings (or two plans) select it.
 struct node_conflict {
   std::string node;
+  /// Which partitionings or plans select it: the first few by name, and how many more.
   std::string reason;
 };
 
 constexpr auto describe(codec::tag<node_conflict>) {
   using T = node_conflict;
-  return std::make_tuple(codec::field("node", &T::node).required().min_length(1),
+  return std::make_tuple(codec::field("node", &T::node).required().min_length(1).max_length(253),
                          codec::field("reason", &T::reason));
 }
 
@@ -309,13 +310,24 @@ constexpr auto describe(codec::tag<canary_status>) {
 struct partitioning_plan_status {
   /// The maximum number of entries in `history`; the writer drops the oldest.
   static constexpr std::size_t history_limit = 50;
+  /// The most nodes `order` and `conflicts` name. Their counts say how many there are in
+  /// all, so that a plan of thousands of nodes, or one that every other plan overlaps, has
+  /// a status of a bounded size (an object must fit etcd's 1.5 MiB request limit).
+  static constexpr std::size_t order_limit = 100;
+  static constexpr std::size_t conflicts_limit = 100;
 
   std::int64_t observed_generation = 0;
   std::optional<plan_phase> phase;
   node_counts nodes;
-  /// Node names in rollout order.
+  /// The nodes still to come (neither Succeeded nor Failed) in the order the rollout takes
+  /// them: the canary's first until it passes, then by name. The first order_limit.
   std::vector<std::string> order;
+  /// How many nodes are still to come.
+  std::int32_t order_count{};
+  /// The first conflicts_limit nodes left alone, by name.
   std::vector<node_conflict> conflicts;
+  /// How many nodes are left alone.
+  std::int32_t conflict_count{};
   std::vector<condition> conditions;
   std::vector<plan_event> history;
   std::optional<window_status> window{};
@@ -325,13 +337,17 @@ struct partitioning_plan_status {
 
 constexpr auto describe(codec::tag<partitioning_plan_status>) {
   using T = partitioning_plan_status;
-  return std::make_tuple(codec::field("observedGeneration", &T::observed_generation).minimum(0),
-                         codec::field("phase", &T::phase), codec::field("nodes", &T::nodes),
-                         codec::field("order", &T::order), codec::field("conflicts", &T::conflicts),
-                         codec::field("conditions", &T::conditions).map_key("type"),
-                         codec::field("history", &T::history).max_items(T::history_limit),
-                         codec::field("window", &T::window), codec::field("canary", &T::canary),
-                         codec::field("devices", &T::devices).map_key("profile").max_items(64));
+  return std::make_tuple(
+      codec::field("observedGeneration", &T::observed_generation).minimum(0),
+      codec::field("phase", &T::phase), codec::field("nodes", &T::nodes),
+      codec::field("order", &T::order).max_items(T::order_limit).cut_when_read(),
+      codec::field("orderCount", &T::order_count).minimum(0),
+      codec::field("conflicts", &T::conflicts).max_items(T::conflicts_limit).cut_when_read(),
+      codec::field("conflictCount", &T::conflict_count).minimum(0),
+      codec::field("conditions", &T::conditions).map_key("type"),
+      codec::field("history", &T::history).max_items(T::history_limit),
+      codec::field("window", &T::window), codec::field("canary", &T::canary),
+      codec::field("devices", &T::devices).map_key("profile").max_items(64));
 }
 
 /// Rolls profiles out to the nodes its partitionings select (cluster-scoped).

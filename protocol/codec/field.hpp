@@ -44,6 +44,10 @@ struct rules {
   bool date_time = false; // RFC 3339, the CRD's `format: date-time`
   std::optional<std::size_t> min_items;
   std::optional<std::size_t> max_items;
+  /// With max_items, on a list the operator writes as a summary (its first items, with a
+  /// count beside it): a longer stored list is read as its first max_items items instead
+  /// of refused, since refusing a summary would make the whole object unusable.
+  bool cut_when_read = false;
   /// For arrays of objects: the member whose value identifies an item
   /// (x-kubernetes-list-type: map), which must be unique within the array.
   std::string_view map_key;
@@ -89,6 +93,9 @@ struct field {
   }
   constexpr field max_items(std::size_t v) const {
     return with([v](field& f) { f.rule.max_items = v; });
+  }
+  constexpr field cut_when_read() const {
+    return with([](field& f) { f.rule.cut_when_read = true; });
   }
   constexpr field map_key(std::string_view key) const {
     return with([key](field& f) { f.rule.map_key = key; });

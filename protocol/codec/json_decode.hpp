@@ -344,7 +344,13 @@ bool decode_field(const rapidjson::Value& obj, Owner& out, const field<Owner, T>
   if (it == obj.MemberEnd() || it->value.IsNull())
     return !f.is_required || cx.fail("required field is missing");
   T& target = out.*f.member;
-  if (!decode_value(it->value, target, cx) || !check_rules(target, f.rule, cx))
+  if (!decode_value(it->value, target, cx))
+    return false;
+  if constexpr (is_vector<T>::value) {
+    if (f.rule.cut_when_read && f.rule.max_items && target.size() > *f.rule.max_items)
+      target.resize(*f.rule.max_items);
+  }
+  if (!check_rules(target, f.rule, cx))
     return false;
   if constexpr (std::is_same_v<T, std::string>) {
     if (f.rule.fixed) {

@@ -1,5 +1,5 @@
-// Hostile input end to end: with ONE operator running, a table of malformed or hostile
-// objects is applied while a healthy plan rolls out on other simulated nodes. Each entry
+// Hostile input end to end. The table case: with ONE operator running, a table of malformed
+// or hostile objects is applied while a healthy plan rolls out on other simulated nodes. Each entry
 // is either refused by the API server naming the field, or accepted and reported by the
 // operator (a plan or item condition naming the problem) with no node touched: not
 // cordoned, not tainted, not labelled for DCM, no mark of ours, no item started. The
@@ -10,6 +10,10 @@
 // (hostile-case=<entry>), and two nodes gpu-sim does not play: a control-plane node that
 // looks like a GPU node, and a CPU node without GPUs. Every node of the test carries
 // hostile-scope=<key>, which the "selects everything" plan selects.
+//
+// The other cases, each on its own nodes: unsafe kubeconfigs and slow clients against the
+// operator binary; a payload edited after a rollout; and scale as hostile input, a hundred
+// plans at once, each selecting every node of the test.
 #include "protocol/canonical_json.hpp"
 #include "protocol/desired_hash.hpp"
 #include "protocol/timestamp.hpp"
@@ -18,6 +22,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <yaml-cpp/yaml.h>
 
 #include <arpa/inet.h>
@@ -27,11 +33,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -254,6 +262,92 @@ std::size_t count_of(const std::string& text, const std::string& part) {
   for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
     ++n;
   return n;
+}
+
+// -- the operator's own figures (printed, never asserted: benchmarks own those) --
+
+/// gpu_partitioner_api_requests_total from the operator's /metrics, by "VERB resource" and
+/// in all ("(all)"); empty when /metrics does not answer.
+std::map<std::string, double> api_requests(int metrics_port) {
+  std::map<std::string, double> out;
+  const auto r = test_support::http_get(metrics_port, "/metrics", 5);
+  if (r.code != 200)
+    return out;
+  const std::string name = "gpu_partitioner_api_requests_total{";
+  std::istringstream in(r.body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name, 0) != 0)
+      continue;
+    auto label = [&](const std::string& key) {
+      const auto at = line.find(key + "=\"");
+      if (at == std::string::npos)
+        return std::string();
+      const auto from = at + key.size() + 2;
+      return line.substr(from, line.find('"', from) - from);
+    };
+    const double value = std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+    out[label("verb") + " " + label("resource")] += value;
+    out["(all)"] += value;
+  }
+  return out;
+}
+
+/// A "Vm..." line of /proc/<pid>/status (VmHWM: the peak resident set), in KiB; -1 if none.
+long long vm_kib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0)
+      return std::atoll(line.c_str() + field.size() + 1);
+  return -1;
+}
+
+std::string json_text(const rapidjson::Value& v) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  v.Accept(writer);
+  return {buffer.GetString(), buffer.GetSize()};
+}
+
+long long number_at(const rapidjson::Value& v, std::initializer_list<const char*> path) {
+  const auto* n = kube::find_path(v, path);
+  return n != nullptr && n->IsInt64() ? n->GetInt64() : -1;
+}
+
+/// Plans made outside the fixture's bookkeeping: paused, then deleted at the end, so that
+/// none is left to roll out alone once its rivals are gone.
+struct plans_to_remove {
+  kube::client& api;
+  std::vector<std::string> names;
+  ~plans_to_remove() {
+    for (const auto& p : names)
+      (void)api.patch(plans, "", p, kube::patch_type::merge, R"({"spec":{"paused":true}})");
+    for (const auto& p : names)
+      (void)api.remove(plans, "", p);
+  }
+};
+
+/// Runs `each(connection, i)` for i in [0, n) on four threads with a connection each, as
+/// fast as the API server takes the requests; the errors, as "i: message".
+std::vector<std::string> at_once(int n,
+                                 const std::function<std::string(kube::client&, int)>& each) {
+  const auto config = admin_config();
+  std::mutex m;
+  std::vector<std::string> errors;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      connection conn(config);
+      for (int i = t; i < n; i += 4)
+        if (auto error = each(conn.api, i); !error.empty()) {
+          std::lock_guard<std::mutex> lock(m);
+          errors.push_back(std::to_string(i) + ": " + error);
+        }
+    });
+  for (auto& t : threads)
+    t.join();
+  return errors;
 }
 
 } // namespace
@@ -1379,6 +1473,268 @@ BOOST_AUTO_TEST_CASE(
   HOSTILE_NOTE(table.size() << " entries and a plan selecting everything in " << seconds_since(t0)
                             << " s; healthy peak in flight " << *peak_healthy_in_flight
                             << "; operator pid " << operator_pid << " throughout");
+}
+
+// Scale as hostile input: a hundred plans created at once, each selecting every node of the
+// test (50 played by gpu-sim, 70 bare Node objects: 120, more than a status lists). Each node
+// is selected by a hundred plans, so each plan leaves every node alone and says so, paused
+// or not: its conflicts name the first 100 nodes, count all 120, and its status stays
+// small. No node is cordoned, tainted or labelled, the operator stays the same process, and
+// deleting the plans leaves no NodePartitioning. Its peak memory and the API requests it
+// made are printed, not asserted: benchmarks own those figures.
+BOOST_AUTO_TEST_CASE(a_hundred_plans_selecting_every_node_are_each_reported_and_move_nothing,
+                     *utf::timeout(300)) {
+  constexpr int simulated = 50;
+  constexpr int bare = 70;
+  constexpr int node_count = simulated + bare;
+  constexpr int plan_count = 100;
+  constexpr std::size_t listed = 100;         // status.conflicts names the first 100
+  constexpr std::size_t status_bound = 65536; // bytes of a plan's status
+  const auto t0 = clock_type::now();
+  e2e_cluster c;
+  extra_objects extra{c.api, {}, {}, {}, {}};
+  auto& api = c.api;
+  const std::string scope_label = R"({"scale-scope":)" + quoted(c.key) + "}";
+
+  // -- nodes: every one carries scale-scope=<key>, which every plan selects --
+  std::vector<std::pair<std::string, node_spec>> specs;
+  for (int i = 0; i < simulated; ++i) {
+    node_spec s;
+    s.labels = {{"scale-scope", c.key}};
+    specs.push_back({"s" + std::to_string(100 + i).substr(1), s});
+  }
+  c.add_nodes(specs);
+  for (int i = 0; i < bare; ++i) {
+    const std::string name = c.id + "-b" + std::to_string(100 + i).substr(1);
+    auto made = api.create(kube::resources::nodes(), "",
+                           R"({"apiVersion":"v1","kind":"Node","metadata":{"name":)" +
+                               quoted(name) + R"(,"labels":{"scale-scope":)" + quoted(c.key) +
+                               R"(,"kubernetes.io/hostname":)" + quoted(name) + "}}}");
+    BOOST_REQUIRE_MESSAGE(made.ok(), (made.ok() ? "" : made.error().describe()));
+    extra.nodes.push_back(name);
+  }
+  profile_options po;
+  po.payload = "dcm-profile-cpx-nps4"; // copied in by the fixture
+  const auto profile = c.create_profile("scale", profile_spec(c, po));
+  c.start_simulator();
+  std::map<std::string, node_mark> before;
+  for (const auto& n : c.test_nodes())
+    before[n.name] = node_mark::of(n);
+  for (const auto& n : extra.nodes)
+    before[n] = node_mark::of(c.node(n));
+  BOOST_REQUIRE_EQUAL(before.size(), std::size_t(node_count));
+
+  const int port = test_support::free_port();
+  c.start_operator_with(
+      {"--log-level", "info", "--metrics-addr", "127.0.0.1:" + std::to_string(port)});
+  const pid_t operator_pid = c.operator_process().pid();
+  E2E_REQUIRE(eventually([&] { return count_of(c.operator_log(100000), "caches synced") == 1; },
+                         60s, 200ms),
+              "the operator never synced its caches");
+  E2E_REQUIRE(eventually([&] { return !api_requests(port).empty(); }, 10s, 200ms),
+              "no /metrics from the operator on port " << port);
+  const auto requests_before = api_requests(port);
+  const long long rss_before = vm_kib(operator_pid, "VmRSS");
+
+  std::vector<std::string> names;
+  for (int i = 0; i < plan_count; ++i)
+    names.push_back(c.id + "-many-" + std::to_string(100 + i).substr(1));
+  plans_to_remove made{api, names};
+
+  // -- the sampler: no item of these plans ever starts, no simulated node is touched --
+  sampler watch(c, names, [&before](const sample& s, std::vector<std::string>& v) {
+    for (const auto& n : s.nodes)
+      if (auto was = before.find(n.name); was != before.end())
+        if (const auto d = was->second.diff(node_mark::of(n)); !d.empty())
+          v.push_back("node " + n.name + " touched:" + d);
+    for (const auto& i : s.items)
+      if (i.in_flight())
+        v.push_back("item " + i.name + " went " + i.phase);
+  });
+
+  // -- a hundred plans at once, paused: a plan alone for a moment must not start --
+  plan_options o;
+  o.paused = true;
+  o.max_parallel = "100";
+  o.max_unavailable = "\"100%\"";
+  o.entries = {entry_json("all", R"({"matchLabels":)" + scope_label + "}", profile)};
+  const auto creating = clock_type::now();
+  auto refused = at_once(plan_count, [&](kube::client& client, int i) {
+    auto r = client.create(
+        plans, "",
+        object_json("PartitioningPlan", names[i], plan_spec(o), R"(,"labels":)" + scope_label));
+    return r.ok() ? std::string() : r.error().describe();
+  });
+  const double create_seconds = seconds_since(creating);
+  E2E_REQUIRE(refused.empty(), "plans refused: " << refused.front());
+
+  // What each plan's status must say: every node left alone, counted exactly, the first 100
+  // named, each naming three other plans and counting the other 96; nothing to come.
+  std::size_t largest_status = 0;
+  auto report_of = [&](const rapidjson::Value& p, bool paused) -> std::string {
+    const auto name = str(p, {"metadata", "name"});
+    const auto* st = kube::find_path(p, {"status"});
+    if (st == nullptr)
+      return "no status";
+    const auto bytes = json_text(*st).size();
+    largest_status = std::max(largest_status, bytes);
+    if (bytes >= status_bound)
+      return "a status of " + std::to_string(bytes) + " bytes";
+    if (number_at(p, {"status", "observedGeneration"}) != number_at(p, {"metadata", "generation"}))
+      return "observedGeneration " + std::to_string(number_at(p, {"status", "observedGeneration"}));
+    if (number_at(p, {"status", "conflictCount"}) != node_count)
+      return "conflictCount " + std::to_string(number_at(p, {"status", "conflictCount"}));
+    const auto* conflicts = kube::find_path(p, {"status", "conflicts"});
+    if (conflicts == nullptr || !conflicts->IsArray() || conflicts->Size() != listed)
+      return "conflicts: " + (conflicts ? json_text(*conflicts).substr(0, 200) : "(none)");
+    std::vector<std::string> others;
+    for (const auto& n : names)
+      if (n != name)
+        others.push_back(n);
+    const std::string reason =
+        "also selected by plan " + others[0] + ", " + others[1] + ", " + others[2] + " and 96 more";
+    if (str((*conflicts)[0], {"reason"}) != reason)
+      return "conflicts[0].reason " + str((*conflicts)[0], {"reason"});
+    if (const auto* order = kube::find_path(p, {"status", "order"}); order != nullptr)
+      return "order " + json_text(*order).substr(0, 200);
+    if (number_at(p, {"status", "orderCount"}) != 0 ||
+        number_at(p, {"status", "nodes", "total"}) != 0)
+      return "orderCount " + std::to_string(number_at(p, {"status", "orderCount"})) + ", total " +
+             std::to_string(number_at(p, {"status", "nodes", "total"}));
+    const auto conflict = condition_of(p, "Conflict");
+    if (!conflict || conflict->status != "True" ||
+        conflict->message.rfind(std::to_string(node_count) + " node(s) left alone: ", 0) != 0 ||
+        !contains(conflict->message, "... and " + std::to_string(node_count - 10) + " more"))
+      return "Conflict: " + describe(conflict);
+    const auto held = condition_of(p, "Paused");
+    if (!held || held->status != (paused ? "True" : "False"))
+      return "Paused: " + describe(held);
+    return {};
+  };
+  // Every plan, as one list shows them: "" when each reports as it must.
+  auto unreported = [&](bool paused) {
+    std::size_t seen = 0;
+    std::string out;
+    for (const auto& p : list_objects(api, plans, "", "scale-scope=" + c.key)) {
+      ++seen;
+      if (const auto why = report_of(p, paused); !why.empty() && out.size() < 2000)
+        out += "\n  " + str(p, {"metadata", "name"}) + ": " + why;
+    }
+    if (seen != std::size_t(plan_count))
+      out += "\n  " + std::to_string(seen) + " plans listed";
+    return out;
+  };
+  auto items_of_these = [&] {
+    std::vector<std::string> out;
+    const std::set<std::string> mine(names.begin(), names.end());
+    for (const auto& i : list_objects(api, items, ""))
+      if (mine.count(str(i, {"spec", "planRef", "name"})))
+        out.push_back(str(i, {"metadata", "name"}));
+    return out;
+  };
+  std::string missing;
+  E2E_CHECK(eventually(
+                [&] {
+                  missing = unreported(true);
+                  return missing.empty();
+                },
+                120s, 1s),
+            "plans not reported as they must be:" << missing);
+  const double report_seconds = seconds_since(creating);
+  // A plan alone for a moment may have made items (paused, none started): all gone now.
+  E2E_CHECK(eventually([&] { return items_of_these().empty(); }, 30s, 500ms),
+            items_of_these().size() << " items of these plans are left");
+
+  // -- resumed: live plans in conflict still start nothing --
+  auto set_paused = [&](bool paused) {
+    return at_once(plan_count, [&](kube::client& client, int i) {
+      auto r =
+          client.patch(plans, "", names[i], kube::patch_type::merge,
+                       std::string(R"({"spec":{"paused":)") + (paused ? "true" : "false") + "}}");
+      return r.ok() ? std::string() : r.error().describe();
+    });
+  };
+  auto failed = set_paused(false);
+  E2E_REQUIRE(failed.empty(), "resuming: " << failed.front());
+  E2E_CHECK(eventually(
+                [&] {
+                  missing = unreported(false);
+                  return missing.empty();
+                },
+                60s, 1s),
+            "resumed plans not reported as they must be:" << missing);
+  std::this_thread::sleep_for(5s);
+  BOOST_TEST(items_of_these().empty(), "live plans in conflict made items");
+  missing = unreported(false);
+  BOOST_TEST(missing.empty(), "resumed plans, 5 s later:" << missing);
+
+  // -- paused again (no plan is left to start alone as its rivals go), then deleted --
+  failed = set_paused(true);
+  E2E_REQUIRE(failed.empty(), "pausing: " << failed.front());
+  E2E_CHECK(eventually(
+                [&] {
+                  missing = unreported(true);
+                  return missing.empty();
+                },
+                60s, 1s),
+            "paused plans not reported as they must be:" << missing);
+  failed = at_once(plan_count, [&](kube::client& client, int i) {
+    auto r = client.remove(plans, "", names[i]);
+    return r.ok() ? std::string() : r.error().describe();
+  });
+  BOOST_TEST(failed.empty(), "deleting: " << (failed.empty() ? "" : failed.front()));
+  BOOST_TEST(
+      eventually([&] { return list_objects(api, plans, "", "scale-scope=" + c.key).empty(); }, 60s,
+                 500ms),
+      "plans left after deletion");
+  E2E_CHECK(eventually([&] { return items_of_these().empty(); }, 30s, 500ms),
+            items_of_these().size() << " NodePartitionings left after their plans went");
+
+  // -- nothing moved; the same operator throughout --
+  const auto found = watch.stop();
+  std::string all;
+  for (const auto& v : found)
+    all += "\n  " + v;
+  BOOST_TEST(found.empty(), "the sampler saw:" << all);
+  BOOST_TEST(watch.samples() > 0);
+  for (const auto& n : extra.nodes) {
+    const auto d = before.at(n).diff(node_mark::of(c.node(n)));
+    BOOST_TEST(d.empty(), n << " touched:" << d);
+  }
+  const auto requests_after = api_requests(port);
+  const long long peak = vm_kib(operator_pid, "VmHWM");
+  const long long rss_after = vm_kib(operator_pid, "VmRSS");
+  BOOST_TEST(c.operator_process().alive(), "the operator exited");
+  BOOST_TEST(c.operator_process().pid() == operator_pid);
+  const auto log = c.operator_log(1000000);
+  BOOST_TEST(count_of(log, "caches synced") == 1u, "the operator restarted");
+  const auto crashes = crash_lines(log);
+  std::string crash_text;
+  for (const auto& l : crashes)
+    crash_text += "\n  " + l;
+  BOOST_TEST(crashes.empty(), "crash lines in the operator's log:" << crash_text);
+
+  auto delta = [&](const std::string& key) {
+    auto a = requests_after.find(key);
+    auto b = requests_before.find(key);
+    return (a == requests_after.end() ? 0.0 : a->second) -
+           (b == requests_before.end() ? 0.0 : b->second);
+  };
+  std::string by_kind;
+  for (const auto& [key, value] : requests_after)
+    if (key != "(all)" && delta(key) >= 1)
+      by_kind +=
+          (by_kind.empty() ? "" : ", ") + key + " " + std::to_string(std::lround(delta(key)));
+  HOSTILE_NOTE(plan_count << " plans over " << node_count << " nodes (" << simulated
+                          << " simulated): created in " << create_seconds
+                          << " s, every status as it must be " << report_seconds
+                          << " s after the first; largest status " << largest_status << " bytes");
+  HOSTILE_NOTE("note: operator RSS "
+               << rss_before << " KiB before the plans, " << rss_after
+               << " KiB after, peak (VmHWM) " << peak << " KiB; " << std::lround(delta("(all)"))
+               << " API requests from the first plan to the last "
+                  "deletion: "
+               << by_kind << "; the whole case took " << seconds_since(t0) << " s");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -175,6 +175,35 @@ BOOST_AUTO_TEST_CASE(status_shows_phase_time_and_what_blocks_each_node) {
   BOOST_TEST(cli::render_status(p, items, now, false) == expected);
 }
 
+BOOST_AUTO_TEST_CASE(status_counts_the_conflicts_and_the_nodes_to_come_it_does_not_name) {
+  auto p = plan_named("everything", "u");
+  for (int i = 0; i < 100; ++i)
+    p.status.conflicts.push_back(
+        {"n" + std::to_string(1000 + i), "also selected by plan a, b, c and 96 more"});
+  p.status.conflict_count = 5000;
+  for (int i = 0; i < 7; ++i)
+    p.status.order.push_back("m" + std::to_string(i));
+  p.status.order_count = 4950;
+  auto text = cli::render_status(p, {}, now, false);
+  std::size_t lines = 0;
+  for (auto at = text.find("  conflict: node "); at != std::string::npos;
+       at = text.find("  conflict: node ", at + 1))
+    ++lines;
+  BOOST_TEST(lines == 10u);
+  BOOST_TEST(text.find("  conflict: node n1009 left alone: also selected by plan a, b, c and 96 "
+                       "more\n  ... and 4990 more nodes left alone\n") != std::string::npos,
+             text);
+  BOOST_TEST(text.find("  next: m0, m1, m2, m3, m4 and 4945 more\n") != std::string::npos, text);
+
+  // Without counts (an earlier operator's status), the lists are all there is.
+  p.status.conflict_count = 0;
+  p.status.conflicts.resize(11);
+  p.status.order_count = 0;
+  text = cli::render_status(p, {}, now, false);
+  BOOST_TEST(text.find("  ... and 1 more node left alone\n") != std::string::npos, text);
+  BOOST_TEST(text.find("  next: m0, m1, m2, m3, m4 and 2 more\n") != std::string::npos, text);
+}
+
 BOOST_AUTO_TEST_CASE(a_large_plan_lists_only_the_nodes_not_done_unless_all) {
   auto p = plan_named("big", "u");
   std::vector<gp::node_partitioning> items;

@@ -556,6 +556,29 @@ BOOST_AUTO_TEST_CASE(the_dry_run_warns_of_a_budget_only_the_plans_own_nodes_coul
                  .warnings.empty());
 }
 
+// A plan of thousands of nodes: the warning names ten of them and counts the rest, so a
+// dry run's status stays small.
+BOOST_AUTO_TEST_CASE(the_dry_run_warning_names_ten_of_the_plans_nodes_and_counts_the_rest) {
+  gc::shared_map<gc::node_info> nodes;
+  std::set<std::string> plan;
+  for (int i = 0; i < 5000; ++i) {
+    const auto name = "gpu-" + std::to_string(10000 + i);
+    nodes[name] = gpu_node(name);
+    plan.insert(name);
+  }
+  gc::drain_context at{t0};
+  at.node = "gpu-10000";
+  at.nodes = &nodes;
+  at.plan_nodes = &plan;
+  const auto preview = gc::preview_drain({trainer("t-1")}, {budget("t-pdb", "trainer", 1)}, {}, at);
+  BOOST_REQUIRE(preview.warnings.size() == 1u);
+  BOOST_TEST(preview.warnings[0].find("(gpu-10001, gpu-10002, ") != std::string::npos,
+             preview.warnings[0]);
+  BOOST_TEST(preview.warnings[0].find("gpu-10010 and 4989 more)") != std::string::npos,
+             preview.warnings[0]);
+  BOOST_TEST(preview.warnings[0].size() < 400u);
+}
+
 BOOST_AUTO_TEST_CASE(the_dry_run_names_the_budgets_that_refuse_now) {
   auto scratch = pod("web-2");
   scratch.empty_dir = true;

@@ -226,6 +226,28 @@ BOOST_AUTO_TEST_CASE(node_matched_by_two_plans_is_a_conflict_in_both_and_selecte
   BOOST_TEST(contains(rb.conflicts[0].reason, "plan-a"), rb.conflicts[0].reason);
 }
 
+// A node every entry, or every plan, selects: its reason names three and counts the rest,
+// so that it stays short however many there are.
+BOOST_AUTO_TEST_CASE(a_conflict_names_three_entries_or_plans_and_counts_the_rest) {
+  std::vector<gp::partitioning> entries;
+  for (const char* name : {"e1", "e2", "e3", "e4", "e5"})
+    entries.push_back(entry(name, sel({{"gpu", "mi300x"}}), "cpx"));
+  auto by_entries = resolve(plan("p", entries), {}, pool);
+  BOOST_TEST_REQUIRE(by_entries.conflicts.size() == 2u);
+  BOOST_TEST(by_entries.conflicts[0].reason ==
+             "selected by several partitionings of this plan: e1, e2, e3 and 2 more");
+
+  std::vector<gp::partitioning_plan> plans;
+  for (int i = 0; i < 10; ++i)
+    plans.push_back(
+        plan("plan-" + std::to_string(i), {entry("all", sel({{"gpu", "mi300x"}}), "cpx")}));
+  auto by_plans = resolve(plans[9], plans, pool);
+  BOOST_TEST_REQUIRE(by_plans.conflicts.size() == 2u);
+  BOOST_TEST(by_plans.conflict_count == 2u);
+  BOOST_TEST(by_plans.conflicts[1].reason ==
+             "also selected by plan plan-0, plan-1, plan-2 and 6 more");
+}
+
 BOOST_AUTO_TEST_CASE(the_plan_itself_among_other_plans_is_no_conflict) {
   auto a = plan("plan-a", {entry("training", sel({{"pool", "training"}}), "cpx")});
   auto r = resolve(a, {a}, pool);

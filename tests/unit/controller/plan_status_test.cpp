@@ -2,6 +2,8 @@
 // user can act on, and stay within the 32 KiB a condition message may hold however many
 // nodes a plan has.
 #include "controller/plan_status.hpp"
+#include "controller/rollout_governor.hpp"
+#include "protocol/json.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -81,7 +83,9 @@ BOOST_AUTO_TEST_CASE(thousands_of_conflicts_fit_one_condition_message) {
   BOOST_TEST(c->message.size() < message_limit);
   BOOST_TEST(contains(c->message, "5000 node(s) left alone: gpu-node-0"));
   BOOST_TEST(contains(c->message, "more"));
-  BOOST_TEST(st.conflicts.size() == 5000u); // the full list stays in status.conflicts
+  // status.conflicts names the first of them, and counts them all.
+  BOOST_TEST(st.conflicts.size() == gp::partitioning_plan_status::conflicts_limit);
+  BOOST_TEST(st.conflict_count == 5000);
 }
 
 BOOST_AUTO_TEST_CASE(thousands_of_failed_nodes_fit_one_condition_message) {
@@ -245,6 +249,185 @@ BOOST_AUTO_TEST_CASE(devices_are_counted_per_profile_over_the_plans_dra_nodes) {
   BOOST_TEST(devices[0].nodes == 2);
   BOOST_TEST(devices[0].devices == 64);
   BOOST_TEST(devices[0].expected == 128);
+}
+
+// -- plans of thousands of nodes: the status stays small, its counts exact --
+
+namespace {
+
+constexpr int fleet = 5000;
+
+// Names of `length` characters (63: a label value's limit, which names of cloud nodes
+// often reach; 253: the longest object name), sorting as their number.
+std::string node_name(int i, std::size_t length = 63) {
+  const auto number = std::to_string(100000 + i);
+  return std::string(length - number.size(), 'n') + number;
+}
+std::string plan_name(int i, std::size_t length = 63) {
+  const auto number = std::to_string(100 + i);
+  return std::string(length - number.size(), 'p') + number;
+}
+
+gp::partitioning_plan pool_plan(const std::string& name) {
+  gp::partitioning_plan p;
+  p.metadata.name = name;
+  p.metadata.generation = 1;
+  gp::partitioning e;
+  e.name = "all";
+  e.selector.match_labels = {{"pool", "gpu"}};
+  e.profile_ref.name = "cpx";
+  p.spec.partitionings = {e};
+  return p;
+}
+
+gc::shared_map<gc::node_info> pool_nodes(std::size_t name_length = 63) {
+  gc::shared_map<gc::node_info> nodes;
+  for (int i = 0; i < fleet; ++i) {
+    auto n = std::make_shared<gc::node_info>();
+    n->name = node_name(i, name_length);
+    n->labels = {{"pool", "gpu"}};
+    nodes.set(n->name, n);
+  }
+  return nodes;
+}
+
+constexpr std::size_t status_bound = 64 * 1024;
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_plan_every_node_of_which_99_other_plans_select_has_a_small_status) {
+  std::vector<gp::partitioning_plan> plans;
+  for (int i = 0; i < 100; ++i)
+    plans.push_back(pool_plan(plan_name(i)));
+  const auto nodes = pool_nodes();
+  const auto r = gc::resolve_plan(plans[0], plans, nodes);
+  BOOST_TEST(r.selected.empty());
+  BOOST_TEST(r.conflict_count == std::size_t(fleet));
+  BOOST_TEST(r.conflicts.size() == gp::partitioning_plan_status::conflicts_limit);
+
+  const auto st = gc::aggregate_plan_status(plans[0], r, {}, {}, t0);
+  const auto json = gp::to_json(st);
+  BOOST_TEST_MESSAGE("status of a plan of "
+                     << fleet << " nodes in conflict with 99 plans: " << json.size() << " bytes");
+  BOOST_TEST(json.size() < status_bound);
+  BOOST_TEST(st.conflict_count == fleet);
+  BOOST_TEST(st.order.empty());
+  BOOST_TEST(st.order_count == 0);
+  BOOST_TEST(st.conflicts.front().node == node_name(0));
+  BOOST_TEST(st.conflicts.back().node == node_name(99));
+  BOOST_TEST(st.conflicts.front().reason == "also selected by plan " + plan_name(1) + ", " +
+                                                plan_name(2) + ", " + plan_name(3) +
+                                                " and 96 more");
+  const auto* c = condition(st, "Conflict");
+  BOOST_TEST_REQUIRE(c != nullptr);
+  BOOST_TEST(c->message.rfind("5000 node(s) left alone: " + node_name(0) + ": also selected", 0) ==
+             0u);
+  BOOST_TEST(contains(c->message, "... and 4990 more"));
+  // What the operator writes, it reads back unchanged.
+  const auto back = gp::from_json<gp::partitioning_plan>(
+      R"({"spec":{"partitionings":[{"name":"a","selector":{"matchLabels":{"a":"b"}},)"
+      R"("profileRef":{"name":"p"}}]},"status":)" +
+      json + "}");
+  BOOST_TEST_REQUIRE(back.ok(), (back.ok() ? "" : back.error().message()));
+  BOOST_TEST((back.value().status == st));
+}
+
+// The same with names as long as Kubernetes allows: still far below etcd's 1.5 MiB.
+BOOST_AUTO_TEST_CASE(with_names_of_253_characters_the_status_stays_under_256_KiB) {
+  std::vector<gp::partitioning_plan> plans;
+  for (int i = 0; i < 100; ++i)
+    plans.push_back(pool_plan(plan_name(i, 253)));
+  const auto r = gc::resolve_plan(plans[0], plans, pool_nodes(253));
+  const auto st = gc::aggregate_plan_status(plans[0], r, {}, {}, t0);
+  const auto json = gp::to_json(st);
+  BOOST_TEST_MESSAGE("the same, names of 253 characters: " << json.size() << " bytes");
+  BOOST_TEST(json.size() < 256 * 1024);
+  BOOST_TEST(st.conflict_count == fleet);
+  BOOST_TEST(st.conflicts.size() == gp::partitioning_plan_status::conflicts_limit);
+  for (const auto& c : st.conditions)
+    BOOST_TEST(c.message.size() < message_limit);
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_selecting_5000_nodes_lists_the_first_100_to_come_as_granted) {
+  const auto plan = pool_plan("p");
+  const auto r = gc::resolve_plan(plan, {plan}, pool_nodes());
+  BOOST_TEST_REQUIRE(r.selected.size() == std::size_t(fleet));
+  BOOST_TEST(r.conflict_count == 0u);
+  // The first 30 succeeded, the 31st failed, two are in flight, the rest wait.
+  std::vector<gp::node_partitioning> items(fleet);
+  std::map<std::string, const gp::node_partitioning*> by_name;
+  for (int i = 0; i < fleet; ++i) {
+    auto& item = items[i];
+    item.metadata.name = "p-" + node_name(i);
+    item.spec.node_name = node_name(i);
+    item.status.phase = i < 30    ? gp::node_phase::succeeded
+                        : i == 30 ? gp::node_phase::failed
+                        : i < 33  ? gp::node_phase::draining
+                                  : gp::node_phase::pending;
+    by_name[item.metadata.name] = &item;
+  }
+  gc::gate_decision gate;
+  gate.max_failures = 10;
+  auto st = gc::aggregate_plan_status(plan, r, by_name, {}, t0, gate);
+  BOOST_TEST_MESSAGE("status of a plan of " << fleet << " nodes: " << gp::to_json(st).size()
+                                            << " bytes");
+  BOOST_TEST(gp::to_json(st).size() < status_bound);
+  BOOST_TEST(st.nodes.total == fleet);
+  BOOST_TEST(st.order_count == fleet - 31);
+  BOOST_TEST_REQUIRE(st.order.size() == gp::partitioning_plan_status::order_limit);
+  BOOST_TEST(st.order.front() == node_name(31)); // in flight, then the next to start
+  BOOST_TEST(st.order.back() == node_name(130));
+
+  // The governor, told what the supervisor tells it, starts the first waiting ones.
+  auto granted_first = [&](const std::optional<std::set<std::string>>& only) {
+    gc::rollout_governor g;
+    gc::rollout_limits limits;
+    limits.max_parallel = 12;
+    limits.max_unavailable = gp::int_or_percent::count(20);
+    limits.max_failures = 10;
+    limits.only = only;
+    g.set_limits(limits);
+    for (const auto& item : items) {
+      gc::governor_node facts;
+      const auto phase = *item.status.phase;
+      facts.in_flight = phase == gp::node_phase::draining;
+      facts.failed = phase == gp::node_phase::failed;
+      facts.wants_token = phase == gp::node_phase::pending;
+      g.observe(item.metadata.name, facts);
+    }
+    std::vector<std::string> nodes;
+    for (const auto& name : g.grant())
+      nodes.push_back(name.substr(2));
+    return nodes;
+  };
+  const auto granted = granted_first(std::nullopt);
+  BOOST_TEST_REQUIRE(granted.size() == 10u); // maxParallel 12, two in flight
+  for (std::size_t i = 0; i < granted.size(); ++i)
+    BOOST_TEST(granted[i] == st.order[i + 2]);
+
+  // With a canary that has not passed, its nodes come first; the governor starts only them.
+  gp::canary_status canary;
+  canary.key = "k";
+  canary.phase = gp::canary_phase::in_progress;
+  canary.nodes = {node_name(4000), node_name(50), node_name(4999)};
+  gate.canary = canary;
+  st = gc::aggregate_plan_status(plan, r, by_name, st, t0, gate);
+  BOOST_TEST(st.order_count == fleet - 31);
+  BOOST_TEST_REQUIRE(st.order.size() == gp::partitioning_plan_status::order_limit);
+  const std::vector<std::string> canary_first{node_name(50), node_name(4000), node_name(4999),
+                                              node_name(31), node_name(32)};
+  BOOST_TEST(std::vector<std::string>(st.order.begin(), st.order.begin() + 5) == canary_first,
+             boost::test_tools::per_element());
+  std::set<std::string> canary_items;
+  for (const auto& n : canary.nodes)
+    canary_items.insert("p-" + n);
+  BOOST_TEST(granted_first(canary_items) ==
+                 std::vector<std::string>(st.order.begin(), st.order.begin() + 3),
+             boost::test_tools::per_element());
+  // Once it passed, name order again.
+  gate.canary->phase = gp::canary_phase::passed;
+  st = gc::aggregate_plan_status(plan, r, by_name, st, t0, gate);
+  BOOST_TEST(st.order.front() == node_name(31));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -185,6 +185,11 @@ REFUSES(status_history_over_50_entries, plan,
         "status.history: must have at most 50 items, got 51")
 REFUSES(status_count_negative, plan, R"({"status":{"nodes":{"failed":-1}}})",
         "status.nodes.failed: must be at least 0, got -1")
+REFUSES(status_conflict_count_negative, plan, R"({"status":{"conflictCount":-1}})",
+        "status.conflictCount: must be at least 0, got -1")
+REFUSES(status_conflict_node_longer_than_a_node_name, plan,
+        R"({"status":{"conflicts":[{"node":")" + std::string(254, 'n') + R"("}]}})",
+        "status.conflicts[0].node: must be at most 253 characters long, got 254")
 REFUSES(
     condition_time_not_rfc3339, plan,
     R"({"status":{"conditions":[{"type":"Progressing","status":"True",
@@ -355,6 +360,29 @@ BOOST_AUTO_TEST_CASE(a_document_without_api_version_and_kind_is_accepted) {
   const auto r =
       gp::from_json<plan>(gpt::merge_patch(valid_plan, R"({"apiVersion":null,"kind":null})"));
   BOOST_TEST(r.ok(), gpt::error_of(r));
+}
+
+// status.order and status.conflicts are summaries (the first 100, and a count): a longer
+// list stored in an object is read as its first 100 entries, not refused, so the plan stays
+// usable; the next status replaces it.
+BOOST_AUTO_TEST_CASE(a_longer_order_or_conflict_list_is_read_as_its_first_100_entries) {
+  std::string order, conflicts;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string node = "\"gpu-node-" + std::to_string(10000 + i) + "\"";
+    order += (i ? "," : "") + node;
+    conflicts += std::string(i ? "," : "") + R"({"node":)" + node + R"(,"reason":"r"})";
+  }
+  const auto r = gp::from_json<plan>(gpt::merge_patch(
+      valid_plan, R"({"status":{"order":[)" + order + R"(],"conflicts":[)" + conflicts + "]}}"));
+  BOOST_TEST_REQUIRE(r.ok(), gpt::error_of(r));
+  const auto& st = r.value().status;
+  BOOST_TEST(st.order.size() == gp::partitioning_plan_status::order_limit);
+  BOOST_TEST(st.order.front() == "gpu-node-10000");
+  BOOST_TEST(st.order.back() == "gpu-node-10099");
+  BOOST_TEST(st.conflicts.size() == gp::partitioning_plan_status::conflicts_limit);
+  BOOST_TEST(st.conflicts.back().node == "gpu-node-10099");
+  BOOST_TEST(st.order_count == 0); // absent: counts are optional
+  BOOST_TEST(st.conflict_count == 0);
 }
 
 BOOST_AUTO_TEST_CASE(utf8_lengths_count_characters_not_bytes) {
