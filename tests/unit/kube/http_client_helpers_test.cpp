@@ -337,6 +337,18 @@ struct listener {
   }
 };
 
+// A client that tries once, with the credentials `c` names.
+kube::http_client client_of(const kube::connection_config& c) {
+  return kube::http_client(c, std::make_shared<kube::credentials>(c),
+                           kube::retry_policy{1, 1ms, 1ms});
+}
+
+const kube::http_request list_nodes = [] {
+  kube::http_request r;
+  r.path = "/api/v1/nodes";
+  return r;
+}();
+
 } // namespace
 
 BOOST_AUTO_TEST_CASE(a_token_is_refused_unsent_and_a_request_without_one_goes_out) {
@@ -345,11 +357,7 @@ BOOST_AUTO_TEST_CASE(a_token_is_refused_unsent_and_a_request_without_one_goes_ou
   c.server = "http://127.0.0.1:" + std::to_string(l.port);
   c.origin = "test config";
   c.token = "secret-token-value";
-  kube::http_client http(c, std::make_shared<kube::credentials>(c),
-                         kube::retry_policy{1, 1ms, 1ms});
-  kube::http_request read;
-  read.path = "/api/v1/nodes";
-  auto refused = http.call(read);
+  auto refused = client_of(c).call(list_nodes);
   BOOST_TEST_REQUIRE(!refused.ok());
   BOOST_TEST(refused.error().kind == kube::error_kind::config);
   BOOST_TEST(refused.error().message == "test config: refusing to send credentials to " + c.server +
@@ -358,15 +366,11 @@ BOOST_AUTO_TEST_CASE(a_token_is_refused_unsent_and_a_request_without_one_goes_ou
   c.token.clear();
   c.client_cert_pem = "CERT";
   c.client_key_pem = "KEY";
-  kube::http_client with_cert(c, std::make_shared<kube::credentials>(c),
-                              kube::retry_policy{1, 1ms, 1ms});
-  BOOST_TEST(!with_cert.call(read).ok());
+  BOOST_TEST(!client_of(c).call(list_nodes).ok());
 
   c.client_cert_pem.clear();
   c.client_key_pem.clear();
-  kube::http_client anonymous(c, std::make_shared<kube::credentials>(c),
-                              kube::retry_policy{1, 1ms, 1ms});
-  auto sent = anonymous.call(read);
+  auto sent = client_of(c).call(list_nodes);
   BOOST_TEST(sent.ok(), (sent.ok() ? "" : sent.error().describe()));
   BOOST_TEST(l.received.find("GET /api/v1/nodes") != std::string::npos, l.received);
   BOOST_TEST(l.received.find("secret-token-value") == std::string::npos);
@@ -379,11 +383,7 @@ BOOST_AUTO_TEST_CASE(a_token_with_a_line_break_is_refused_unsent) {
   c.server = "https://127.0.0.1:" + std::to_string(l.port);
   c.origin = "test config";
   c.token = "abc\r\nImpersonate-User: admin";
-  kube::http_client http(c, std::make_shared<kube::credentials>(c),
-                         kube::retry_policy{1, 1ms, 1ms});
-  kube::http_request read;
-  read.path = "/api/v1/nodes";
-  auto refused = http.call(read);
+  auto refused = client_of(c).call(list_nodes);
   BOOST_TEST_REQUIRE(!refused.ok());
   BOOST_TEST(refused.error().message ==
              "test config: the token holds control characters; refusing to send it");
