@@ -122,8 +122,10 @@ plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
 
   std::map<std::string, std::size_t> matched;               // entry -> nodes
   std::map<std::string, std::string> control_plane_matched; // entry -> node
-  for (const auto& [name, node_ptr] : nodes) {
-    const node_info& node = *node_ptr;
+  for (const auto& entry : nodes) {
+    // Named, not a structured binding: C++17 lambdas cannot capture bindings.
+    const std::string& name = entry.first;
+    const node_info& node = *entry.second;
     if (node.is_control_plane()) {
       for (const auto* e : entries_matching(plan, node))
         control_plane_matched.emplace(e->name, name);
