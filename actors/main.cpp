@@ -8,6 +8,7 @@
 #include "actors/status_writer.hpp"
 #include "actors/watcher.hpp"
 #include "kube/leader_election.hpp"
+#include "kube/rate_limiter.hpp"
 #include "metrics/server.hpp"
 #include "protocol/codec/pattern.hpp"
 #include "protocol/version.hpp"
@@ -22,6 +23,7 @@
 #include <cstring>
 #include <iostream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 using namespace gpu_partitioner;
@@ -59,6 +61,11 @@ Flags:
                              for the kubelet's probes (default 127.0.0.1:8081; "0" turns
                              it off)
   --log-level LEVEL          debug, info, warning or error (default info)
+  --api-qps N                requests a second to the API server, on average, over all
+                             connections (open watches and the Lease excepted; default
+                             50; 0: no limit)
+  --api-burst N              requests that may go at once before --api-qps holds them
+                             (default 100)
   --help                     print this help and exit
   --version                  print the version and exit
 )";
@@ -84,6 +91,9 @@ struct flags {
   std::string metrics_addr = "127.0.0.1:8080";
   std::string health_addr = "127.0.0.1:8081";
   std::string log_level = "info";
+  /// The client-side rate limit (kube::rate_limiter); 0 qps: none.
+  double api_qps = 50;
+  int api_burst = 100;
 };
 
 // Returns 0 to go on, else the exit code (help, version, bad flags).
@@ -176,6 +186,31 @@ int parse(int argc, char** argv, flags& f) {
       }
       continue;
     }
+    if (a == "--api-qps") {
+      if (!next())
+        return 2;
+      char* end = nullptr;
+      f.api_qps = std::strtod(value.c_str(), &end);
+      if (end == value.c_str() || *end != '\0' || !(f.api_qps >= 0) || f.api_qps > 100000) {
+        std::cerr << "gpu-partitioner: --api-qps: \"" << value
+                  << "\" is not a number of requests a second from 0 (no limit) to 100000\n";
+        return 2;
+      }
+      continue;
+    }
+    if (a == "--api-burst") {
+      if (!next())
+        return 2;
+      char* end = nullptr;
+      const long burst = std::strtol(value.c_str(), &end, 10);
+      if (end == value.c_str() || *end != '\0' || burst < 1 || burst > 100000) {
+        std::cerr << "gpu-partitioner: --api-burst: \"" << value
+                  << "\" is not a whole number of requests from 1 to 100000\n";
+        return 2;
+      }
+      f.api_burst = static_cast<int>(burst);
+      continue;
+    }
     if (target == nullptr) {
       std::cerr << "gpu-partitioner: unknown flag '" << argv[i] << "' (see --help)\n";
       return 2;
@@ -230,6 +265,23 @@ int main(int argc, char** argv) {
         "(gpu_partitioner_api_tls_verification_disabled is 1)");
   actors::process_metrics().tls_verification_disabled.set(
       {}, connection->insecure_skip_tls_verify ? 1 : 0);
+
+  // One token bucket for every connection made from here on (copies of the configuration
+  // share it): together they stay within the limit however many threads send. A request
+  // waits for its token on its sender's thread; every sender is a thread of its own (the
+  // io executors, status and Event writers are detached actors, the watch loops plain
+  // threads), so no wait holds up the actors' scheduler.
+  if (f.api_qps > 0) {
+    connection->limiter =
+        std::make_shared<kube::rate_limiter>(kube::rate_limit{f.api_qps, f.api_burst});
+    connection->limiter->set_observer(actors::process_metrics().rate_limiter_observer());
+    std::ostringstream limit;
+    limit << "requests to the API server limited to " << f.api_qps << " a second, bursts of "
+          << f.api_burst << " (--api-qps, --api-burst)";
+    actors::log_info(limit.str());
+  } else {
+    actors::log_info("requests to the API server are not rate limited (--api-qps 0)");
+  }
 
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
@@ -325,8 +377,12 @@ int main(int argc, char** argv) {
         f.lease_namespace.empty() ? connection->default_namespace : f.lease_namespace;
     ec.lease_name = f.lease_name;
     ec.identity = identity;
+    // The Lease's requests take no token: a renewal (one every few seconds) must never
+    // queue behind the controllers' writes while the lease runs out.
+    kube::connection_config lease_connection = connection.value();
+    lease_connection.limiter = nullptr;
     lease_http = std::make_unique<kube::http_client>(
-        connection.value(), std::make_shared<kube::credentials>(connection.value()));
+        lease_connection, std::make_shared<kube::credentials>(lease_connection));
     lease_http->set_observer(m.api_observer());
     lease_api = std::make_unique<kube::client>(*lease_http);
     elector = std::make_unique<kube::leader_elector>(*lease_api, ec);

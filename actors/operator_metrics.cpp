@@ -8,6 +8,8 @@ namespace {
 
 const std::vector<double> phase_buckets{1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
 const std::vector<double> latency_buckets{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+const std::vector<double> throttle_buckets{0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                           0.25,  0.5,   1,    2.5,   5,    10};
 const std::vector<double> reaction_buckets{0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075,
                                            0.1,   0.15,   0.2,   0.3,  0.5,  1,    2.5,  5};
 
@@ -36,6 +38,11 @@ operator_metrics::operator_metrics()
       api_seconds(registry.histogram("gpu_partitioner_api_request_duration_seconds",
                                      "Latency of requests to the API server (watches excluded).",
                                      {"verb", "resource"}, latency_buckets)),
+      api_rate_limiter_seconds(registry.histogram(
+          "gpu_partitioner_api_rate_limiter_duration_seconds",
+          "Time requests to the API server waited for the client-side rate limiter "
+          "(--api-qps, --api-burst) before they went, retries and watch openings included.",
+          {}, throttle_buckets)),
       watch_restarts(registry.counter("gpu_partitioner_watch_restarts_total",
                                       "Watch streams restarted, by resource and kind (relist or "
                                       "reconnect).",
@@ -75,6 +82,7 @@ operator_metrics::operator_metrics()
           "1 when the kubeconfig turns off verification of the API server's certificate "
           "(insecure-skip-tls-verify), else 0.")) {
   tls_verification_disabled.set({}, 0);
+  api_rate_limiter_seconds.ensure({});
   leader.set({}, 0);
   // Known label values start at 0, so that rate() and increase() see the first one.
   for (const char* result : {"evicted", "pdb_blocked", "error"})
@@ -92,6 +100,12 @@ kube::request_observer operator_metrics::api_observer() {
     if (!r.stream)
       api_seconds.observe({kube::to_string(r.method), r.resource},
                           std::chrono::duration<double>(r.latency).count());
+  };
+}
+
+std::function<void(std::chrono::nanoseconds)> operator_metrics::rate_limiter_observer() {
+  return [this](std::chrono::nanoseconds waited) {
+    api_rate_limiter_seconds.observe({}, std::chrono::duration<double>(waited).count());
   };
 }
 

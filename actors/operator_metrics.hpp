@@ -8,6 +8,8 @@
 #include "protocol/partitioning_plan.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -22,6 +24,7 @@ struct operator_metrics {
   metrics::family& blocked_pods;
   metrics::family& api_requests;
   metrics::family& api_seconds;
+  metrics::family& api_rate_limiter_seconds;
   metrics::family& watch_restarts;
   metrics::family& reconcile_errors;
   metrics::family& reaction_seconds;
@@ -40,6 +43,9 @@ struct operator_metrics {
 
   /// An observer for http_client: API requests by verb, resource and code, with latency.
   kube::request_observer api_observer();
+
+  /// An observer for kube::rate_limiter: how long each request waited for a token.
+  std::function<void(std::chrono::nanoseconds)> rate_limiter_observer();
 
   /// The plan's phase as an enumeration gauge: 1 for its phase, 0 for the others.
   void publish_plan_phase(const std::string& plan, std::optional<protocol::plan_phase> phase);

@@ -3,12 +3,15 @@
 #include "kube/error.hpp"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace gpu_partitioner::kube {
+
+class rate_limiter;
 
 /// An exec credential plugin (client.authentication.k8s.io ExecCredential): a command
 /// that prints a token or a client certificate on stdout.
@@ -66,6 +69,9 @@ struct connection_config {
   /// `aborted`). The operator's writers get its leader elector's write_gate, so a replica
   /// that may have lost the lease writes nothing.
   std::function<bool()> may_write;
+  /// The token bucket every request of every client made from this configuration (and
+  /// its copies) takes a token from before it goes (kube/rate_limiter.hpp); none: no limit.
+  std::shared_ptr<rate_limiter> limiter{};
 };
 
 /// Whether the configuration sends a credential (a token, a token file, a client

@@ -1,5 +1,6 @@
 #include "kube/http_client.hpp"
 
+#include "kube/rate_limiter.hpp"
 #include "protocol/version.hpp"
 
 #include <curl/curl.h>
@@ -366,6 +367,9 @@ struct gate_check {
 
 result<http_response> http_client::run(const http_request& req, transfer& t) {
   CURL* c = static_cast<CURL*>(curl_);
+  // Every attempt, and a watch as it opens, takes a token; its latency excludes the wait.
+  if (config_.limiter)
+    config_.limiter->wait();
   const auto start = std::chrono::steady_clock::now();
   std::string problem;
   if (!prepare(req, problem))

@@ -107,7 +107,9 @@ request_target target_of(const connection_config& config);
 std::string header_key_escape(const std::string& key);
 
 /// An HTTP/1.1 connection to one API server: one curl easy handle, reused across
-/// requests (keep-alive). Not thread-safe: use one per thread.
+/// requests (keep-alive). Not thread-safe: use one per thread. With a limiter in its
+/// configuration, each attempt (a retry too, and a watch as it opens) first waits for a
+/// token on the calling thread.
 class http_client {
 public:
   http_client(connection_config config, std::shared_ptr<credentials> creds,

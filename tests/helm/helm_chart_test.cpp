@@ -193,6 +193,8 @@ BOOST_AUTO_TEST_CASE(the_deployment_runs_two_hardened_replicas_with_leader_elect
   BOOST_TEST(arg_after(args, "--dcm-config") == "dcm-ns/default-dcm-config");
   BOOST_TEST(arg_after(args, "--dcm-config-sync") == "90");
   BOOST_TEST(arg_after(args, "--payload-namespaces") == "dcm-ns");
+  BOOST_TEST(arg_after(args, "--api-qps") == "50");
+  BOOST_TEST(arg_after(args, "--api-burst") == "100");
   BOOST_REQUIRE_EQUAL(c["ports"].size(), 2u);
   BOOST_TEST(c["ports"][0]["name"].as<std::string>() == "metrics");
   BOOST_TEST(c["ports"][0]["containerPort"].as<int>() == 8080);
@@ -469,11 +471,17 @@ BOOST_AUTO_TEST_CASE(a_health_port_equal_to_the_metrics_port_is_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(values_change_what_they_say) {
-  const auto docs =
-      render({"--set", "replicaCount=1", "--set", "leaderElection.enabled=false", "--set",
-              "image.repository=registry.example/gp", "--set", "image.tag=v9", "--set",
-              "metrics.port=9100", "--set", "health.port=9101", "--set", "rbac.create=false",
-              "--set", "serviceAccount.create=false", "--set", "serviceAccount.name=existing"});
+  const auto docs = render({"--set", "replicaCount=1",
+                            "--set", "leaderElection.enabled=false",
+                            "--set", "image.repository=registry.example/gp",
+                            "--set", "image.tag=v9",
+                            "--set", "metrics.port=9100",
+                            "--set", "health.port=9101",
+                            "--set", "rbac.create=false",
+                            "--set", "serviceAccount.create=false",
+                            "--set", "serviceAccount.name=existing",
+                            "--set", "apiRateLimit.qps=2.5",
+                            "--set", "apiRateLimit.burst=7"});
   const auto d = find(docs, "Deployment");
   BOOST_REQUIRE(d);
   BOOST_TEST(d["spec"]["replicas"].as<int>() == 1);
@@ -485,6 +493,8 @@ BOOST_AUTO_TEST_CASE(values_change_what_they_say) {
   BOOST_TEST(c["ports"][0]["containerPort"].as<int>() == 9100);
   BOOST_TEST(arg_after(args, "--health-addr") == "0.0.0.0:9101");
   BOOST_TEST(c["ports"][1]["containerPort"].as<int>() == 9101);
+  BOOST_TEST(arg_after(args, "--api-qps") == "2.5");
+  BOOST_TEST(arg_after(args, "--api-burst") == "7");
   BOOST_TEST(d["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>() == "existing");
   BOOST_TEST(!find(docs, "ServiceAccount"));
   BOOST_TEST(!find(docs, "ClusterRole"));

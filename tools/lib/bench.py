@@ -27,6 +27,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_history  # noqa: E402
+import bench_plans  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -276,6 +277,33 @@ def quantile(values, q):
     return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
 
 
+def peak_count(times, width):
+    """The most of `times` (sorted) within any span of `width` seconds."""
+    best, j = 0, 0
+    for i, t in enumerate(times):
+        while times[j] <= t - width:
+            j += 1
+        best = max(best, i - j + 1)
+    return best
+
+
+def request_rates(times, start, end):
+    """Requests a second over [start, end] from their arrival times: the peak over any 1 s
+    and any 10 s (sliding, not aligned), the mean over the span, and the count."""
+    ts = sorted(t for t in times if start <= t <= end)
+    span = max(end - start, 1.0)
+    return {"count": len(ts), "seconds": span, "peak_1s": peak_count(ts, 1.0),
+            "peak_10s": peak_count(ts, 10.0) / 10.0, "mean": len(ts) / span}
+
+
+def rates_by_verb(requests, start, end):
+    """request_rates of every request and of each verb (audit log entries)."""
+    out = {"all": request_rates([a["t"] for a in requests], start, end)}
+    for verb in sorted({a["verb"] for a in requests}):
+        out[verb] = request_rates([a["t"] for a in requests if a["verb"] == verb], start, end)
+    return out
+
+
 def apiserver_requests():
     """apiserver_request_total by (verb, resource/subresource), resource requests only."""
     text = kubectl("get", "--raw", "/metrics")
@@ -306,6 +334,7 @@ class Bench:
         self.ds_grace = 30
         self.host_services = HOST_SERVICES
         self.runs = []
+        self.plan_runs = []  # tools/lib/bench_plans.py
         self.manual = None
 
     # - the cluster's processes, for CPU figures -
@@ -448,6 +477,59 @@ class Bench:
             held = False
         return 0.0 if held else max(0.0, DCM_CONFIG_SYNC - (WORKLOAD_GRACE + self.ds_grace))
 
+    def start_operator(self, tag, sync, api_qps):
+        """A fresh operator (leader election on, as the token user) that is ready: its
+        process, its metrics URL and its log. `api_qps` None leaves the operator's default
+        rate limit; --api-burst goes with it when given."""
+        port = free_port()
+        health_port = free_port()
+        while health_port == port:
+            health_port = free_port()
+        oplog = os.path.join(self.state, f"operator-{tag}.log")
+        limit = []
+        if api_qps is not None:
+            limit += ["--api-qps", str(api_qps)]
+        if self.args.api_burst is not None:
+            limit += ["--api-burst", str(self.args.api_burst)]
+        op = start([os.path.join(self.state, "gpu-partitioner"), "--kubeconfig", self.token_kubeconfig,
+                    "--leader-elect", "--lease-namespace", "kube-amd-gpu",
+                    "--dcm-config", "kube-amd-gpu/default-dcm-config",
+                    "--dcm-config-sync", repr(sync),
+                    "--metrics-addr", f"127.0.0.1:{port}",
+                    "--health-addr", f"127.0.0.1:{health_port}", *limit], oplog)
+        metrics_url = f"http://127.0.0.1:{port}"
+        health_url = f"http://127.0.0.1:{health_port}"
+        # Its watches list every node and pod before it is ready.
+        patience = 120 + self.n / 50
+        deadline = time.time() + patience
+        while True:
+            try:
+                if http_get(health_url + "/readyz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if op.poll() is not None:
+                die(f"the operator exited ({op.returncode}); log: {oplog}")
+            if time.time() > deadline:
+                die(f"the operator is not ready after {patience:.0f} s; log: {oplog}")
+            time.sleep(0.2)
+        return op, metrics_url, oplog
+
+    @staticmethod
+    def operator_rate_limit(oplog):
+        """The operator's client-side rate limit as its log states it at start."""
+        try:
+            with open(oplog) as f:
+                for line in f:
+                    m = re.search(r"limited to (\S+) a second, bursts of (\d+)", line)
+                    if m:
+                        return {"qps": float(m.group(1)), "burst": int(m.group(2))}
+                    if "not rate limited" in line:
+                        return {"qps": 0, "burst": None}
+        except OSError:
+            pass
+        return None
+
     def rollout(self, index, max_parallel):
         waves = math.ceil(self.n / max_parallel)
         per_node = self.node_seconds()
@@ -472,31 +554,8 @@ class Bench:
             f"{run['ideal_seconds']:.0f} s)")
         sync = DCM_CONFIG_SYNC * scale
 
-        port = free_port()
-        health_port = free_port()
-        while health_port == port:
-            health_port = free_port()
-        oplog = os.path.join(self.state, f"operator-{plan}.log")
-        op = start([os.path.join(self.state, "gpu-partitioner"), "--kubeconfig", self.token_kubeconfig,
-                    "--leader-elect", "--lease-namespace", "kube-amd-gpu",
-                    "--dcm-config", "kube-amd-gpu/default-dcm-config",
-                    "--dcm-config-sync", repr(sync),
-                    "--metrics-addr", f"127.0.0.1:{port}",
-                    "--health-addr", f"127.0.0.1:{health_port}"], oplog)
-        metrics_url = f"http://127.0.0.1:{port}"
-        health_url = f"http://127.0.0.1:{health_port}"
-        deadline = time.time() + 120
-        while True:
-            try:
-                if http_get(health_url + "/readyz")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if op.poll() is not None:
-                die(f"the operator exited ({op.returncode}); log: {oplog}")
-            if time.time() > deadline:
-                die(f"the operator is not ready after 120 s; log: {oplog}")
-            time.sleep(0.2)
+        op, metrics_url, oplog = self.start_operator(plan, sync, self.args.api_qps[0])
+        run["rate_limit"] = self.operator_rate_limit(oplog)
 
         # Where every pod is, as it moves (the audit log names pods, not their nodes).
         podmap_file = os.path.join(self.state, f"pods-{plan}.txt")
@@ -654,7 +713,7 @@ class Bench:
 
     # - the audit log -
     def read_audit(self):
-        windows = [(r["t_create"] - 0.5, r["t_done"] + 2.0, r) for r in self.runs]
+        windows = [(r["t_create"] - 0.5, r["t_done"] + 2.0, r) for r in self.runs + self.plan_runs]
         if self.manual and self.manual.get("outcome") == "completed":
             windows.append((self.manual["t_create"] - 0.5, self.manual["t_done"] + 1.0, self.manual))
         for _, _, w in windows:
@@ -738,6 +797,8 @@ class Bench:
         run["write_latency"] = {"eviction_p50": quantile(ev, 0.5), "eviction_p99": quantile(ev, 0.99),
                                 "other_p50": quantile(other, 0.5), "other_p99": quantile(other, 0.99)}
         run["audit_requests_per_node_total"] = sum(by_verb.values()) / self.n
+        # How fast they came (the client-side rate limit bounds this; the Lease apart).
+        run["request_rate"] = rates_by_verb([a for a in in_run if a["resource"] != "leases"], start, end)
         run["lease_requests"] = lease
         # Reaction latency as the API server saw it: for each request of the operator on a
         # node (or its pods) that follows a write by someone else (gpu-sim as DCM, kubelet
@@ -1152,6 +1213,22 @@ class Bench:
                      f' | {fmt(r.get("audit_requests_per_node_total"), 2)} | '
                      f'{fmt(r.get("audit_writes_per_node_total"), 2)} | {r.get("lease_requests", 0)} |')
         L.append("")
+        L.append("Requests a second (the operator's, from the audit log, the Lease apart; peaks over "
+                 "any 1 s and any 10 s, mean from the plan's creation to the last write to a Node), "
+                 "and its client-side rate limit:")
+        L.append("")
+        L.append("| maxParallel | rate limit | peak 1 s | peak 10 s | mean | by verb (peak 1 s / 10 s / mean) |")
+        L.append("|---|---|---|---|---|---|")
+        for r in self.runs:
+            rr = r.get("request_rate") or {}
+            a = rr.get("all") or {}
+            lim = r.get("rate_limit")
+            lim_text = ("n/a" if not lim else "none" if not lim["qps"] else f'{lim["qps"]:g} qps, burst {lim["burst"]}')
+            verbs_text = "; ".join(f'{v} {x["peak_1s"]} / {x["peak_10s"]:.1f} / {x["mean"]:.1f}'
+                                   for v, x in rr.items() if v != "all")
+            L.append(f'| {r["max_parallel"]} | {lim_text} | {a.get("peak_1s", "n/a")} | '
+                     f'{fmt(a.get("peak_10s"))} | {fmt(a.get("mean"))} | {verbs_text} |')
+        L.append("")
         L.append("Writes per node by resource:")
         L.append("")
         keys = sorted({k for r in self.runs for k in r.get("audit_writes_per_node", {})})
@@ -1297,6 +1374,14 @@ def main():
     ap.add_argument("--state", required=True)
     ap.add_argument("--sim-state", required=True)
     ap.add_argument("--build", default="opt")
+    ap.add_argument("--plans", type=int, default=0,
+                    help="instead of the rollouts: K plans created at once (tools/lib/bench_plans.py)")
+    ap.add_argument("--select-all", action="store_true",
+                    help="with --plans: every plan selects every node (else each its share)")
+    ap.add_argument("--settle-seconds", type=float, default=30)
+    ap.add_argument("--api-qps", default=None,
+                    help="the operator's --api-qps; with --plans a list, one run each (e.g. 50,0)")
+    ap.add_argument("--api-burst", type=int, default=None)
     ap.add_argument("--from-json", help="render the report and chart again from a run's JSON")
     ap.add_argument("--commit", help="with --from-json: the commit the run was made at")
     args = ap.parse_args()
@@ -1309,6 +1394,14 @@ def main():
         die("--max-parallel wants whole numbers of at least 1, e.g. 1,10,50")
     if args.namespaces < 1:
         die(f"--namespaces wants a whole number of at least 1, not {args.namespaces}")
+    try:
+        args.api_qps = [float(x) for x in args.api_qps.split(",")] if args.api_qps else [None]
+    except ValueError:
+        die(f"--api-qps wants numbers of requests a second, e.g. 50 or 50,0; not {args.api_qps}")
+    if len(args.api_qps) > 1 and not args.plans:
+        die("--api-qps takes one value without --plans")
+    if args.plans < 0 or (args.plans and args.plans > args.nodes and not args.select_all):
+        die(f"--plans wants a whole number from 1 to --nodes (or any with --select-all), not {args.plans}")
     # SIGTERM (tools/bench interrupted) ends the harness through its finally: the operator
     # and the pod watch it started go with it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -1329,6 +1422,8 @@ def run_bench(args, parallel):
     b.date = datetime.date.today().isoformat()
     b.load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
     b.setup()
+    if args.plans:
+        return bench_plans.run(b, sys.modules[__name__])
     t_start = time.time()
     for i, mp in enumerate(parallel):
         if not b.rollout(i, mp):
@@ -1367,6 +1462,8 @@ def rerender(args):
     """The report and chart again from a run's JSON (the samples are every 10th)."""
     with open(args.from_json) as f:
         d = json.load(f)
+    if d.get("scenario") == "plans":
+        return bench_plans.rerender(sys.modules[__name__], args, d)
     runs = d["runs"]
     first = runs[0]
     args.nodes = first["nodes"]
