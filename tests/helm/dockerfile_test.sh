@@ -1,58 +1,96 @@
 #!/usr/bin/env bash
-# deploy/Dockerfile cannot be built here (no container runtime, no base images), so
-# this checks what can be checked without it: the runtime stage installs a package for
-# every shared library the built operator needs (readelf NEEDED, mapped to the Debian
-# package that ships it on this machine, which runs the same Debian release), runs as a
-# numeric non-root user, and the build stage builds //:gpu-partitioner.
+# deploy/Dockerfile cannot be built here (no docker, no base images). It must give the
+# image tools/image gives (tests/image builds and runs that one), so this checks what
+# makes them the same: the build stage builds //:gpu-partitioner and assembles the root
+# file system with `tools/image --rootfs` from packages it installs, the image is that
+# directory alone (FROM scratch), and its user, entrypoint, ports and labels are
+# tools/image's.
 set -uo pipefail
 source tests/support/shtest.sh
 
 dockerfile=deploy/Dockerfile
 binary=gpu-partitioner
 
-# The package names of the runtime stage's apt-get install (after the last FROM).
-runtime_packages() {
-  awk '/^FROM/ {stage++} {print stage "\t" $0}' "$dockerfile" |
-    awk -F'\t' -v last="$(grep -c '^FROM' "$dockerfile")" '$1 == last {print $2}' |
-    sed -n '/apt-get install/,/rm -rf/p' | tr ' \\' '\n\n' |
-    grep -E '^[a-z0-9][a-z0-9.+-]+$' | grep -vE '^(apt-get|install|rm|update|DEBIAN_FRONTEND.*)$'
+# stage N: the lines of the Nth stage (1 = build), continuation lines joined.
+stage() {
+  sed -e ':a' -e '/\\$/N; s/\\\n//; ta' "$dockerfile" | grep -v '^#' |
+    awk -v want="$1" '/^FROM / {n++} n == want'
 }
 
-every_needed_library_has_its_package_in_the_runtime_stage() {
-  local lib path pkg missing=()
-  mapfile -t wanted < <(runtime_packages)
-  [ "${#wanted[@]}" -ge 6 ] || { echo "found only: ${wanted[*]}"; return 1; }
-  for lib in $(readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-    case $lib in libc.so.* | libm.so.* | ld-linux-*) continue ;; esac # libc6: in every image
-    path=$(ldd "$binary" | awk -v l="$lib" '$1 == l && $2 == "=>" {print $3; exit}')
-    [ -n "$path" ] || { echo "$lib: not found by ldd"; return 1; }
-    # dpkg knows a file by one of its names (merged /usr: /lib or /usr/lib, link or target).
-    pkg=
-    for p in "$path" "$(readlink -f "$path")" "/usr$path" "${path#/usr}"; do
-      pkg=$(dpkg -S "$p" 2>/dev/null | head -n1 | cut -d: -f1) || true
-      [ -z "$pkg" ] || break
-    done
-    [ -n "$pkg" ] || { echo "$lib ($path): no Debian package ships it"; return 1; }
-    echo "$lib -> $pkg"
-    printf '%s\n' "${wanted[@]}" | grep -qx "$pkg" || missing+=("$pkg ($lib)")
-  done
-  [ "${#missing[@]}" -eq 0 ] || { echo "not in the runtime stage: ${missing[*]}"; return 1; }
-}
+# python3 -c EXPR: a constant of tools/lib/oci_image.py.
+tool() { python3 -c "import sys; sys.path.insert(0, 'tools/lib'); import oci_image as t; print($1)"; }
 
-runs_as_a_numeric_non_root_user() {
-  local user
-  user=$(sed -n 's/^USER \([0-9]*\):[0-9]*$/\1/p' "$dockerfile" | tail -n1)
-  [ -n "$user" ] && [ "$user" -ne 0 ]
-  grep -q "runAsUser: $user\$" helm/gpu-partitioner/values.yaml
-}
-
-builds_the_operator_with_bazel_and_copies_only_the_binary() {
-  grep -q 'bazel build .*//:gpu-partitioner' "$dockerfile"
+the_build_stage_builds_the_operator_and_assembles_the_rootfs_with_tools_image() {
   [ "$(grep -c '^FROM' "$dockerfile")" -eq 2 ]
-  [ "$(grep -c '^COPY --from=build' "$dockerfile")" -eq 1 ]
+  stage 1 | grep -q '^FROM debian:bookworm AS build$'
+  stage 1 | grep -Eq 'bazel build .*-c opt //:gpu-partitioner'
+  stage 1 | grep -Eq 'tools/image --rootfs /rootfs --binary bazel-bin/gpu-partitioner'
 }
 
-run_case every_needed_library_has_its_package_in_the_runtime_stage every_needed_library_has_its_package_in_the_runtime_stage
-run_case runs_as_a_numeric_non_root_user runs_as_a_numeric_non_root_user
-run_case builds_the_operator_with_bazel_and_copies_only_the_binary builds_the_operator_with_bazel_and_copies_only_the_binary
+the_image_is_the_rootfs_alone_from_scratch() {
+  stage 2 | grep -q '^FROM scratch$'
+  [ "$(stage 2 | grep -Ec '^(COPY|ADD|RUN)')" -eq 1 ]
+  stage 2 | grep -q '^COPY --from=build /rootfs /$'
+}
+
+it_runs_as_tools_image_configures_it() {
+  local user version
+  user=$(tool '"%d:%d" % (t.USER, t.USER)')
+  version=$(sed -n 's/.*version = "\(.*\)";.*/\1/p' protocol/version.hpp)
+  stage 2 | grep -qx "USER $user"
+  grep -q "runAsUser: ${user%%:*}\$" helm/gpu-partitioner/values.yaml
+  stage 2 | grep -qxF "ENTRYPOINT [\"$(tool '"/" + t.BINARY_PATH')\"]"
+  stage 2 | grep -qx "EXPOSE $(tool '" ".join(t.PORTS)')"
+  stage 2 | grep -qx "ENV $(tool 't.DEFAULT_PATH')"
+  stage 2 | grep -q "org.opencontainers.image.version=$version\( \|$\)"
+  stage 2 | grep -q 'org.opencontainers.image.revision=\$REVISION'
+}
+
+# tools/image --rootfs copies the runtime libraries from the build stage's packages:
+# each library the binary loads (ldd: the whole closure) must come from a package the
+# stage installs or one those depend on (Depends and Pre-Depends, as dpkg records them
+# on this machine, which runs the same Debian release).
+the_build_stage_installs_every_package_the_rootfs_takes() {
+  local packages
+  packages=$(stage 1 | sed -n 's/.*apt-get install -y --no-install-recommends\(.*\) && rm .*/\1/p')
+  for p in python3 tzdata ca-certificates; do
+    grep -qw -- "$p" <<<"$packages" || { echo "$p is not installed in the build stage"; return 1; }
+  done
+  # shellcheck disable=SC2086 # one argument per package
+  LIBS=$(ldd "$binary" | awk '$2 == "=>" {print $3}') python3 - $packages <<'EOF'
+import os, re, subprocess, sys
+def run(*argv):
+    return subprocess.run(argv, capture_output=True, text=True).stdout
+# Everything the listed packages pull in.
+seen, todo = set(), list(sys.argv[1:])
+while todo:
+    p = todo.pop()
+    if p in seen:
+        continue
+    seen.add(p)
+    deps = run("dpkg-query", "-W", "-f=${Depends}, ${Pre-Depends}", p)
+    for alternative in deps.split(","):
+        for name in alternative.split("|"):
+            name = re.sub(r"\(.*?\)|:any|\s", "", name)
+            if name:
+                todo.append(name)
+missing = []
+for lib in os.environ["LIBS"].split():
+    owner = ""
+    for alias in (lib, "/usr" + lib, lib[4:] if lib.startswith("/usr/") else lib):
+        owner = run("dpkg-query", "-S", alias).split(":")[0]
+        if owner:
+            break
+    if owner not in seen:
+        missing.append("%s (%s)" % (lib, owner or "no package"))
+    print(lib, "->", owner)
+assert not missing, "not installed by the build stage: " + ", ".join(missing)
+EOF
+}
+
+run_case the_build_stage_builds_the_operator_and_assembles_the_rootfs_with_tools_image \
+  the_build_stage_builds_the_operator_and_assembles_the_rootfs_with_tools_image
+run_case the_image_is_the_rootfs_alone_from_scratch the_image_is_the_rootfs_alone_from_scratch
+run_case it_runs_as_tools_image_configures_it it_runs_as_tools_image_configures_it
+run_case the_build_stage_installs_every_package_the_rootfs_takes the_build_stage_installs_every_package_the_rootfs_takes
 finish
