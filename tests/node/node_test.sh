@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# tests/node/node_test.sh: `tools/cluster up --with-node` end to end, on a cluster of its
+# own. A pod on the real node becomes Running and Ready, reaches the API server from its
+# network namespace through the `kubernetes` Service's IP with its projected token, a
+# Deployment selecting the real node lands there and not on simulated GPU nodes, and
+# `tools/cluster down` leaves no process, mount, namespace, link, route, iptables rule or
+# cgroup behind. Needs root and tools/setup's packages; builds its probe image with gcc.
+# Run by tools/test (full runs); its last line is "N passed, N failed".
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+# shellcheck source=tests/support/shtest.sh
+source tests/support/shtest.sh
+# shellcheck source=tools/lib/common.sh
+source tools/lib/common.sh
+
+cluster=nodetest-$$
+state_root=${GPU_PARTITIONER_STATE:-$HOME/.local/state/gpu-partitioner}
+cluster_dir=$state_root/clusters/$cluster
+work=$(mktemp -d)
+readonly probe_image=gpu-partitioner.local/api-probe:1
+readonly pause_image=gpu-partitioner.local/pause:1
+readonly ns=node-test
+timeout=${NODE_TEST_TIMEOUT:-120}
+
+cleanup() {
+  tools/cluster down --name "$cluster" >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+k() { kubectl "$@"; }
+
+# The machine's state that nothing of the cluster may change or outlive.
+sysctls=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
+snapshot_sysctls() { for s in "${sysctls[@]}"; do echo "$s=$(cat "/proc/sys/$s")"; done; }
+host_iptables() { { iptables-save 2>/dev/null; iptables-legacy-save 2>/dev/null; } | grep -v '^#' | sed 's/\[[0-9:]*\]//'; }
+
+# -- cases --
+
+up_with_node() {
+  local t=$SECONDS
+  tools/cluster up --name "$cluster" --with-node >"$work/up.log" 2>&1 || {
+    tail -n 40 "$work/up.log"
+    return 1
+  }
+  echo "tools/cluster up --with-node took $((SECONDS - t)) s" >"$work/up.time"
+  eval "$(tools/cluster env --name "$cluster")"
+  k get node worker >/dev/null
+  [ "$(k get node worker -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+  tools/cluster status --name "$cluster"
+}
+
+host_sysctls_unchanged() {
+  diff <(cat "$work/sysctls.before") <(snapshot_sysctls)
+}
+
+# Nodes shaped like tools/sim's simulated MI300X nodes: no taint, Ready, plenty of room.
+add_gpu_nodes() {
+  local n
+  for n in gpu-node-01 gpu-node-02; do
+    k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: $n
+  labels: {sim.gpu-partitioner.io/managed: "true", kubernetes.io/hostname: $n, kubernetes.io/os: linux, gpu.vendor: amd, nodepool: training-gpu}
+EOF
+    k patch node "$n" --subresource=status --type=merge -p '{"status":{"capacity":{"cpu":"192","memory":"2000Gi","pods":"110"},"allocatable":{"cpu":"190","memory":"1900Gi","pods":"110"},"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"simulated"}]}}' >/dev/null
+  done
+}
+
+pod_runs_with_projected_token() {
+  eval "$(tools/cluster env --name "$cluster")"
+  gcc -static -Os -s -o "$work/api-probe" tests/node/api_probe.c -lssl -lcrypto -pthread 2>"$work/gcc.log" || {
+    cat "$work/gcc.log"
+    return 1
+  }
+  python3 tools/lib/pause_image.py --ref "$probe_image" --entrypoint /api-probe \
+    --out "$work/api-probe.tar" "/api-probe=$work/api-probe"
+  tools/cluster import --name "$cluster" "$work/api-probe.tar"
+  k create namespace "$ns" >/dev/null
+  wait_until 60 kubectl get serviceaccount default -n "$ns" || { echo "no ServiceAccount $ns/default"; return 1; }
+  # The readiness probe is the program again, run by the kubelet inside the pod: Ready
+  # means the pod reached the API server.
+  k apply -n "$ns" -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: api-probe}
+spec:
+  nodeSelector: {kubernetes.io/hostname: worker}
+  dnsPolicy: Default
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: probe
+    image: $probe_image
+    imagePullPolicy: Never
+    readinessProbe:
+      exec: {command: [/api-probe, --once]}
+      periodSeconds: 2
+EOF
+  k wait -n "$ns" --for=condition=Ready pod/api-probe --timeout="${timeout}s" || {
+    k describe -n "$ns" pod/api-probe | tail -20
+    return 1
+  }
+  [ "$(k get -n "$ns" pod/api-probe -o jsonpath='{.status.phase} {.spec.nodeName}')" = "Running worker" ]
+  # The token is the projected service-account token (not a legacy Secret).
+  k get -n "$ns" pod/api-probe -o jsonpath='{.spec.volumes[*].projected.sources[*].serviceAccountToken.path}' | grep -qx token
+}
+
+pod_reaches_api_server_through_service_ip() {
+  eval "$(tools/cluster env --name "$cluster")"
+  local ip line service_ip
+  ip=$(k get -n "$ns" pod/api-probe -o jsonpath='{.status.podIP}')
+  service_ip=$(k get service kubernetes -o jsonpath='{.spec.clusterIP}')
+  [[ $ip == 10.244.* ]] || { echo "pod IP '$ip' is not in the node's pod range"; return 1; }
+  line=$(k logs -n "$ns" pod/api-probe)
+  echo "$line"
+  [ "$line" = "api-probe: GET https://$service_ip:443/api from $ip: HTTP 200" ]
+  # The API server saw the request come from the pod's own address (no masquerade), as the
+  # pod's service account.
+  python3 - "$cluster_dir/logs/audit.log" "$ip" "system:serviceaccount:$ns:default" <<'EOF'
+import json, sys
+log, ip, user = sys.argv[1:]
+for line in open(log):
+    e = json.loads(line)
+    if (e.get("requestURI") == "/api" and e["user"]["username"] == user
+            and e.get("sourceIPs") == [ip] and e.get("responseStatus", {}).get("code") == 200):
+        sys.exit(0)
+sys.exit("no audit event of GET /api by %s from %s" % (user, ip))
+EOF
+}
+
+deployment_lands_on_real_node() {
+  eval "$(tools/cluster env --name "$cluster")"
+  add_gpu_nodes
+  k apply -n "$ns" -f - <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: on-worker}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: on-worker}}
+  template:
+    metadata: {labels: {app: on-worker}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: worker}
+      terminationGracePeriodSeconds: 2
+      containers:
+      - {name: pause, image: $pause_image, imagePullPolicy: Never}
+EOF
+  k rollout status -n "$ns" deployment/on-worker --timeout="${timeout}s"
+  local nodes
+  nodes=$(k get pods -n "$ns" -l app=on-worker -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}' | sort | uniq -c)
+  echo "$nodes"
+  [ "$(awk '{print $1, $2, $3}' <<<"$nodes")" = "3 worker Running" ]
+}
+
+# node_cgroup_pids: every process in the node's cgroup (any hierarchy), pods included.
+node_cgroup_pids() {
+  find /sys/fs/cgroup/gpu-partitioner-"$cluster" /sys/fs/cgroup/*/gpu-partitioner-"$cluster" \
+    -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un | tr '\n' ' ' || true
+}
+
+# processes_naming DIR: processes (but this one) whose command line names DIR.
+processes_naming() {
+  python3 - "$1" <<'EOF'
+import os, sys
+me = os.getpid()
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        cmd = open("/proc/%s/cmdline" % pid, "rb").read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        continue
+    if int(pid) != me and sys.argv[1] in cmd:
+        print(pid, cmd[:200])
+EOF
+}
+
+down_leaves_nothing() {
+  local net pids t=$SECONDS
+  net=$(sed -n 's/^NODE_NET=//p' "$cluster_dir/cluster.env")
+  [ -n "$net" ] || { echo "no NODE_NET in $cluster_dir/cluster.env"; return 1; }
+  pids=$(node_cgroup_pids)
+  [ -n "$pids" ] || { echo "no process in the node's cgroup before down"; return 1; }
+  tools/cluster down --name "$cluster"
+  echo "tools/cluster down took $((SECONDS - t)) s" >"$work/down.time"
+  local bad=0 p
+  for p in $pids; do
+    if [ -e "/proc/$p" ]; then echo "process $p survives: $(tr '\0' ' ' <"/proc/$p/cmdline")"; bad=1; fi
+  done
+  if [ -n "$(processes_naming "$cluster_dir/")" ]; then
+    echo "processes still name $cluster_dir: $(processes_naming "$cluster_dir/")"
+    bad=1
+  fi
+  if mount | grep -F -- "$cluster_dir"; then bad=1; fi
+  if ip netns | grep -F "gpu-partitioner-$cluster"; then bad=1; fi
+  if ip link | grep -E "gpnode${net}[:@]"; then bad=1; fi
+  if ip route show table all | grep -E "10\.24[34]\.$net\."; then bad=1; fi
+  if ls -d /sys/fs/cgroup/gpu-partitioner-"$cluster" /sys/fs/cgroup/*/gpu-partitioner-"$cluster" 2>/dev/null; then bad=1; fi
+  if ! diff <(cat "$work/iptables.before") <(host_iptables); then
+    echo "the machine's iptables rules changed"
+    bad=1
+  fi
+  [ ! -e "$cluster_dir" ] || { echo "$cluster_dir is still there"; bad=1; }
+  host_sysctls_unchanged || bad=1
+  return "$bad"
+}
+
+# -- run --
+
+snapshot_sysctls >"$work/sysctls.before"
+host_iptables >"$work/iptables.before"
+start=$SECONDS
+run_case up_with_node up_with_node
+if [ "$_sh_failures" -eq 0 ]; then
+  run_case host_sysctls_unchanged host_sysctls_unchanged
+  run_case pod_runs_with_projected_token pod_runs_with_projected_token
+  run_case pod_reaches_api_server_through_service_ip pod_reaches_api_server_through_service_ip
+  run_case deployment_lands_on_real_node deployment_lands_on_real_node
+fi
+run_case down_leaves_nothing down_leaves_nothing
+cat "$work"/*.time 2>/dev/null
+echo "node_test took $((SECONDS - start)) s"
+finish
+echo "$((${#_sh_cases[@]} - _sh_failures)) passed, $_sh_failures failed"
+[ "$_sh_failures" -eq 0 ]
