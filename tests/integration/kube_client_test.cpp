@@ -42,19 +42,6 @@ std::string data_k(const rapidjson::Value& object) {
   return v != nullptr && v->IsString() ? v->GetString() : "";
 }
 
-/// A namespace for one test, deleted at the end.
-struct scratch_namespace {
-  connection conn{cluster::admin()};
-  std::string name = unique_name("kube-it");
-  scratch_namespace() {
-    auto made = conn.api.create(kube::resources::namespaces(), "",
-                                R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" +
-                                    name + R"("}})");
-    BOOST_REQUIRE_MESSAGE(made.ok(), (made.ok() ? "" : made.error().describe()));
-  }
-  ~scratch_namespace() { (void)conn.api.remove(kube::resources::namespaces(), "", name); }
-};
-
 /// Records what a list+watch loop delivers, in order, and the view built from it.
 struct recording_handler : kube::watch_handler {
   std::mutex mutex;
@@ -163,7 +150,7 @@ std::map<std::string, std::string> without_root_ca(std::map<std::string, std::st
 BOOST_AUTO_TEST_SUITE(kube_client)
 
 BOOST_AUTO_TEST_CASE(crud_on_core_objects_with_every_write_verb) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   const auto cm = kube::resources::config_maps();
 
@@ -219,7 +206,7 @@ BOOST_AUTO_TEST_CASE(crud_on_core_objects_with_every_write_verb) {
 // The write gate is asked again as the request goes out, after connecting: a replica
 // frozen between the first check and the send (its lease run out meanwhile) sends nothing.
 BOOST_AUTO_TEST_CASE(a_write_gate_that_closes_before_the_send_keeps_the_write_unsent) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto config = cluster::admin();
   int asked = 0;
   config.may_write = [&] { return ++asked == 1; }; // open when asked first, closed after
@@ -237,7 +224,7 @@ BOOST_AUTO_TEST_CASE(a_write_gate_that_closes_before_the_send_keeps_the_write_un
 }
 
 BOOST_AUTO_TEST_CASE(update_with_stale_resource_version_is_a_conflict) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   const auto cm = kube::resources::config_maps();
   auto created = api.create(cm, ns.name, config_map(ns.name, "c", "1"));
@@ -297,7 +284,7 @@ BOOST_AUTO_TEST_CASE(crud_and_status_subresource_on_custom_resources) {
 }
 
 BOOST_AUTO_TEST_CASE(list_pages_through_continue_tokens_with_selectors) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   const auto cm = kube::resources::config_maps();
   for (int i = 0; i < 23; ++i)
@@ -327,7 +314,7 @@ BOOST_AUTO_TEST_CASE(list_pages_through_continue_tokens_with_selectors) {
 }
 
 BOOST_AUTO_TEST_CASE(a_response_over_the_body_limit_fails_naming_it_and_is_not_retried) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   const auto cm = kube::resources::config_maps();
   BOOST_REQUIRE(api.create(cm, ns.name, config_map(ns.name, "small", "1", R"({"size":"small"})")));
@@ -365,7 +352,7 @@ BOOST_AUTO_TEST_CASE(a_response_over_the_body_limit_fails_naming_it_and_is_not_r
 
 BOOST_AUTO_TEST_CASE(a_watch_event_over_its_limit_restarts_the_loop_until_the_object_goes,
                      *boost::unit_test::timeout(120)) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   const auto cm = kube::resources::config_maps();
   const std::string labels = R"({"bounded":"yes"})";
@@ -412,7 +399,7 @@ BOOST_AUTO_TEST_CASE(a_watch_event_over_its_limit_restarts_the_loop_until_the_ob
 }
 
 BOOST_AUTO_TEST_CASE(watch_sees_added_modified_deleted_in_order) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   const auto cm = kube::resources::config_maps();
   watch_thread w(config_maps_in(ns.name));
@@ -439,7 +426,7 @@ BOOST_AUTO_TEST_CASE(watch_sees_added_modified_deleted_in_order) {
 }
 
 BOOST_AUTO_TEST_CASE(an_idle_watch_stops_within_a_second_of_abort) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   watch_thread w(config_maps_in(ns.name));
   BOOST_REQUIRE(eventually([&] {
     std::lock_guard<std::mutex> lock(w.handler.mutex);
@@ -457,7 +444,7 @@ BOOST_AUTO_TEST_CASE(an_idle_watch_stops_within_a_second_of_abort) {
 
 BOOST_AUTO_TEST_CASE(watch_survives_an_apiserver_restart_and_converges,
                      *boost::unit_test::timeout(240)) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   const auto cm = kube::resources::config_maps();
   for (int i = 0; i < 5; ++i)
@@ -480,7 +467,7 @@ BOOST_AUTO_TEST_CASE(watch_survives_an_apiserver_restart_and_converges,
 
 BOOST_AUTO_TEST_CASE(relist_after_410_reports_what_changed_while_away,
                      *boost::unit_test::timeout(240)) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   const auto cm = kube::resources::config_maps();
   for (int i = 0; i < 10; ++i)
@@ -520,7 +507,7 @@ BOOST_AUTO_TEST_CASE(relist_after_410_reports_what_changed_while_away,
 
 BOOST_AUTO_TEST_CASE(eviction_blocked_by_a_pdb_reports_it_and_succeeds_once_allowed,
                      *boost::unit_test::timeout(120)) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   BOOST_REQUIRE(eventually(
       [&] { return bool(api.get(kube::resources::service_accounts(), ns.name, "default")); }));
@@ -627,7 +614,7 @@ BOOST_AUTO_TEST_CASE(exactly_one_elector_leads_and_the_other_takes_over,
 }
 
 BOOST_AUTO_TEST_CASE(repeated_events_are_aggregated_into_one_object) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   kube::event_recorder recorder(api, "gpu-partitioner", "it");
   kube::event_spec e;
@@ -655,7 +642,7 @@ BOOST_AUTO_TEST_CASE(repeated_events_are_aggregated_into_one_object) {
 }
 
 BOOST_AUTO_TEST_CASE(an_event_about_an_object_named_at_the_253_character_limit_is_recorded) {
-  scratch_namespace ns;
+  scratch_namespace ns("kube-it");
   auto& api = ns.conn.api;
   kube::event_recorder recorder(api, "gpu-partitioner", "it");
   kube::event_spec e;

@@ -20,19 +20,6 @@ using namespace gpu_partitioner::testing;
 
 namespace {
 
-/// A namespace for one test, deleted at the end.
-struct scratch_namespace {
-  connection conn{cluster::admin()};
-  std::string name = unique_name("rate-it");
-  scratch_namespace() {
-    auto made = conn.api.create(kube::resources::namespaces(), "",
-                                R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" +
-                                    name + R"("}})");
-    BOOST_REQUIRE_MESSAGE(made.ok(), (made.ok() ? "" : made.error().describe()));
-  }
-  ~scratch_namespace() { (void)conn.api.remove(kube::resources::namespaces(), "", name); }
-};
-
 std::string config_map(const std::string& ns, const std::string& name) {
   return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
          R"(","namespace":")" + ns + R"("},"data":{"k":"v"}})";
@@ -79,7 +66,7 @@ BOOST_AUTO_TEST_CASE(clients_sharing_a_limiter_take_at_least_n_minus_burst_over_
 }
 
 BOOST_AUTO_TEST_CASE(an_open_watch_takes_no_token_for_its_events) {
-  scratch_namespace ns;
+  scratch_namespace ns("rate-it");
   constexpr int objects = 12;
   auto config = cluster::admin();
   // So slow that a token per event would show: one token, then one a minute.

@@ -49,6 +49,17 @@ std::string unique_name(const std::string& prefix) {
   return prefix + "-" + suffix;
 }
 
+scratch_namespace::scratch_namespace(const std::string& prefix) : name(unique_name(prefix)) {
+  auto made = conn.api.create(kube::resources::namespaces(), "",
+                              R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" +
+                                  name + R"("}})");
+  BOOST_REQUIRE_MESSAGE(made.ok(), (made.ok() ? "" : made.error().describe()));
+}
+
+scratch_namespace::~scratch_namespace() {
+  (void)conn.api.remove(kube::resources::namespaces(), "", name);
+}
+
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {

@@ -4,6 +4,7 @@
 #include "kube/config.hpp"
 #include "kube/credentials.hpp"
 #include "kube/http_client.hpp"
+#include "kube/resource.hpp"
 
 #include <chrono>
 #include <functional>
@@ -34,6 +35,17 @@ struct connection {
 
 /// A name unique to this test run, for objects that must not collide with other tests.
 std::string unique_name(const std::string& prefix);
+
+/// A namespace of a unique name for one test, created by the admin and deleted at the end;
+/// fails the test if it cannot be created.
+struct scratch_namespace {
+  explicit scratch_namespace(const std::string& prefix = "it");
+  ~scratch_namespace();
+  scratch_namespace(const scratch_namespace&) = delete;
+  scratch_namespace& operator=(const scratch_namespace&) = delete;
+  connection conn{cluster::admin()};
+  std::string name;
+};
 
 /// Polls `condition` every 50 ms until it holds or `timeout` passes.
 bool eventually(const std::function<bool()>& condition,
