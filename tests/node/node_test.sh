@@ -76,7 +76,7 @@ pod_runs_with_projected_token() {
     cat "$work/gcc.log"
     return 1
   }
-  python3 tools/lib/pause_image.py --ref "$probe_image" --entrypoint /api-probe \
+  python3 tools/lib/oci_image.py static --ref "$probe_image" --entrypoint /api-probe \
     --out "$work/api-probe.tar" "/api-probe=$work/api-probe"
   tools/cluster import --name "$cluster" "$work/api-probe.tar"
   k create namespace "$ns" >/dev/null

@@ -440,7 +440,7 @@ import_pause_image() {
     return 0
   fi
   gcc -static -Os -s -o "$node_dir/pause" "$here/lib/pause.c"
-  python3 "$here/lib/pause_image.py" --ref "$PAUSE_IMAGE" --entrypoint /pause \
+  python3 "$here/lib/oci_image.py" static --ref "$PAUSE_IMAGE" --entrypoint /pause \
     --out "$node_dir/pause.tar" "/pause=$node_dir/pause"
   import_image "$node_dir/pause.tar" >/dev/null
   log "imported $PAUSE_IMAGE (tools/lib/pause.c) into the node"

@@ -3,6 +3,7 @@
 
   oci_image.py rootfs --binary FILE --dir DIR [--epoch N]
   oci_image.py image  --binary FILE --out DIR --tag REF --version V --revision R --epoch N
+  oci_image.py static --ref REF --out FILE.tar --entrypoint WORD... PATH_IN_IMAGE=FILE...
 
 Both write the same entries (root_entries): the binary, the shared libraries it loads
 (its closure, as the dynamic loader resolves it) and the loader, tzdata's zoneinfo (change
@@ -16,6 +17,9 @@ and the same as a tar (an oci-archive) into DIR/image.tar. Every byte is a funct
 inputs: entries sorted, owned by 0:0, modes normalised, every mtime the epoch, JSON with
 sorted keys, gzip without a name or time. The same binary, packages and epoch give the
 same manifest digest.
+
+`static` writes an image archive of static binaries alone (the test node's pause image and
+the tests' probes): nothing can be pulled on the test machines.
 """
 
 import argparse
@@ -365,8 +369,10 @@ def rfc3339(epoch):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
-def write_image(root, directory, tag, version, revision, epoch):
-    out = os.path.join(directory, "layout")
+def write_image(root, out, archive, tag, config, annotations, epoch):
+    """Writes `root` as a one-layer image: the layout into the directory `out` (replaced)
+    and its oci-archive into the file `archive`. `config` is the image config's "config"
+    (user, entrypoint, ...); `annotations` go on the manifest. Returns the manifest digest."""
     if os.path.exists(out):
         shutil.rmtree(out)
     blobs = os.path.join(out, "blobs", "sha256")
@@ -389,36 +395,20 @@ def write_image(root, directory, tag, version, revision, epoch):
         die("no OCI platform known for this Debian architecture")
     platform = {"architecture": arch, "os": "linux", **({"variant": variant} if variant else {})}
     created = rfc3339(epoch)
-    labels = {
-        "org.opencontainers.image.version": version,
-        "org.opencontainers.image.revision": revision,
-        "org.opencontainers.image.title": "gpu-partitioner",
-    }
-    config = {
+    image_config = {
         **platform,
         "created": created,
-        "config": {
-            "User": "%d:%d" % (USER, USER),
-            "Entrypoint": ["/" + BINARY_PATH],
-            "Env": [DEFAULT_PATH],
-            "ExposedPorts": {p: {} for p in PORTS},
-            "Labels": labels,
-            "WorkingDir": "/",
-        },
+        "config": config,
         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + diff_id.hexdigest()]},
-        "history": [{"created": created, "created_by": "tools/image"}],
+        "history": [{"created": created, "created_by": "tools/lib/oci_image.py"}],
     }
-    config_digest, config_size = write_blob(blobs, canonical_json(config))
+    config_digest, config_size = write_blob(blobs, canonical_json(image_config))
     manifest = {
         "schemaVersion": 2,
         "mediaType": MANIFEST_TYPE,
         "config": {"mediaType": CONFIG_TYPE, "digest": config_digest, "size": config_size},
         "layers": [{"mediaType": LAYER_TYPE, "digest": layer_digest, "size": layer_size}],
-        "annotations": {
-            "org.opencontainers.image.created": created,
-            "org.opencontainers.image.version": version,
-            "org.opencontainers.image.revision": revision,
-        },
+        "annotations": {"org.opencontainers.image.created": created, **annotations},
     }
     manifest_digest, manifest_size = write_blob(blobs, canonical_json(manifest))
     index = {
@@ -444,8 +434,35 @@ def write_image(root, directory, tag, version, revision, epoch):
         f.write(canonical_json(index))
     with open(os.path.join(out, "oci-layout"), "wb") as f:
         f.write(canonical_json({"imageLayoutVersion": "1.0.0"}))
-    write_archive(out, os.path.join(directory, "image.tar"), epoch)
+    write_archive(out, archive, epoch)
     return manifest_digest
+
+
+def operator_config(version, revision):
+    return {
+        "User": "%d:%d" % (USER, USER),
+        "Entrypoint": ["/" + BINARY_PATH],
+        "Env": [DEFAULT_PATH],
+        "ExposedPorts": {p: {} for p in PORTS},
+        "Labels": {
+            "org.opencontainers.image.version": version,
+            "org.opencontainers.image.revision": revision,
+            "org.opencontainers.image.title": "gpu-partitioner",
+        },
+        "WorkingDir": "/",
+    }
+
+
+def static_root(specs):
+    """PATH_IN_IMAGE=FILE specs (static binaries, for the test node's images): each file
+    root-owned, mode 0755, and nothing else."""
+    root = Root()
+    for spec in specs:
+        path, sep, host = spec.partition("=")
+        if not sep or not path.startswith("/") or not host:
+            die("want PATH_IN_IMAGE=FILE with an absolute PATH_IN_IMAGE, got %r" % spec)
+        root.add_host_file(host, path.lstrip("/"), mode=0o755)
+    return root
 
 
 def normalized_reference(tag):
@@ -492,13 +509,30 @@ def main():
     image.add_argument("--version", required=True)
     image.add_argument("--revision", required=True)
     image.add_argument("--epoch", type=int, required=True)
+    static = sub.add_parser("static", help="write an image archive of static binaries")
+    static.add_argument("--ref", required=True, help="e.g. gpu-partitioner.local/pause:1")
+    static.add_argument("--out", required=True, help="the oci-archive to write")
+    static.add_argument("--entrypoint", required=True, action="append",
+                        help="the entrypoint's words, one per flag")
+    static.add_argument("files", nargs="+", metavar="PATH_IN_IMAGE=FILE")
     args = parser.parse_args()
 
+    if args.command == "static":
+        with tempfile.TemporaryDirectory() as tmp:
+            write_image(static_root(args.files), os.path.join(tmp, "layout"), args.out + ".tmp",
+                        args.ref, {"Entrypoint": args.entrypoint, "Env": ["PATH=/"],
+                                   "WorkingDir": "/"}, {}, 0)
+        os.replace(args.out + ".tmp", args.out)
+        return
     root = root_entries(args.binary)
     if args.command == "rootfs":
         write_rootfs(root, args.dir, args.epoch)
     else:
-        digest = write_image(root, args.out, args.tag, args.version, args.revision, args.epoch)
+        annotations = {"org.opencontainers.image.version": args.version,
+                       "org.opencontainers.image.revision": args.revision}
+        digest = write_image(root, os.path.join(args.out, "layout"),
+                             os.path.join(args.out, "image.tar"), args.tag,
+                             operator_config(args.version, args.revision), annotations, args.epoch)
         print(digest)
 
 
