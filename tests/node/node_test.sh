@@ -2,10 +2,12 @@
 # tests/node/node_test.sh: `tools/cluster up --with-node` end to end, on a cluster of its
 # own. A pod on the real node becomes Running and Ready, reaches the API server from its
 # network namespace through the `kubernetes` Service's IP with its projected token, a
-# Deployment selecting the real node lands there and not on simulated GPU nodes, and
-# `tools/cluster down` leaves no process, mount, namespace, link, route, iptables rule or
-# cgroup behind. Needs root and tools/setup's packages; builds its probe image with gcc.
+# Deployment selecting the real node (non-root, no capabilities, read-only root: as the
+# chart runs the operator) lands there and not on simulated GPU nodes, and `tools/cluster
+# down` leaves no process, mount, namespace, link, route, iptables rule or cgroup behind.
+# Needs root and tools/setup's packages; builds its probe image with gcc.
 # Run by tools/test (full runs); its last line is "N passed, N failed".
+# NODE_TEST_CLUSTER names the cluster (default nodetest-PID).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -13,8 +15,10 @@ cd "$root"
 source tests/support/shtest.sh
 # shellcheck source=tools/lib/common.sh
 source tools/lib/common.sh
+# shellcheck source=tests/node/node_checks.sh
+source tests/node/node_checks.sh # down_leaves_nothing, host_sysctls_unchanged
 
-cluster=nodetest-$$
+cluster=${NODE_TEST_CLUSTER:-nodetest-$$}
 state_root=${GPU_PARTITIONER_STATE:-$HOME/.local/state/gpu-partitioner}
 cluster_dir=$state_root/clusters/$cluster
 work=$(mktemp -d)
@@ -31,11 +35,6 @@ trap cleanup EXIT
 
 k() { kubectl "$@"; }
 
-# The machine's state that nothing of the cluster may change or outlive.
-sysctls=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
-snapshot_sysctls() { for s in "${sysctls[@]}"; do echo "$s=$(cat "/proc/sys/$s")"; done; }
-host_iptables() { { iptables-save 2>/dev/null; iptables-legacy-save 2>/dev/null; } | grep -v '^#' | sed 's/\[[0-9:]*\]//'; }
-
 # -- cases --
 
 up_with_node() {
@@ -49,10 +48,6 @@ up_with_node() {
   k get node worker >/dev/null
   [ "$(k get node worker -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
   tools/cluster status --name "$cluster"
-}
-
-host_sysctls_unchanged() {
-  diff <(cat "$work/sysctls.before") <(snapshot_sysctls)
 }
 
 # Nodes shaped like tools/sim's simulated MI300X nodes: no taint, Ready, plenty of room.
@@ -146,71 +141,32 @@ spec:
     spec:
       nodeSelector: {kubernetes.io/hostname: worker}
       terminationGracePeriodSeconds: 2
+      # As the chart runs the operator: not root and without capabilities (no
+      # DAC_OVERRIDE: the image's root directory, as unpacked by the node's containerd,
+      # must be open to every user), on a read-only root file system.
+      securityContext: {runAsUser: 65532, runAsGroup: 65532, runAsNonRoot: true}
       containers:
-      - {name: pause, image: $pause_image, imagePullPolicy: Never}
+      - name: pause
+        image: $pause_image
+        imagePullPolicy: Never
+        securityContext:
+          readOnlyRootFilesystem: true
+          allowPrivilegeEscalation: false
+          capabilities: {drop: [ALL]}
 EOF
-  k rollout status -n "$ns" deployment/on-worker --timeout="${timeout}s"
+  k rollout status -n "$ns" deployment/on-worker --timeout="${timeout}s" || {
+    k describe pods -n "$ns" -l app=on-worker | grep -E 'Warning|Error' | sort -u | head
+    return 1
+  }
   local nodes
   nodes=$(k get pods -n "$ns" -l app=on-worker -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}' | sort | uniq -c)
   echo "$nodes"
   [ "$(awk '{print $1, $2, $3}' <<<"$nodes")" = "3 worker Running" ]
 }
 
-# node_cgroup_pids: every process in the node's cgroup (any hierarchy), pods included.
-node_cgroup_pids() {
-  find /sys/fs/cgroup/gpu-partitioner-"$cluster" /sys/fs/cgroup/*/gpu-partitioner-"$cluster" \
-    -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un | tr '\n' ' ' || true
-}
-
-# processes_naming DIR: processes (but this one) whose command line names DIR.
-processes_naming() {
-  python3 - "$1" <<'EOF'
-import os, sys
-me = os.getpid()
-for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        cmd = open("/proc/%s/cmdline" % pid, "rb").read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        continue
-    if int(pid) != me and sys.argv[1] in cmd:
-        print(pid, cmd[:200])
-EOF
-}
-
-down_leaves_nothing() {
-  local net pids t=$SECONDS
-  net=$(sed -n 's/^NODE_NET=//p' "$cluster_dir/cluster.env")
-  [ -n "$net" ] || { echo "no NODE_NET in $cluster_dir/cluster.env"; return 1; }
-  pids=$(node_cgroup_pids)
-  [ -n "$pids" ] || { echo "no process in the node's cgroup before down"; return 1; }
-  tools/cluster down --name "$cluster"
-  echo "tools/cluster down took $((SECONDS - t)) s" >"$work/down.time"
-  local bad=0 p
-  for p in $pids; do
-    if [ -e "/proc/$p" ]; then echo "process $p survives: $(tr '\0' ' ' <"/proc/$p/cmdline")"; bad=1; fi
-  done
-  if [ -n "$(processes_naming "$cluster_dir/")" ]; then
-    echo "processes still name $cluster_dir: $(processes_naming "$cluster_dir/")"
-    bad=1
-  fi
-  if mount | grep -F -- "$cluster_dir"; then bad=1; fi
-  if ip netns | grep -F "gpu-partitioner-$cluster"; then bad=1; fi
-  if ip link | grep -E "gpnode${net}[:@]"; then bad=1; fi
-  if ip route show table all | grep -E "10\.24[34]\.$net\."; then bad=1; fi
-  if ls -d /sys/fs/cgroup/gpu-partitioner-"$cluster" /sys/fs/cgroup/*/gpu-partitioner-"$cluster" 2>/dev/null; then bad=1; fi
-  if ! diff <(cat "$work/iptables.before") <(host_iptables); then
-    echo "the machine's iptables rules changed"
-    bad=1
-  fi
-  [ ! -e "$cluster_dir" ] || { echo "$cluster_dir is still there"; bad=1; }
-  host_sysctls_unchanged || bad=1
-  return "$bad"
-}
-
 # -- run --
 
-snapshot_sysctls >"$work/sysctls.before"
-host_iptables >"$work/iptables.before"
+snapshot_host
 start=$SECONDS
 run_case up_with_node up_with_node
 if [ "$_sh_failures" -eq 0 ]; then

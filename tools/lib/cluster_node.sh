@@ -398,7 +398,11 @@ component_exe() {
   esac
 }
 
-# start_node_component C: C in the node's cgroup, mount and network namespaces.
+# start_node_component C: C in the node's cgroup, mount and network namespaces, with
+# the umask a service manager gives (022), not tools/cluster's 077: containerd makes each
+# image layer's root directory with it, and a 0700 root keeps out every container user
+# but root and holders of CAP_DAC_OVERRIDE (the chart runs the operator as 65532 with no
+# capability). The state dir above stays private.
 start_node_component() {
   local c=$1 args=() exe
   exe=$(component_exe "$c")
@@ -410,6 +414,7 @@ start_node_component() {
     for c in $1; do echo $$ >"$c/node/cgroup.procs"; done
     shift
     export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    umask 022
     exec nsenter --mount="$1" --net="$2" -- "${@:3}"' \
     node-exec "$(node_cgroup_dirs | tr '\n' ' ')" "$node_mnt" "$node_net" "$exe" "${args[@]}"
 }
