@@ -5,6 +5,7 @@
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
 #include "actors/plan_supervisor.hpp"
+#include "controller/item_reconcile.hpp"
 #include "kube/resource.hpp"
 
 #include <set>
@@ -28,6 +29,8 @@ struct root_state {
   /// DCM's namespace: its Events count only from there.
   std::string dcm_namespace;
   std::set<std::string> synced;
+  /// A plan came, went or changed its spec since view.selections was worked out.
+  bool plans_changed = false;
   bool dirty = false;
   bool tick_pending = false;
   std::chrono::steady_clock::time_point published{};
@@ -158,7 +161,7 @@ void apply(root_state& s, const observation& o) {
     auto old = v.plans.find(o.key);
     if (o.deleted || old == v.plans.end() || !o.plan ||
         meta_changed(old->second->metadata, o.plan->metadata))
-      v.shared_changed = true;
+      v.shared_changed = s.plans_changed = true;
     v.plans.erase(o.key);
     v.invalid_plans.erase(o.key);
     if (!o.deleted) {
@@ -292,6 +295,11 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
           return;
         s->dirty = false;
         s->published = std::chrono::steady_clock::now();
+        // Once here for every plan's supervisor and node worker: nodes x plans matches.
+        if (!s->view.selections || s->plans_changed || controller::selections_may_change(s->view)) {
+          s->view.selections = controller::select_nodes(s->view.plans, s->view.nodes);
+          s->plans_changed = false;
+        }
         auto snapshot = std::make_shared<const cluster_snapshot>(s->view);
         s->view.node_changes.clear();
         s->view.item_changes.clear();

@@ -196,16 +196,15 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
         } else if (plan != nullptr && !plan->metadata.deletion_timestamp && recompute) {
           s->resolved = true;
           keep_items.clear();
-          std::vector<protocol::partitioning_plan> others;
-          for (const auto& [name, other] : view->plans)
-            if (name != config.plan)
-              others.push_back(*other);
           // Nodes in flight stay with the plan that started them.
           std::map<std::string, std::string> flying;
           for (const auto& [name, item] : view->items)
             if (in_flight(*item) && !item->metadata.deletion_timestamp)
               flying.emplace(item->spec.node_name, item->spec.plan_ref.name);
-          resolution = controller::resolve_plan(*plan, others, view->nodes, flying);
+          const auto selections = view->selections
+                                      ? view->selections
+                                      : controller::select_nodes(view->plans, view->nodes);
+          resolution = controller::resolve_plan(*plan, *selections, view->nodes, flying);
           s->absent = false;
           if (!resolution.problems.empty()) {
             // An invalid plan keeps the items it has (those in flight finish) and starts

@@ -6,6 +6,7 @@
 
 #include "controller/dra.hpp"
 #include "controller/observed.hpp"
+#include "controller/plan_selections.hpp"
 #include "controller/shared_map.hpp"
 #include "protocol/node_partitioning.hpp"
 #include "protocol/partitioning_plan.hpp"
@@ -102,6 +103,9 @@ struct cluster_view {
   /// Nodes with a pod in a namespace whose budgets changed (a budget covers pods of its
   /// own namespace only): the budgets over their pods may differ.
   std::set<std::string> budget_changes;
+  /// Which plans select each node: select_nodes over `plans` and `nodes`, worked out by
+  /// the operator's root when either may have changed it; null until then.
+  std::shared_ptr<const plan_selections> selections;
   /// Plans (not their status), profiles, ConfigMaps, or the caches just synced: every
   /// worker looks again.
   bool shared_changed = false;

@@ -1,6 +1,7 @@
 #include "controller/node_inputs.hpp"
 
 #include "controller/dcm_payload.hpp"
+#include "controller/short_list.hpp"
 #include "protocol/codec/quote.hpp"
 #include "protocol/desired_hash.hpp"
 
@@ -121,6 +122,20 @@ plan_standing standing_of(const cluster_view& view, const protocol::node_partiti
   if (plan->second->metadata.deletion_timestamp) {
     st.may_start = false;
     st.problem = {"PlanDeleting", "PartitioningPlan \"" + ref.name + "\" is being deleted"};
+    return st;
+  }
+  // A node two plans select starts for neither. The plan's supervisor removes such an item
+  // once it resolves the plan again; until then (a plan created a moment ago, a busy
+  // operator) the node must not start on an older resolution.
+  if (view.selections && !in_flight(item) &&
+      item.status.phase.value_or(protocol::node_phase::pending) == protocol::node_phase::pending) {
+    const auto rivals = view.selections->others(item.spec.node_name, ref.name);
+    if (!rivals.empty()) {
+      st.may_start = false;
+      st.problem = {"SelectedByAnotherPlan",
+                    "node " + item.spec.node_name + " is also selected by plan " +
+                        comma_list(rivals, 3) + "; a node two plans select starts for neither"};
+    }
   }
   return st;
 }

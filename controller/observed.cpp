@@ -25,10 +25,11 @@ std::string node_info::label(const std::string& key) const {
 }
 
 bool node_info::is_control_plane() const {
-  static const char* roles[] = {"node-role.kubernetes.io/control-plane",
-                                "node-role.kubernetes.io/master"};
+  // Strings made once: plans' resolutions ask this of every node, for every plan.
+  static const std::string roles[] = {"node-role.kubernetes.io/control-plane",
+                                      "node-role.kubernetes.io/master"};
   // kubeadm sets both the label and the taint; some clusters keep only one of them.
-  for (const char* role : roles) {
+  for (const auto& role : roles) {
     if (labels.count(role) > 0)
       return true;
     if (std::any_of(taints.begin(), taints.end(), [&](const taint& t) { return t.key == role; }))

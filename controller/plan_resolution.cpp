@@ -15,29 +15,6 @@ namespace codec = protocol::codec;
 
 namespace {
 
-// The entries of `plan` that select `node` (control-plane nodes and exclusions aside).
-std::vector<const protocol::partitioning*> entries_matching(const protocol::partitioning_plan& plan,
-                                                            const node_info& node) {
-  std::vector<const protocol::partitioning*> out;
-  for (const auto& entry : plan.spec.partitionings) {
-    if (is_empty(entry.selector))
-      continue;
-    if (!matches(entry.selector, node.labels))
-      continue;
-    if (entry.exclude && !is_empty(*entry.exclude) && matches(*entry.exclude, node.labels))
-      continue;
-    out.push_back(&entry);
-  }
-  return out;
-}
-
-std::vector<const protocol::partitioning*>
-entries_selecting(const protocol::partitioning_plan& plan, const node_info& node) {
-  if (node.is_control_plane())
-    return {};
-  return entries_matching(plan, node);
-}
-
 // The entries or plans a conflict's reason names; the rest are counted ("and 96 more").
 constexpr std::size_t names_in_reason = 3;
 
@@ -115,6 +92,16 @@ plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
                              const std::vector<protocol::partitioning_plan>& other_plans,
                              const shared_map<node_info>& nodes,
                              const std::map<std::string, std::string>& in_flight) {
+  std::map<std::string, std::shared_ptr<const protocol::partitioning_plan>> plans;
+  for (const auto& other : other_plans)
+    if (other.metadata.name != plan.metadata.name)
+      plans.emplace(other.metadata.name, std::make_shared<protocol::partitioning_plan>(other));
+  return resolve_plan(plan, *select_nodes(plans, nodes), nodes, in_flight);
+}
+
+plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
+                             const plan_selections& selections, const shared_map<node_info>& nodes,
+                             const std::map<std::string, std::string>& in_flight) {
   plan_resolution out;
   check_spec(plan, out.problems);
   if (!out.problems.empty())
@@ -160,13 +147,11 @@ plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
     std::vector<std::string> others; // the first names_in_reason
     std::size_t other_count = 0;
     if (holder == in_flight.end())
-      for (const auto& other : other_plans) {
-        if (other.metadata.name == plan.metadata.name)
-          continue;
-        if (entries_selecting(other, node).empty())
+      for (const auto& other : selections.of(name)) {
+        if (other == plan.metadata.name)
           continue;
         if (others.size() < names_in_reason)
-          others.push_back(other.metadata.name);
+          others.push_back(other);
         ++other_count;
       }
     if (other_count > 0) {

@@ -4,6 +4,7 @@
 // leave alone.
 
 #include "controller/observed.hpp"
+#include "controller/plan_selections.hpp"
 #include "controller/shared_map.hpp"
 #include "protocol/partitioning_plan.hpp"
 
@@ -46,6 +47,14 @@ inline constexpr std::size_t max_object_name = 253;
 /// Plans being deleted still claim their nodes until they are gone. A node in flight for
 /// one plan (`in_flight`: node -> that plan's name) stays with it until it lands: another
 /// plan selecting it then sees a conflict instead of taking it away mid-change.
+///
+/// `selections` says which plans select each node (select_nodes over every plan): the
+/// operator works it out once per view for all its plans. It may hold `plan` itself.
+plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
+                             const plan_selections& selections, const shared_map<node_info>& nodes,
+                             const std::map<std::string, std::string>& in_flight = {});
+
+/// The same against `other_plans` (those named as `plan` are skipped).
 plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
                              const std::vector<protocol::partitioning_plan>& other_plans,
                              const shared_map<node_info>& nodes,

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gc = gpu_partitioner::controller;
 namespace gp = gpu_partitioner::protocol;
@@ -308,6 +309,49 @@ BOOST_AUTO_TEST_CASE(the_plan_standing_names_why_the_operator_may_not_act) {
   BOOST_TEST(del.owned);
   BOOST_TEST(!del.may_start);
   BOOST_TEST(del.problem.text() == "PlanDeleting: PartitioningPlan \"p\" is being deleted");
+}
+
+// Every node of `b` is selected by each of `plans` (an entry over the label pool=gpu).
+void select_every_node(view_builder& b, const std::vector<std::string>& plans) {
+  for (const auto& name : plans) {
+    if (!b.v.plans.count(name))
+      b.plan(name, {"cpx"}, name == "p" ? "plan-uid" : name + "-uid");
+    auto plan = std::make_shared<gp::partitioning_plan>(*b.v.plans.at(name));
+    for (auto& entry : plan->spec.partitionings)
+      entry.selector.match_labels = {{"pool", "gpu"}};
+    b.v.plans[name] = plan;
+  }
+  std::vector<std::shared_ptr<gc::node_info>> labelled;
+  for (const auto& entry : b.v.nodes) {
+    labelled.push_back(std::make_shared<gc::node_info>(*entry.second));
+    labelled.back()->labels["pool"] = "gpu";
+  }
+  for (const auto& node : labelled)
+    b.v.nodes[node->name] = node;
+  b.v.selections = gc::select_nodes(b.v.plans, b.v.nodes);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_another_plan_selects_does_not_start_but_one_in_flight_goes_on) {
+  view_builder b;
+  b.node("a");
+  select_every_node(b, {"p"});
+  BOOST_TEST(gc::standing_of(b.v, item("a", "cpx")).may_start, "p alone selects a");
+
+  select_every_node(b, {"p", "q", "r", "s", "t"});
+  const auto held = gc::standing_of(b.v, item("a", "cpx"));
+  BOOST_TEST(held.owned);
+  BOOST_TEST(!held.may_start);
+  BOOST_TEST(held.problem.text() == "SelectedByAnotherPlan: node a is also selected by plan q, "
+                                    "r, s and 1 more; a node two plans select starts for neither",
+             held.problem.text());
+
+  // A node in flight stays with the plan that started it; the others see the conflict.
+  for (auto phase : {gp::node_phase::draining, gp::node_phase::applying,
+                     gp::node_phase::waiting_operator, gp::node_phase::verifying})
+    BOOST_TEST(gc::standing_of(b.v, item("a", "cpx", phase)).may_start);
+  // Without the selections worked out (a view before the first), nothing is said.
+  b.v.selections = nullptr;
+  BOOST_TEST(gc::standing_of(b.v, item("a", "cpx")).may_start);
 }
 
 BOOST_AUTO_TEST_CASE(dcm_config_written_at_is_the_latest_of_stamp_sight_and_creation) {

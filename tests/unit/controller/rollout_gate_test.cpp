@@ -289,7 +289,8 @@ BOOST_AUTO_TEST_CASE(the_plan_is_invalid_with_a_bad_window_or_canary) {
   canary.nodes = gp::int_or_percent::count(1);
   canary.selector = gp::label_selector{};
   plan.spec.rollout.canary = canary;
-  const auto r = gc::resolve_plan(plan, {}, gc::shared_map<gc::node_info>{});
+  const auto r = gc::resolve_plan(plan, std::vector<gpu_partitioner::protocol::partitioning_plan>{},
+                                  gc::shared_map<gc::node_info>{});
   BOOST_TEST(r.problems.size() == 3u);
   BOOST_TEST(joined(r.problems).find("spec.rollout.windows[0].timeZone") != std::string::npos);
   BOOST_TEST(joined(r.problems).find("spec.rollout.canary: set nodes or selector, not both") !=
