@@ -127,7 +127,7 @@ plan_standing standing_of(const cluster_view& view, const protocol::node_partiti
   // A node two plans select starts for neither. The plan's supervisor removes such an item
   // once it resolves the plan again; until then (a plan created a moment ago, a busy
   // operator) the node must not start on an older resolution.
-  if (view.selections && !in_flight(item) &&
+  if (view.selections &&
       item.status.phase.value_or(protocol::node_phase::pending) == protocol::node_phase::pending) {
     const auto rivals = view.selections->others(item.spec.node_name, ref.name);
     if (!rivals.empty()) {
