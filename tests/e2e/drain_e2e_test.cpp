@@ -132,9 +132,8 @@ bool await_drain(e2e_cluster& c, const std::string& plan, const std::string& nod
 }
 
 void expect_back_in_service(e2e_cluster& c, const std::string& node) {
-  const auto n = c.node(node);
-  BOOST_TEST(!n.unavailable(), node << " is left cordoned or tainted");
-  BOOST_TEST(n.gpus == 64);
+  BOOST_TEST(c.back_in_service(node), node << " is left cordoned or tainted");
+  BOOST_TEST(c.node(node).gpus == 64);
 }
 
 struct fixture {
@@ -407,7 +406,7 @@ BOOST_FIXTURE_TEST_CASE(an_unhealthy_pod_under_its_budget_and_a_failed_node_give
   item = c.item(plan, a);
   BOOST_TEST(item->reasons.back() == "DrainTimeout");
   BOOST_TEST(contains(item->last_error, "crashing-pdb"), item->last_error);
-  BOOST_TEST(!c.node(a).unavailable(), "a drain that timed out gives the node back");
+  BOOST_TEST(c.back_in_service(a), "a drain that timed out gives the node back");
   BOOST_TEST(c.pods("app=crashing").size() == 1u);
   // AlwaysAllow on the budget; a longer drain timeout on the plan: a new spec.
   c.patch(kube::resources::pod_disruption_budgets(), "crashing-pdb",

@@ -355,8 +355,8 @@ BOOST_FIXTURE_TEST_CASE(max_failures_one_lets_the_rest_complete, fixture, *utf::
   E2E_REQUIRE(eventually([&] { return c.plan_phase(plan) == "Degraded"; }, 30s), c.describe(plan));
   BOOST_TEST(contains(plan_condition(c, plan, "Degraded"), "within maxFailures (1)"),
              plan_condition(c, plan, "Degraded"));
-  BOOST_TEST(!c.node(c.nodes[0]).unavailable());
-  BOOST_TEST(!c.node(c.nodes[2]).unavailable());
+  BOOST_TEST(c.back_in_service(c.nodes[0]));
+  BOOST_TEST(c.back_in_service(c.nodes[2]));
   const auto a = c.item(plan, c.nodes[0]);
   const auto b = c.item(plan, c.nodes[1]);
   BOOST_REQUIRE(a && b);

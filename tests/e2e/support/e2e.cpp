@@ -857,6 +857,10 @@ node_view e2e_cluster::node(const std::string& name) {
   return to_node_view(*n);
 }
 
+bool e2e_cluster::back_in_service(const std::string& name, std::chrono::milliseconds timeout) {
+  return eventually([&] { return !node(name).unavailable(); }, timeout, 100ms);
+}
+
 std::vector<node_view> e2e_cluster::test_nodes() {
   std::vector<node_view> out;
   for (const auto& n : list_items(api, kube::resources::nodes(), "", "e2e=" + key))

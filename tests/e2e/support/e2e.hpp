@@ -270,6 +270,11 @@ public:
   std::optional<rapidjson::Document> get(const kube::resource& r, const std::string& name,
                                          const std::string& ns = {});
   node_view node(const std::string& name);
+  /// Waits for `name` to be neither cordoned nor tainted. The operator writes a run's end
+  /// to the item's status before it uncordons (write-ahead), so a test that has just seen
+  /// the status waits for the node change that follows it.
+  bool back_in_service(const std::string& name,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   std::vector<node_view> test_nodes();
   std::vector<item_view> plan_items(const std::string& plan);
   std::optional<item_view> item(const std::string& plan, const std::string& node);
