@@ -278,9 +278,8 @@ BOOST_AUTO_TEST_CASE(a_claim_holder_is_drained_and_its_claim_released_before_dcm
   for (const auto& mark : slice_marks(c, node))
     BOOST_TEST((std::find(before_marks.begin(), before_marks.end(), mark) == before_marks.end()),
                mark << " was recorded before DCM ran");
-  const auto n = c.node(node);
-  BOOST_TEST(!n.unavailable());
-  BOOST_TEST(n.label(profile_label) == dcm_name);
+  BOOST_TEST(c.back_in_service(node));
+  BOOST_TEST(c.node(node).label(profile_label) == dcm_name);
   // The plan counts the profile's devices on its DRA nodes.
   auto plan_object = c.get(plans, plan);
   BOOST_REQUIRE(plan_object);
@@ -479,9 +478,8 @@ BOOST_AUTO_TEST_CASE(device_taints_keep_cpu_only_pods_running_while_the_gpus_cha
   BOOST_TEST(after.size() == 64u);
   for (const auto& [name, profile_of] : after)
     BOOST_TEST(profile_of == "cpx_nps4", name);
-  const auto n = c.node(node);
-  BOOST_TEST(!n.unavailable());
-  BOOST_TEST(n.label(profile_label) == dcm_name);
+  BOOST_TEST(c.back_in_service(node));
+  BOOST_TEST(c.node(node).label(profile_label) == dcm_name);
   // The claim holder's replacement gets one of the new partitions once the rule is gone.
   E2E_REQUIRE(eventually(
                   [&] {
