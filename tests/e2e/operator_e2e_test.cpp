@@ -474,7 +474,7 @@ BOOST_AUTO_TEST_CASE(a_pdb_that_never_allows_eviction_times_out_the_drain_and_st
   BOOST_REQUIRE(item);
   BOOST_TEST(last_reason(*item) == "DrainTimeout");
   BOOST_TEST(contains(item->last_error, c.ns + "/pinned-pdb"), item->last_error);
-  BOOST_TEST(eventually([&] { return !c.node(first).unavailable(); }, 10s));
+  BOOST_TEST(c.back_in_service(first));
   expect_untouched_or_returned(c, first);
   E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
   // No further node starts: watch for a while.
