@@ -26,8 +26,10 @@
 #include <iostream>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 
 using namespace gpu_partitioner;
 using namespace gpu_partitioner::sim;
@@ -753,10 +755,11 @@ int run(const options& opt) {
       deliver_config(
           view, now,
           timing.scaled(std::chrono::milliseconds(static_cast<long long>(opt.config_lag * 1000))));
-      std::map<std::string, std::string> dcm_pod_of;
+      // A tick at thousands of nodes copies no node's strings: these point into the view.
+      std::unordered_map<std::string_view, std::string_view> dcm_pod_of;
       for (const auto& [key, node] : view.dcm_pods)
         dcm_pod_of[node] = key.name;
-      std::map<std::string, std::string> driver_pod_of; // node -> a driver pod's uid
+      std::unordered_map<std::string_view, std::string_view> driver_pod_of; // node -> uid
       for (const auto& [key, running] : view.driver_pods)
         driver_pod_of[running.first] = running.second;
       view.world.gpu_pods.clear();
@@ -781,7 +784,7 @@ int run(const options& opt) {
         it = view.nodes.count(it->first) ? std::next(it) : memory.erase(it);
       for (auto it = dra_memories.begin(); it != dra_memories.end();)
         it = view.nodes.count(it->first) ? std::next(it) : dra_memories.erase(it);
-      for (const auto& [name, node] : view.nodes) {
+      for (auto& [name, node] : view.nodes) {
         if (!view.registered.count(name)) {
           // Play kubelet registering: the GPU stack starts only on a running node. A
           // stopped kubelet's node registers NotReady.
@@ -794,11 +797,13 @@ int run(const options& opt) {
           continue;
         }
         registering.erase(name);
-        observed_node seen = node;
-        if (auto pod = dcm_pod_of.find(name); pod != dcm_pod_of.end())
-          seen.dcm_pod = pod->second;
-        if (auto pod = driver_pod_of.find(name); pod != driver_pod_of.end())
-          seen.driver_pod = pod->second;
+        // The fields the tick adds are set in place, every tick, not on a copy.
+        observed_node& seen = node;
+        auto dcm_pod = dcm_pod_of.find(name);
+        seen.dcm_pod = dcm_pod == dcm_pod_of.end() ? std::string_view() : dcm_pod->second;
+        auto driver_pod = driver_pod_of.find(name);
+        seen.driver_pod =
+            driver_pod == driver_pod_of.end() ? std::string_view() : driver_pod->second;
         bool unknown_api = false;
         seen.api = node_gpu_api(seen.labels, opt.default_api, &unknown_api);
         if (!unknown_api)
