@@ -4,9 +4,10 @@
 // MI300X nodes (gpu-sim) under exactly the chart's RBAC, the API server's audit log shows
 // no request of that account refused, and writes outside the RBAC are refused.
 //
-// The chart's own pods cannot run here (no kubelet runs containers), so they are kept
-// Pending by a node selector; the out-of-cluster operator stands in for them. It acts on
-// every plan in the cluster: the target runs alone ("exclusive").
+// The chart's pods are kept Pending here by a node selector and the out-of-cluster
+// operator stands in for them, so this runs in every `bazel test` without an image or a
+// kubelet; tests/node/helm_pod_test.sh runs the chart's real pods on a kubelet node. The
+// operator acts on every plan in the cluster: the target runs alone ("exclusive").
 #include "tests/e2e/support/e2e.hpp"
 #include "tests/helm/helm_support.hpp"
 

@@ -59,7 +59,8 @@ down_leaves_nothing() {
     bad=1
   fi
   if mount | grep -F -- "$cluster_dir"; then bad=1; fi
-  if ip netns | grep -F "gpu-partitioner-$cluster"; then bad=1; fi
+  # The node's network namespace is a bind mount under $cluster_dir (the line above): with
+  # the mount and every process gone, nothing holds it.
   if ip link | grep -E "gpnode${net}[:@]"; then bad=1; fi
   if ip route show table all | grep -E "10\.24[34]\.$net\."; then bad=1; fi
   if ls -d /sys/fs/cgroup/gpu-partitioner-"$cluster" /sys/fs/cgroup/*/gpu-partitioner-"$cluster" 2>/dev/null; then bad=1; fi
