@@ -51,7 +51,9 @@ pod_actions step_pods(std::map<pod_key, pod_memory>& memory,
     pod_memory& m = entry->second;
     if (fresh)
       m.first_seen = now;
-    const bool pending_write = m.acted_at && now < *m.acted_at + kubelet.resend_after;
+    const bool pending_write =
+        pod.write_waiting || (m.acted_at && now < *m.acted_at + kubelet.resend_after) ||
+        (pod.write_answered && now < *pod.write_answered + kubelet.resend_after);
     if (pod.deleting) {
       if (!m.deleting_seen) {
         m.deleting_seen = true;

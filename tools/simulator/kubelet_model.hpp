@@ -57,6 +57,12 @@ struct observed_pod {
   /// Every claim is prepared by its driver (see claims_prepared): kubelet starts a pod with
   /// claims only then. The caller sets it.
   bool claims_prepared = true;
+  /// The caller's writes for this pod: one is queued or awaits its answer, or when the last
+  /// was answered. Nothing is asked again while a write waits, nor until resend_after after
+  /// its answer: behind a slow API server, writes asked again on a timer pile up in the
+  /// queue and starve the first ones.
+  bool write_waiting = false;
+  std::optional<sim_time> write_answered{};
 };
 
 /// One allocated device of a claim: status.allocation.devices.results[].
@@ -114,7 +120,8 @@ struct kubelet_timing {
   std::chrono::milliseconds startup{1000};
   /// The longest a terminating pod takes, whatever its grace period says.
   std::chrono::milliseconds max_termination{30000};
-  /// How long to wait for a write to show in the watch before asking again.
+  /// How long to wait for a write (from when it was asked, and from its answer) to show in
+  /// the watch before asking again.
   std::chrono::milliseconds resend_after{3000};
 };
 

@@ -536,7 +536,7 @@ int run(const options& opt) {
   // queues its writes and goes on, as each node's DCM, plugin and kubelet would: a slow
   // write holds up its lane, not every node's next step. (The models never ask twice for
   // a write in flight: a node's actions are changes of its own state, and a pod's are
-  // asked again only after kubelet_timing::resend_after.)
+  // asked again only once answered and kubelet_timing::resend_after later.)
   struct lane {
     kube::http_client http;
     kube::client api;
@@ -730,6 +730,14 @@ int run(const options& opt) {
   std::set<std::string> unknown_api_told; // nodes whose unknown gpu-api value was logged
   const std::vector<observed_slice> no_slices;
   std::map<pod_key, pod_memory> pod_memory_map;
+  // Each pod's writes: nullopt while one is queued or awaits its answer, else when the
+  // last was answered (observed_pod::write_waiting). Lanes write it, under its mutex.
+  std::mutex pod_writes_mutex;
+  std::map<pod_key, std::optional<sim_time>> pod_writes;
+  auto pod_write_answered = [&](const pod_key& key) {
+    std::lock_guard<std::mutex> lock(pod_writes_mutex);
+    pod_writes[key] = sim_clock::now();
+  };
   std::map<std::string, sim_time> registering;
   std::set<std::string> stopped_kubelets;
   std::map<std::string, std::string> dcm_pod_names; // node -> its DCM pod, once seen
@@ -862,7 +870,27 @@ int run(const options& opt) {
           p.crash_loop = p.crash_loop || (faults.plugin_crashloop && p.device_plugin);
         }
       }
+      {
+        std::lock_guard<std::mutex> lock(pod_writes_mutex);
+        for (auto it = pod_writes.begin(); it != pod_writes.end();) {
+          auto pod = ours.find(it->first);
+          if (pod != ours.end()) {
+            pod->second.write_waiting = !it->second;
+            pod->second.write_answered = it->second;
+          } else if (it->second) { // answered, and nothing more to do for the pod
+            it = pod_writes.erase(it);
+            continue;
+          }
+          ++it;
+        }
+      }
       pod_work = step_pods(pod_memory_map, ours, now, timing);
+      {
+        std::lock_guard<std::mutex> lock(pod_writes_mutex);
+        for (const auto* list : {&pod_work.start, &pod_work.remove})
+          for (const auto& p : *list)
+            pod_writes[{p.ns, p.name}] = std::nullopt;
+      }
       for (const auto& p : pod_work.remove) {
         view.stopped.insert(p.uid);
         view.gpu_pods.erase({p.ns, p.name});
@@ -888,20 +916,22 @@ int run(const options& opt) {
             l.write_node(name, std::move(a), pod);
           });
     for (const auto& p : pod_work.start)
-      lane_of(p.ns + "/" + p.name).push_back([p, ip = next_ip++](lane& l) {
+      lane_of(p.ns + "/" + p.name).push_back([p, ip = next_ip++, &pod_write_answered](lane& l) {
         kube::patch_options status;
         status.subresource = "status";
         auto r = l.api.patch(kube::resources::pods(), p.ns, p.name, kube::patch_type::merge,
                              running_status(p, ip), status);
+        pod_write_answered({p.ns, p.name});
         if (!r && r.error().kind != kube::error_kind::not_found)
           log_line("pod " + p.ns + "/" + p.name + ": start failed: " + r.error().describe());
       });
     for (const auto& p : pod_work.remove)
-      lane_of(p.ns + "/" + p.name).push_back([p](lane& l) {
+      lane_of(p.ns + "/" + p.name).push_back([p, &pod_write_answered](lane& l) {
         kube::delete_options now;
         now.grace_period_seconds = 0;
         now.precondition_uid = p.uid;
         auto r = l.api.remove(kube::resources::pods(), p.ns, p.name, now);
+        pod_write_answered({p.ns, p.name});
         if (!r && r.error().kind != kube::error_kind::not_found &&
             r.error().kind != kube::error_kind::conflict)
           log_line("pod " + p.ns + "/" + p.name + ": delete failed: " + r.error().describe());

@@ -90,6 +90,36 @@ BOOST_AUTO_TEST_CASE(a_start_in_flight_is_not_asked_for_again_until_resend_after
   BOOST_TEST(k.step(t0 + 5s).start.empty());
 }
 
+// Behind a slow API server a write can wait in the queue longer than resend_after: it is
+// not asked for again until it is answered, and then resend_after after the answer.
+BOOST_AUTO_TEST_CASE(a_start_waiting_in_the_queue_is_asked_again_only_after_its_answer) {
+  kubelet_fixture k;
+  k.bind("a");
+  k.step(t0);
+  BOOST_TEST(names(k.step(t0 + 1s).start, "a"));
+  k.pod("a").write_waiting = true;
+  for (auto t = t0 + 2s; t < t0 + 1min; t += 1s)
+    BOOST_TEST_REQUIRE(k.step(t).start.empty());
+  k.pod("a").write_waiting = false;
+  k.pod("a").write_answered = t0 + 1min;
+  BOOST_TEST(k.step(t0 + 1min + 3s - 1ms).start.empty());
+  BOOST_TEST(names(k.step(t0 + 1min + 3s).start, "a"));
+}
+
+BOOST_AUTO_TEST_CASE(a_removal_waiting_in_the_queue_is_asked_again_only_after_its_answer) {
+  kubelet_fixture k;
+  auto& p = k.bind("a", "Running");
+  p.deleting = true;
+  p.grace_seconds = 0;
+  BOOST_TEST(names(k.step(t0).remove, "a"));
+  k.pod("a").write_waiting = true;
+  BOOST_TEST(k.step(t0 + 30s).remove.empty());
+  k.pod("a").write_waiting = false;
+  k.pod("a").write_answered = t0 + 30s;
+  BOOST_TEST(k.step(t0 + 32s).remove.empty());
+  BOOST_TEST(names(k.step(t0 + 33s).remove, "a"));
+}
+
 BOOST_AUTO_TEST_CASE(a_running_and_ready_pod_is_not_started_again) {
   kubelet_fixture k;
   k.bind("a");
