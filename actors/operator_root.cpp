@@ -199,10 +199,20 @@ void apply(root_state& s, const observation& o) {
   case k::item: {
     v.item_changes.insert(o.key);
     auto old = v.items.find(o.key);
-    if (o.deleted || old == v.items.end() || !o.item ||
-        meta_changed(old->second->metadata, o.item->metadata) ||
-        in_flight(*old->second) != in_flight(*o.item))
+    const protocol::node_partitioning* was = old == v.items.end() ? nullptr : old->second.get();
+    const protocol::node_partitioning* now = o.deleted ? nullptr : o.item.get();
+    // As the supervisors count nodes in flight.
+    auto flies = [](const protocol::node_partitioning* i) {
+      return i && in_flight(*i) && !i->metadata.deletion_timestamp;
+    };
+    if (flies(was) != flies(now) ||
+        (flies(was) && was->spec.plan_ref.name != now->spec.plan_ref.name) || (!was && !now)) {
       v.item_specs_changed = true;
+    } else if (!was || !now || meta_changed(was->metadata, now->metadata)) {
+      for (const auto* i : {was, now})
+        if (i)
+          v.item_spec_plans.insert(i->spec.plan_ref.name);
+    }
     if (o.deleted || !o.item)
       v.items.erase(o.key);
     else
@@ -309,6 +319,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
         s->view.nodes_came_or_went = false;
         s->view.schedulability_changed = false;
         s->view.item_specs_changed = false;
+        s->view.item_spec_plans.clear();
         // A supervisor per plan; items whose plan is gone are still served (a deleted
         // plan's items run their finalizers) by a supervisor kept until they are gone.
         std::set<std::string> wanted;

@@ -159,6 +159,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           s->wrote_status = true;
         }
         const bool recompute = !s->resolved || view->shared_changed || view->item_specs_changed ||
+                               view->item_spec_plans.count(config.plan) > 0 ||
                                controller::selections_may_change(*view) ||
                                (s->absent && !view->node_changes.empty());
         auto& keep_items = s->keep_items;

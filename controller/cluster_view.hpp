@@ -130,10 +130,14 @@ struct cluster_view {
   void note_relabelling(const node_info* was, const node_info* now);
   /// Records whether a node's change bears on where pods may be scheduled.
   void note_schedulability(const node_info* was, const node_info* now);
-  /// A NodePartitioning came, went, or changed its metadata or spec, or began or ended its
-  /// flight: what the supervisors create, update or delete may differ. (Not every change of
-  /// phase: working out a plan again takes a walk over every node and item.)
+  /// A NodePartitioning began or ended its flight (or, in flight, went or moved to another
+  /// plan): every plan's resolution may differ, since a node in flight stays with its plan.
   bool item_specs_changed = false;
+  /// Plans one of whose NodePartitionings came, went, or changed its metadata or spec, not
+  /// in flight: only that plan's supervisor has anything new to create, update or delete.
+  /// (Not every change of phase: working out a plan again takes a walk over every node and
+  /// item, and with many plans one plan's items must not make all of them walk.)
+  std::set<std::string> item_spec_plans;
 };
 
 } // namespace gpu_partitioner::controller
