@@ -37,14 +37,6 @@ struct root_state {
   std::map<std::string, plan_supervisor_actor> supervisors;
 };
 
-// Whether an object's metadata changed in a way that matters (generation, labels,
-// annotations, finalizers, deletion), not just its resourceVersion.
-bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b) {
-  return a.uid != b.uid || a.generation != b.generation || a.labels != b.labels ||
-         a.annotations != b.annotations || a.finalizers != b.finalizers ||
-         a.deletion_timestamp != b.deletion_timestamp;
-}
-
 // Files a per-node object (a ResourceSlice, a claim) under its node ("" : under none),
 // moving it from where it was.
 template <class T>
@@ -160,7 +152,7 @@ void apply(root_state& s, const observation& o) {
     // The plan's own status (written by us, many times a rollout) changes nothing here.
     auto old = v.plans.find(o.key);
     if (o.deleted || old == v.plans.end() || !o.plan ||
-        meta_changed(old->second->metadata, o.plan->metadata))
+        controller::meta_changed(old->second->metadata, o.plan->metadata))
       v.shared_changed = s.plans_changed = true;
     v.plans.erase(o.key);
     v.invalid_plans.erase(o.key);
@@ -199,20 +191,8 @@ void apply(root_state& s, const observation& o) {
   case k::item: {
     v.item_changes.insert(o.key);
     auto old = v.items.find(o.key);
-    const protocol::node_partitioning* was = old == v.items.end() ? nullptr : old->second.get();
-    const protocol::node_partitioning* now = o.deleted ? nullptr : o.item.get();
-    // As the supervisors count nodes in flight.
-    auto flies = [](const protocol::node_partitioning* i) {
-      return i && in_flight(*i) && !i->metadata.deletion_timestamp;
-    };
-    if (flies(was) != flies(now) ||
-        (flies(was) && was->spec.plan_ref.name != now->spec.plan_ref.name) || (!was && !now)) {
-      v.item_specs_changed = true;
-    } else if (!was || !now || meta_changed(was->metadata, now->metadata)) {
-      for (const auto* i : {was, now})
-        if (i)
-          v.item_spec_plans.insert(i->spec.plan_ref.name);
-    }
+    v.note_item_change(old == v.items.end() ? nullptr : old->second.get(),
+                       o.deleted ? nullptr : o.item.get());
     if (o.deleted || !o.item)
       v.items.erase(o.key);
     else

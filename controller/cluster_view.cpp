@@ -23,6 +23,28 @@ void cluster_view::note_schedulability(const node_info* was, const node_info* no
     schedulability_changed = true;
 }
 
+bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b) {
+  return a.uid != b.uid || a.generation != b.generation || a.labels != b.labels ||
+         a.annotations != b.annotations || a.finalizers != b.finalizers ||
+         a.deletion_timestamp != b.deletion_timestamp;
+}
+
+void cluster_view::note_item_change(const protocol::node_partitioning* was,
+                                    const protocol::node_partitioning* now) {
+  // As the supervisors count nodes held in flight.
+  auto flies = [](const protocol::node_partitioning* i) {
+    return i && in_flight(*i) && !i->metadata.deletion_timestamp;
+  };
+  if (flies(was) != flies(now) ||
+      (flies(was) && was->spec.plan_ref.name != now->spec.plan_ref.name) || (!was && !now)) {
+    item_specs_changed = true;
+  } else if (!was || !now || meta_changed(was->metadata, now->metadata)) {
+    for (const auto* i : {was, now})
+      if (i)
+        item_spec_plans.insert(i->spec.plan_ref.name);
+  }
+}
+
 void cluster_view::note_budget_change(const std::string& key,
                                       const std::map<std::string, std::string>& pod_nodes) {
   const std::string ns = key.substr(0, key.find('/') + 1);

@@ -30,6 +30,10 @@ inline constexpr const char* config_created_key = "@created";
 /// When the operator's root saw config.json change (by anyone: an admin's edit too).
 inline constexpr const char* config_changed_key = "@changed-at";
 
+/// Whether an object's metadata changed in a way that matters (generation, labels,
+/// annotations, finalizers, deletion), not just its resourceVersion.
+bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b);
+
 /// Between Draining and Verifying: the node belongs to its plan until it lands.
 inline bool in_flight(const protocol::node_partitioning& item) {
   using p = protocol::node_phase;
@@ -128,6 +132,10 @@ struct cluster_view {
                           const std::map<std::string, std::string>& pod_nodes);
   /// Records what a node's change (`was` to `now`; null: absent) means for the above.
   void note_relabelling(const node_info* was, const node_info* now);
+  /// Records what a NodePartitioning's change (`was` to `now`; null: absent or not
+  /// decodable) means for item_specs_changed and item_spec_plans.
+  void note_item_change(const protocol::node_partitioning* was,
+                        const protocol::node_partitioning* now);
   /// Records whether a node's change bears on where pods may be scheduled.
   void note_schedulability(const node_info* was, const node_info* now);
   /// A NodePartitioning began or ended its flight (or, in flight, went or moved to another

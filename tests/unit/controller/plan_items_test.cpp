@@ -134,4 +134,58 @@ BOOST_AUTO_TEST_CASE(a_schedulability_change_touches_the_items_that_read_every_n
   BOOST_TEST(w.schedulability_changed);
 }
 
+// Another plan's items bear on a plan only through the nodes they hold in flight: a change
+// that begins or ends a flight makes every plan work itself out again; any other change of
+// an item, only its own plan.
+BOOST_AUTO_TEST_CASE(an_item_change_concerns_every_plan_only_when_a_flight_begins_or_ends) {
+  auto phase = [](const std::shared_ptr<const gp::node_partitioning>& i, gp::node_phase ph) {
+    auto out = std::make_shared<gp::node_partitioning>(*i);
+    out->status.phase = ph;
+    return std::shared_ptr<const gp::node_partitioning>(out);
+  };
+  auto pending = item("p", "a");
+  auto draining = phase(pending, gp::node_phase::draining);
+  auto verified = phase(pending, gp::node_phase::succeeded);
+  struct row {
+    const char* what;
+    const gp::node_partitioning* was;
+    const gp::node_partitioning* now;
+    bool every_plan;
+  };
+  auto deleting = std::make_shared<gp::node_partitioning>(*draining);
+  deleting->metadata.deletion_timestamp = "2026-12-03T10:00:00Z";
+  auto relabelled = std::make_shared<gp::node_partitioning>(*pending);
+  relabelled->metadata.labels["x"] = "y";
+  auto moved = std::make_shared<gp::node_partitioning>(*draining);
+  moved->spec.plan_ref.name = "q";
+  const row rows[] = {
+      {"created", nullptr, pending.get(), false},
+      {"deleted", pending.get(), nullptr, false},
+      {"relabelled", pending.get(), relabelled.get(), false},
+      {"starts draining", pending.get(), draining.get(), true},
+      {"lands", draining.get(), verified.get(), true},
+      {"deleted in flight", draining.get(), nullptr, true},
+      {"marked for deletion in flight", draining.get(), deleting.get(), true},
+      {"moved to another plan in flight", draining.get(), moved.get(), true},
+      {"created in flight", nullptr, draining.get(), true},
+      {"not decodable, never seen", nullptr, nullptr, true},
+  };
+  for (const auto& r : rows) {
+    BOOST_TEST_CONTEXT(r.what) {
+      gc::cluster_view v;
+      v.note_item_change(r.was, r.now);
+      BOOST_TEST(v.item_specs_changed == r.every_plan);
+      if (!r.every_plan)
+        BOOST_TEST(v.item_spec_plans == (std::set<std::string>{"p"}),
+                   boost::test_tools::per_element());
+    }
+  }
+  // A status change that is no flight's beginning or end concerns no plan.
+  gc::cluster_view v;
+  auto failed = phase(pending, gp::node_phase::failed);
+  v.note_item_change(pending.get(), failed.get());
+  BOOST_TEST(!v.item_specs_changed);
+  BOOST_TEST(v.item_spec_plans.empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
