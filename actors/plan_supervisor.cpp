@@ -200,7 +200,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           // Nodes in flight stay with the plan that started them.
           std::map<std::string, std::string> flying;
           for (const auto& [name, item] : view->items)
-            if (in_flight(*item) && !item->metadata.deletion_timestamp)
+            if (controller::holds_its_node(*item))
               flying.emplace(item->spec.node_name, item->spec.plan_ref.name);
           const auto selections = view->selections
                                       ? view->selections

@@ -31,10 +31,7 @@ bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b
 
 void cluster_view::note_item_change(const protocol::node_partitioning* was,
                                     const protocol::node_partitioning* now) {
-  // As the supervisors count nodes held in flight.
-  auto flies = [](const protocol::node_partitioning* i) {
-    return i && in_flight(*i) && !i->metadata.deletion_timestamp;
-  };
+  auto flies = [](const protocol::node_partitioning* i) { return i && holds_its_node(*i); };
   if (flies(was) != flies(now) ||
       (flies(was) && was->spec.plan_ref.name != now->spec.plan_ref.name) || (!was && !now)) {
     item_specs_changed = true;

@@ -42,6 +42,12 @@ inline bool in_flight(const protocol::node_partitioning& item) {
          phase == p::verifying;
 }
 
+/// In flight and not being deleted: the node stays with this item's plan, and no other
+/// plan may start it.
+inline bool holds_its_node(const protocol::node_partitioning& item) {
+  return in_flight(item) && !item.metadata.deletion_timestamp;
+}
+
 /// Everything observed, immutable once published; shared by every actor that reads it.
 struct cluster_view {
   template <class T>
