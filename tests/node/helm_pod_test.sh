@@ -11,7 +11,9 @@
 # uninstall leaves is checked; `tools/cluster down` leaves nothing.
 # Needs root and tools/setup's packages. Run by tools/test (full runs) after
 # tests/node/node_test.sh; its last line is "N passed, N failed".
-# HELM_POD_TEST_CLUSTER names the cluster (default helmpod-PID).
+# HELM_POD_TEST_CLUSTER names the cluster (default helmpod-PID). With NODE_SUITE_SHARED=1
+# (tools/test) the cluster is already up with its node, left by
+# tests/node/node_test.sh, and the host's snapshot is in $NODE_HOST_SNAPSHOT.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -159,11 +161,19 @@ images_built_under_two_tags() {
 }
 
 cluster_up_with_node_and_images() {
-  tools/cluster up --name "$cluster" --with-node >"$work/up.log" 2>&1 || {
-    tail -n 40 "$work/up.log"
-    return 1
-  }
+  if [ "${NODE_SUITE_SHARED:-0}" = 1 ]; then
+    tools/cluster status --name "$cluster" >"$work/up.log" 2>&1 || {
+      cat "$work/up.log"
+      return 1
+    }
+  else
+    tools/cluster up --name "$cluster" --with-node >"$work/up.log" 2>&1 || {
+      tail -n 40 "$work/up.log"
+      return 1
+    }
+  fi
   use_cluster
+  [ "$(kubectl get node worker -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
   tools/cluster import --name "$cluster" "$work/image-1/image.tar"
   tools/cluster import --name "$cluster" "$work/image-2/image.tar"
 }
@@ -462,7 +472,7 @@ timed_case() { # timed_case NAME: run_case NAME NAME, then its time
   printf '%-50s %4d s\n' "$1" $((SECONDS - t)) | tee -a "$work/steps.time"
 }
 
-snapshot_host
+[ "${NODE_SUITE_SHARED:-0}" = 1 ] || snapshot_host
 start=$SECONDS
 timed_case images_built_under_two_tags
 [ "$_sh_failures" -gt 0 ] || timed_case cluster_up_with_node_and_images

@@ -4,20 +4,23 @@
 # namespace, link, route, iptables rule or cgroup, and the machine's sysctls as they were.
 # Shared by the tests under tests/node/. Source it after setting `cluster` (the cluster's
 # name), `cluster_dir` (its state dir) and `work` (a scratch dir), and call
-# `snapshot_host` before `tools/cluster up`.
+# `snapshot_host` before `tools/cluster up`. The snapshot goes to $NODE_HOST_SNAPSHOT when
+# set (a directory two suites on one cluster share, as tools/test runs them), else $work.
 
 # The machine's state that nothing of the cluster may change or outlive.
 node_check_sysctls=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 snapshot_sysctls() { for s in "${node_check_sysctls[@]}"; do echo "$s=$(cat "/proc/sys/$s")"; done; }
 host_iptables() { { iptables-save 2>/dev/null; iptables-legacy-save 2>/dev/null; } | grep -v '^#' | sed 's/\[[0-9:]*\]//'; }
 
+node_snapshot_dir() { echo "${NODE_HOST_SNAPSHOT:-$work}"; }
+
 snapshot_host() {
-  snapshot_sysctls >"$work/sysctls.before"
-  host_iptables >"$work/iptables.before"
+  snapshot_sysctls >"$(node_snapshot_dir)/sysctls.before"
+  host_iptables >"$(node_snapshot_dir)/iptables.before"
 }
 
 host_sysctls_unchanged() {
-  diff <(cat "$work/sysctls.before") <(snapshot_sysctls)
+  diff <(cat "$(node_snapshot_dir)/sysctls.before") <(snapshot_sysctls)
 }
 
 # node_cgroup_pids: every process in the node's cgroup (any hierarchy), pods included.
@@ -64,7 +67,7 @@ down_leaves_nothing() {
   if ip link | grep -E "gpnode${net}[:@]"; then bad=1; fi
   if ip route show table all | grep -E "10\.24[34]\.$net\."; then bad=1; fi
   if ls -d /sys/fs/cgroup/gpu-partitioner-"$cluster" /sys/fs/cgroup/*/gpu-partitioner-"$cluster" 2>/dev/null; then bad=1; fi
-  if ! diff <(cat "$work/iptables.before") <(host_iptables); then
+  if ! diff <(cat "$(node_snapshot_dir)/iptables.before") <(host_iptables); then
     echo "the machine's iptables rules changed"
     bad=1
   fi

@@ -7,7 +7,9 @@
 # down` leaves no process, mount, namespace, link, route, iptables rule or cgroup behind.
 # Needs root and tools/setup's packages; builds its probe image with gcc.
 # Run by tools/test (full runs); its last line is "N passed, N failed".
-# NODE_TEST_CLUSTER names the cluster (default nodetest-PID).
+# NODE_TEST_CLUSTER names the cluster (default nodetest-PID). With NODE_SUITE_SHARED=1
+# (tools/test) the cluster outlives the test for the next suite: the test
+# removes what it made instead of bringing the cluster down.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -27,8 +29,10 @@ readonly pause_image=gpu-partitioner.local/pause:1
 readonly ns=node-test
 timeout=${NODE_TEST_TIMEOUT:-120}
 
+shared=${NODE_SUITE_SHARED:-0}
+
 cleanup() {
-  tools/cluster down --name "$cluster" >/dev/null 2>&1
+  [ "$shared" = 1 ] || tools/cluster down --name "$cluster" >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -164,6 +168,18 @@ EOF
   [ "$(awk '{print $1, $2, $3}' <<<"$nodes")" = "3 worker Running" ]
 }
 
+# On a cluster the next suite uses: what this test made is gone (its namespace and the
+# two GPU-shaped nodes, whose names tools/sim gives its own nodes).
+objects_removed() {
+  eval "$(tools/cluster env --name "$cluster")"
+  k delete namespace "$ns" --wait --timeout="${timeout}s"
+  k delete node gpu-node-01 gpu-node-02 --wait --timeout=60s
+  [ -z "$(k get pods -A --field-selector spec.nodeName=worker -o name)" ] || {
+    k get pods -A -o wide --field-selector spec.nodeName=worker
+    return 1
+  }
+}
+
 # -- run --
 
 snapshot_host
@@ -175,7 +191,11 @@ if [ "$_sh_failures" -eq 0 ]; then
   run_case pod_reaches_api_server_through_service_ip pod_reaches_api_server_through_service_ip
   run_case deployment_lands_on_real_node deployment_lands_on_real_node
 fi
-run_case down_leaves_nothing down_leaves_nothing
+if [ "$shared" = 1 ]; then
+  run_case objects_removed objects_removed
+else
+  run_case down_leaves_nothing down_leaves_nothing
+fi
 cat "$work"/*.time 2>/dev/null
 echo "node_test took $((SECONDS - start)) s"
 finish
