@@ -241,10 +241,10 @@ BOOST_AUTO_TEST_CASE(operator_killed_at_random_instants_completes_the_rollout_sa
   // A fixed seed, so that a run can be repeated and CI does not draw a new storm each
   // time; a new one only when asked, and printed so that it can be repeated.
   const char* asked = std::getenv("FAULTS_SEED");
-  const auto seed = static_cast<std::uint64_t>(
-      asked != nullptr && std::string(asked) == "random"
-          ? static_cast<long long>(std::random_device{}() & 0x7fffffff)
-          : env_number("FAULTS_SEED", 1));
+  const auto seed =
+      static_cast<std::uint64_t>(asked != nullptr && std::string(asked) == "random"
+                                     ? static_cast<long long>(std::random_device{}() & 0x7fffffff)
+                                     : env_number("FAULTS_SEED", 1));
   FAULTS_NOTE("kill storm: " << n << " nodes, " << kills << " kills, seed " << seed);
   std::mt19937_64 rng(seed);
   e2e_cluster c;
