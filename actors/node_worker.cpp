@@ -102,7 +102,7 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
     auto item = recorded;
     if (s->status)
       item.status = *s->status;
-    const auto now = protocol::wall_clock::now();
+    const auto now = config.now();
     std::optional<controller::node_info> decide_on;
     if (const auto& seen = slice->node) {
       // Read our own writes until the watch shows them (controller/read_your_writes).
@@ -206,7 +206,7 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
                       r.node->resource_version, s->written_node->resource_version);
                   if (order && *order >= 0) {
                     s->written_node = r.node;
-                    s->written_at = protocol::wall_clock::now();
+                    s->written_at = config.now();
                   }
                 }
                 if (auto again = weak_step.lock())
@@ -244,7 +244,7 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
                   if (r.node) {
                     s->written_node = r.node;
                     s->written_over = observed_rv;
-                    s->written_at = protocol::wall_clock::now();
+                    s->written_at = config.now();
                   }
                   auto& m = process_metrics();
                   for (const auto& [pod, outcome] : r.evictions) {

@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,11 @@ struct node_worker_config {
   /// How long the watch may go without showing the worker's own write of the node before
   /// the worker reads the node directly (a watch shows a write within milliseconds).
   std::chrono::milliseconds watch_lag_limit{10000};
+  /// The clock the worker compares recorded times with (its writes, evictions, DCM's
+  /// answers, the phases' deadlines): the wall clock, unless a test moves one of its own.
+  std::function<protocol::wall_clock::time_point()> now = [] {
+    return protocol::wall_clock::now();
+  };
 };
 
 /// A NodeWorker: the governor's grants, its slice of each view with news for it (and

@@ -12,6 +12,7 @@
 #include "actors/status_writer.hpp"
 #include "controller/dcm_payload.hpp"
 #include "protocol/desired_hash.hpp"
+#include "protocol/timestamp.hpp"
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
@@ -43,6 +44,25 @@ inline const char* const dcm_ns = "kube-amd-gpu";
 inline const char* const dcm_cm = "config-manager-config";
 inline const char* const payload_json =
     R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":8}]})";
+
+// -- time --
+
+/// A wall clock that moves only when the test moves it. Copies share the time, so the
+/// worker, the io stand-in and the test all read the one the test sets.
+class manual_clock {
+public:
+  gp::wall_clock::time_point now() const { return *at_; }
+  void advance(gp::wall_clock::duration by) { *at_ += by; }
+  /// For a node_worker_config or a cluster_model.
+  std::function<gp::wall_clock::time_point()> reader() const {
+    return [at = at_] { return *at; };
+  }
+
+private:
+  // A fixed start, with a fraction of a second: Events and statuses carry whole seconds.
+  std::shared_ptr<gp::wall_clock::time_point> at_ =
+      std::make_shared<gp::wall_clock::time_point>(*gp::parse_time("2027-01-15T08:00:00.250Z"));
+};
 
 // -- objects --
 
@@ -117,9 +137,11 @@ inline gp::node_partitioning make_item(const std::string& node) {
 
 struct cluster_model {
   ga::cluster_snapshot view;
-  /// How an eviction blocked by a PDB is stamped (the worker compares it with the wall
-  /// clock); now, unless a test says otherwise.
-  std::function<gp::wall_clock::time_point()> blocked_at = [] { return gp::wall_clock::now(); };
+  /// The clock the model stamps evictions and DCM's Events with: the wall clock, unless
+  /// the test gives it the one its actors read.
+  std::function<gp::wall_clock::time_point()> now = [] { return gp::wall_clock::now(); };
+  /// How long before now an eviction blocked by a PDB is stamped as refused.
+  gp::wall_clock::duration blocked_age{};
   /// DCM answers this state as soon as the profile label is set ("" for never).
   std::string dcm_answer = "success";
   int events_written = 0;
@@ -206,7 +228,7 @@ struct cluster_model {
     e.info.message = "{}";
     e.info.profile = n.labels[gc::dcm_profile_label];
     // Events carry whole seconds.
-    e.info.time = *gp::parse_time(gp::format_time(gp::wall_clock::now()));
+    e.info.time = *gp::parse_time(gp::format_time(now()));
     view.dcm_events_to_edit(
         n.name)[std::string(dcm_ns) + "/event-" + std::to_string(++events_written)] =
         std::make_shared<const gc::dcm_event>(std::move(e));
@@ -277,7 +299,7 @@ struct cluster_model {
       auto& pods = view.pods_to_edit(io.node);
       const auto key = removal.ns + "/" + removal.name;
       gc::eviction_memory m;
-      m.at = gp::wall_clock::now();
+      m.at = now();
       auto p = pods.find(key);
       const bool blocked =
           removal.evict && p != pods.end() &&
@@ -286,7 +308,7 @@ struct cluster_model {
           });
       if (blocked) {
         m.blocked = true;
-        m.at = blocked_at();
+        m.at = now() - blocked_age;
         m.message = "Cannot evict pod as it would violate the pod's disruption budget.";
       } else {
         m.done = true;

@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace actor_test;
@@ -31,10 +30,14 @@ struct worker_fixture : actor_fixture {
   ga::governor_actor governor = spawn(governor_double, governed);
   ga::node_worker_actor worker;
   std::chrono::milliseconds watch_lag_limit{10000};
+  /// The worker's wall clock, which the io stand-in stamps by too; it moves only when a
+  /// test moves it (timers fire when a test triggers them).
+  manual_clock clock;
 
   cluster_model& cluster() { return io_state->cluster; }
 
   worker_fixture() {
+    cluster().now = clock.reader();
     cluster().put(make_node("gpu-1"));
     cluster().put(make_pod("gpu-1", "web-0"));
     auto plugin = make_pod("gpu-1", "device-plugin", "device-plugin");
@@ -53,6 +56,7 @@ struct worker_fixture : actor_fixture {
     c.writer = writer.address();
     c.governor = governor;
     c.watch_lag_limit = watch_lag_limit;
+    c.now = clock.reader();
     worker = spawn(ga::node_worker, c);
     sched.run();
   }
@@ -128,9 +132,9 @@ struct worker_fixture : actor_fixture {
     auto item = make_item("gpu-1");
     item.status.phase = gp::node_phase::waiting_operator;
     item.status.observed_hash = item.spec.desired_hash;
-    item.status.started_at = gp::format_time(gp::wall_clock::now());
-    item.status.history.push_back({gp::node_phase::waiting_operator,
-                                   gp::format_time(gp::wall_clock::now()), "ProfileApplied", ""});
+    item.status.started_at = gp::format_time(clock.now());
+    item.status.history.push_back(
+        {gp::node_phase::waiting_operator, gp::format_time(clock.now()), "ProfileApplied", ""});
     cluster().put(item);
     cluster().view.pods_by_node.clear();
     auto n = make_node("gpu-1");
@@ -151,7 +155,7 @@ struct worker_fixture : actor_fixture {
     item.status.phase = gp::node_phase::draining;
     item.status.observed_hash = item.spec.desired_hash;
     item.status.history.push_back(
-        {gp::node_phase::draining, gp::format_time(gp::wall_clock::now()), "Started", ""});
+        {gp::node_phase::draining, gp::format_time(clock.now()), "Started", ""});
     cluster().put(item);
     auto n = make_node("gpu-1");
     n.unschedulable = true;
@@ -352,9 +356,9 @@ BOOST_FIXTURE_TEST_CASE(a_run_found_over_but_recorded_in_flight_is_reported_once
   auto item = make_item("gpu-1");
   item.status.phase = gp::node_phase::verifying;
   item.status.observed_hash = item.spec.desired_hash;
-  item.status.started_at = gp::format_time(gp::wall_clock::now());
+  item.status.started_at = gp::format_time(clock.now());
   item.status.history.push_back(
-      {gp::node_phase::verifying, gp::format_time(gp::wall_clock::now()), "OperatorSucceeded", ""});
+      {gp::node_phase::verifying, gp::format_time(clock.now()), "OperatorSucceeded", ""});
   cluster().put(item);
   cluster().view.pods_by_node.clear();
   auto n = make_node("gpu-1"); // restored: schedulable, untainted, nothing of ours
@@ -364,7 +368,7 @@ BOOST_FIXTURE_TEST_CASE(a_run_found_over_but_recorded_in_flight_is_reported_once
   start();
   show_view();
   // Something else changes on the node before the watch shows Succeeded written.
-  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now();
+  cluster().view.node_changes["gpu-1"] = clock.now();
   show_view();
   cluster().view.node_changes.clear();
   run_with_timers(10);
@@ -405,12 +409,11 @@ BOOST_FIXTURE_TEST_CASE(a_view_older_than_the_workers_own_write_does_not_make_it
 
 BOOST_FIXTURE_TEST_CASE(a_watch_that_lags_behind_the_workers_write_is_bypassed_by_reading_the_node,
                         worker_fixture) {
-  watch_lag_limit = 200ms;
   run_to_the_label_write(); // DCM answers later, by hand
   // From here the watch shows nothing: not the worker's write, not DCM's answer.
   auto stale = cluster().snapshot();
   io_state->publish = false;
-  deliver();
+  deliver(); // the write is answered: the lag counts from here
   auto reads = [&] {
     std::size_t n = 0;
     for (const auto& r : io_state->node_requests)
@@ -420,6 +423,9 @@ BOOST_FIXTURE_TEST_CASE(a_watch_that_lags_behind_the_workers_write_is_bypassed_b
   auto show_stale = [&] { show(stale); };
   show_stale();
   BOOST_TEST(reads() == 0u, "a read before the watch had time to show the write");
+  clock.advance(watch_lag_limit - 1ms);
+  show_stale();
+  BOOST_TEST(reads() == 0u, "a read before the watch lagged the whole limit");
   BOOST_TEST(written->last_phase(item_name) == "WaitingOperator");
   auto done = cluster().node("gpu-1");
   cluster().dcm_says(done, "success");
@@ -429,9 +435,9 @@ BOOST_FIXTURE_TEST_CASE(a_watch_that_lags_behind_the_workers_write_is_bypassed_b
   auto with_answer = std::make_shared<ga::cluster_snapshot>(*stale);
   with_answer->dcm_events_by_node = cluster().view.dcm_events_by_node;
   stale = with_answer;
-  std::this_thread::sleep_for(watch_lag_limit + 50ms);
+  clock.advance(1ms);
   show_stale();
-  BOOST_TEST_REQUIRE(reads() == 1u, "no read once the watch lagged past the limit");
+  BOOST_TEST_REQUIRE(reads() == 1u, "no read once the watch lagged the whole limit");
   BOOST_TEST(io_state->node_requests.back().read_node);
   deliver();
   // DCM's answer, read directly, moves the node on: Verifying, and the taint goes.
@@ -452,9 +458,9 @@ BOOST_FIXTURE_TEST_CASE(a_drain_blocked_by_a_pdb_is_retried_when_the_requeue_tim
   budget.match_labels = {{"app", "web"}};
   budget.disruptions_allowed = 0;
   cluster().put(budget);
-  // The worker compares the refusal's time with the wall clock: a refusal 4 s old is
-  // not retried now, and is due 1 s later.
-  cluster().blocked_at = [] { return gp::wall_clock::now() - 4s; };
+  // The worker compares the refusal's time with its clock: a refusal 4 s old is not
+  // retried now, and is due 1 s later.
+  cluster().blocked_age = 4s;
   draining_and_cordoned();
   start();
   show_view();
@@ -469,8 +475,14 @@ BOOST_FIXTURE_TEST_CASE(a_drain_blocked_by_a_pdb_is_retried_when_the_requeue_tim
   sched.trigger_timeouts();
   sched.run();
   BOOST_TEST(requests() == 1u);
+  BOOST_TEST_REQUIRE(sched.has_pending_timeout());
+  clock.advance(999ms);
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST(requests() == 1u, "retried before the 5 s were up");
+  BOOST_TEST_REQUIRE(sched.has_pending_timeout());
 
-  std::this_thread::sleep_for(1200ms);
+  clock.advance(1ms);
   sched.trigger_timeouts();
   sched.run();
   BOOST_TEST_REQUIRE(requests() == 2u);
@@ -483,7 +495,7 @@ BOOST_FIXTURE_TEST_CASE(a_rollback_goes_out_as_two_batches_untaint_then_uncordon
   draining_and_cordoned();
   auto item = make_item("gpu-1");
   item.status = cluster().view.items.at(item_name)->status;
-  item.status.history.back().time = gp::format_time(gp::wall_clock::now() - 700s);
+  item.status.history.back().time = gp::format_time(clock.now() - 700s);
   cluster().put(item);
   auto n = cluster().node("gpu-1");
   n.taints.push_back({gc::dcm_taint_key, gc::dcm_taint_value, "NoExecute"});
@@ -513,13 +525,13 @@ BOOST_FIXTURE_TEST_CASE(a_write_carries_the_arrival_of_the_change_it_answers, wo
   BOOST_TEST(requests() == 0u);
 
   // Something changed on the node, but DCM has not answered: nothing to write.
-  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now() - 1s;
+  cluster().view.node_changes["gpu-1"] = clock.now() - 1s;
   show_view();
   cluster().view.node_changes.clear();
   BOOST_TEST(requests() == 0u);
 
   // DCM's answer arrives: Verifying (status only), then at once the untaint.
-  const auto answered = gp::wall_clock::now() - 20ms;
+  const auto answered = clock.now() - 20ms;
   cluster().dcm_says(n, "success");
   cluster().put(n);
   cluster().view.node_changes["gpu-1"] = answered;
@@ -562,7 +574,7 @@ BOOST_FIXTURE_TEST_CASE(the_echo_of_its_own_write_is_not_a_change_to_react_to, w
   io_state->hold = true;
   start_with_the_token();
   BOOST_TEST_REQUIRE(requests() == 1u); // the cordon, held
-  cluster().view.node_changes["gpu-1"] = gp::wall_clock::now();
+  cluster().view.node_changes["gpu-1"] = clock.now();
   show_view();
   cluster().view.node_changes.clear();
   deliver();
