@@ -8,6 +8,7 @@
 #include "controller/item_reconcile.hpp"
 #include "kube/resource.hpp"
 
+#include <optional>
 #include <set>
 
 namespace gpu_partitioner::actors {
@@ -33,7 +34,9 @@ struct root_state {
   bool plans_changed = false;
   bool dirty = false;
   bool tick_pending = false;
-  std::chrono::steady_clock::time_point published{};
+  /// When the last snapshot went out, by the actor system's clock (steady; in tests the
+  /// test coordinator's). None yet: the first change goes out at once.
+  std::optional<caf::actor_clock::time_point> published;
   std::map<std::string, plan_supervisor_actor> supervisors;
 };
 
@@ -219,7 +222,8 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
       s->tick_pending = true;
       // Behind what is already in the mailbox, so a burst that arrived together is one
       // snapshot; a change right after a publish waits for the rest of the interval.
-      const auto since = std::chrono::steady_clock::now() - s->published;
+      const auto since = s->published ? self->clock().now() - *s->published
+                                      : caf::actor_clock::duration_type::max();
       if (since >= settings.publish_interval)
         self->send(self, tick_atom_v);
       else
@@ -284,7 +288,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
         if (!s->dirty || !s->view.synced)
           return;
         s->dirty = false;
-        s->published = std::chrono::steady_clock::now();
+        s->published = self->clock().now();
         // Once here for every plan's supervisor and node worker: nodes x plans matches.
         if (!s->view.selections || s->plans_changed || controller::selections_may_change(s->view)) {
           s->view.selections = controller::select_nodes(s->view.plans, s->view.nodes);

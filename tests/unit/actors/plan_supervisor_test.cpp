@@ -13,10 +13,10 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace actor_test;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -395,14 +395,8 @@ struct root_fixture : actor_fixture {
     settings.dcm_namespace = dcm_ns;
     settings.dcm_name = dcm_cm;
     root = spawn(ga::operator_root, settings, io, writer);
-    for (const char* n : {"gpu-1", "gpu-2"}) {
-      observe_node(n);
-      ga::observation i;
-      i.what = ga::observation::kind::item;
-      i.key = std::string(plan_name) + "-" + n;
-      i.item = std::make_shared<const gp::node_partitioning>(make_item(n));
-      observe(i);
-    }
+    for (const char* n : {"gpu-1", "gpu-2"})
+      observe_node_and_item(n);
     ga::observation plan;
     plan.what = ga::observation::kind::plan;
     plan.key = plan_name;
@@ -430,6 +424,15 @@ struct root_fixture : actor_fixture {
     o.key = n;
     o.node = std::make_shared<const gc::node_info>(make_node(n));
     observe(o);
+  }
+  // A train node and its item, as the watches bring them.
+  void observe_node_and_item(const std::string& n) {
+    observe_node(n);
+    ga::observation i;
+    i.what = ga::observation::kind::item;
+    i.key = std::string(plan_name) + "-" + n;
+    i.item = std::make_shared<const gp::node_partitioning>(make_item(n));
+    observe(i);
   }
   // The publish tick.
   void publish() {
@@ -501,15 +504,30 @@ BOOST_FIXTURE_TEST_CASE(a_crashed_supervisor_is_restarted_with_the_next_publish,
 // A change after a quiet interval is published at once (no waiting for a timer): a new
 // item's worker starts within the mailbox's turn.
 BOOST_FIXTURE_TEST_CASE(a_change_after_a_quiet_interval_is_published_at_once, root_fixture) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(80));
-  observe_node("gpu-3");
-  ga::observation i;
-  i.what = ga::observation::kind::item;
-  i.key = std::string(plan_name) + "-gpu-3";
-  i.item = std::make_shared<const gp::node_partitioning>(make_item("gpu-3"));
-  observe(i);
+  sched.advance_time(ga::operator_settings{}.publish_interval);
+  sched.run();
+  observe_node_and_item("gpu-3");
   sched.run(); // no timer fired
   BOOST_TEST(static_cast<bool>(worker_of("gpu-3")), "gpu-3's worker did not see a snapshot");
+}
+
+// A change right after a publish waits for the rest of the interval, and goes out then.
+BOOST_FIXTURE_TEST_CASE(a_change_within_the_interval_is_published_at_its_end, root_fixture) {
+  const auto interval = ga::operator_settings{}.publish_interval;
+  sched.advance_time(interval);
+  sched.run();
+  observe_node_and_item("gpu-3");
+  sched.run(); // published at once: the interval starts now
+  BOOST_TEST_REQUIRE(static_cast<bool>(worker_of("gpu-3")));
+  observe_node_and_item("gpu-4");
+  sched.run();
+  BOOST_TEST(!worker_of("gpu-4"), "published before the interval was up");
+  sched.advance_time(interval - 1ms);
+  sched.run();
+  BOOST_TEST(!worker_of("gpu-4"), "published before the interval was up");
+  sched.advance_time(1ms);
+  sched.run();
+  BOOST_TEST(static_cast<bool>(worker_of("gpu-4")), "not published at the interval's end");
 }
 
 // The shutdown from main still ends the root and, through the links, every supervisor
