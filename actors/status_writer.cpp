@@ -25,7 +25,8 @@ using status_shard_actor = caf::typed_actor<
     caf::reacts_to<plan_status_atom, std::string, protocol::partitioning_plan_status>,
     caf::reacts_to<flush_atom>, caf::replies_to<flush_atom, stop_atom>::with<bool>>;
 
-status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self, io_config config) {
+status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self, io_config config,
+                                               status_write_hook before_write) {
   struct state {
     explicit state(io_config c) : x(std::move(c)) {}
     executor x;
@@ -50,6 +51,8 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
   };
   auto write = [=](const kube::resource& r, const std::string& name,
                    const std::string& status) -> outcome {
+    if (before_write)
+      before_write(name, [self] { return self->mailbox().size(); });
     kube::patch_options o = s->x.manager;
     o.subresource = "status";
     auto done =
@@ -132,6 +135,12 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
 
 status_writer_actor::behavior_type status_writer(status_writer_actor::pointer self,
                                                  io_config config) {
+  return hooked_status_writer(self, std::move(config), {});
+}
+
+status_writer_actor::behavior_type hooked_status_writer(status_writer_actor::pointer self,
+                                                        io_config config,
+                                                        status_write_hook before_write) {
   // Each object always goes to the same writer, so its statuses stay in order; objects
   // on different writers are written side by side, on connections of their own.
   constexpr std::size_t status_writers = 8;
@@ -139,7 +148,8 @@ status_writer_actor::behavior_type status_writer(status_writer_actor::pointer se
   std::vector<status_shard_actor> statuses;
   std::vector<event_writer_actor> events;
   for (std::size_t i = 0; i < status_writers; ++i)
-    statuses.push_back(self->spawn<caf::detached + caf::linked>(status_shard, config));
+    statuses.push_back(
+        self->spawn<caf::detached + caf::linked>(status_shard, config, before_write));
   for (std::size_t i = 0; i < event_writers; ++i)
     events.push_back(self->spawn<caf::detached + caf::linked>(event_writer, config));
   auto pick = [](const auto& writers, const std::string& key) {

@@ -5,6 +5,10 @@
 
 #include <caf/all.hpp>
 
+#include <cstddef>
+#include <functional>
+#include <string>
+
 namespace gpu_partitioner::actors {
 
 /// The StatusWriter: statuses of items (`status_atom`, coalesced; `persist_atom`, written
@@ -29,5 +33,17 @@ using status_writer_actor = caf::typed_actor<
 /// after a persist.
 status_writer_actor::behavior_type status_writer(status_writer_actor::pointer self,
                                                  io_config config);
+
+/// Run by a status writer on its own thread just before it writes the status of the
+/// object `name`; `waiting()` counts the messages queued at that writer meanwhile. A test
+/// holds a write here until a worker's messages wait behind it, so that the order they are
+/// handled in is the writer's and not the scheduler's.
+using status_write_hook =
+    std::function<void(const std::string& name, const std::function<std::size_t()>& waiting)>;
+
+/// status_writer with `before_write` run before each status write (the operator runs none).
+status_writer_actor::behavior_type hooked_status_writer(status_writer_actor::pointer self,
+                                                        io_config config,
+                                                        status_write_hook before_write);
 
 } // namespace gpu_partitioner::actors

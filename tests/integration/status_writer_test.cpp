@@ -1,6 +1,7 @@
 // actors::status_writer against the real API server: a write-ahead (persist) is answered;
 // a status sent before it, as a worker sends them, is never written after it (the
-// persist goes at high priority, ahead of queued flushes, and must not overtake it); and
+// persist goes at high priority, ahead of queued flushes, and must not overtake it), also
+// when both wait behind a write in progress (held there by the writer's test hook); and
 // statuses are coalesced; a stop writes what is pending.
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
@@ -11,6 +12,11 @@
 #include <boost/test/unit_test.hpp>
 #include <caf/all.hpp>
 
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -45,12 +51,59 @@ gp::node_partitioning_status status_in(gp::node_phase phase, int blocked) {
   return st;
 }
 
+// Once armed, holds the writer's first status write of `item` (on the writer's thread)
+// until `behind` messages wait at that writer: they are then handled in the order the
+// writer gives them, whatever the scheduler did.
+class write_gate {
+public:
+  void arm(const std::string& item, std::size_t behind) {
+    std::lock_guard<std::mutex> lock(m_);
+    item_ = item;
+    behind_ = behind;
+  }
+  /// Ready once the write is held.
+  std::future<void> held() { return held_.get_future(); }
+  /// Whether the held write saw `behind` messages waiting before it went on.
+  bool saw_them_queued() {
+    std::lock_guard<std::mutex> lock(m_);
+    return queued_;
+  }
+
+  void before_write(const std::string& name, const std::function<std::size_t()>& waiting) {
+    std::size_t behind = 0;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (item_.empty() || name != item_ || used_)
+        return;
+      used_ = true;
+      behind = behind_;
+    }
+    held_.set_value();
+    // Bounded, so that a message that never comes fails the case instead of hanging it.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (waiting() < behind && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const bool queued = waiting() >= behind;
+    std::lock_guard<std::mutex> lock(m_);
+    queued_ = queued;
+  }
+
+private:
+  std::mutex m_;
+  std::string item_;
+  std::size_t behind_ = 0;
+  bool used_ = false;
+  bool queued_ = false;
+  std::promise<void> held_;
+};
+
 struct writer_fixture {
   gt::connection c{gt::cluster::admin()};
   std::string item = gt::unique_name("writer");
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg.set("logger.verbosity", caf::atom("quiet"))};
   caf::scoped_actor self{sys};
+  std::shared_ptr<write_gate> gate = std::make_shared<write_gate>();
   ga::status_writer_actor writer;
 
   writer_fixture() {
@@ -65,7 +118,11 @@ struct writer_fixture {
     ga::io_config io;
     io.connection = gt::cluster::admin();
     io.identity = "status-writer-test";
-    writer = sys.spawn(ga::status_writer, io);
+    writer = sys.spawn(ga::hooked_status_writer, io,
+                       ga::status_write_hook([gate = gate](const std::string& name,
+                                                           const std::function<std::size_t()>& n) {
+                         gate->before_write(name, n);
+                       }));
   }
   ~writer_fixture() {
     self->send_exit(writer, caf::exit_reason::user_shutdown);
@@ -103,6 +160,15 @@ struct writer_fixture {
     return error;
   }
 
+  // Everything the writer holds is written now, as when the operator stops (an older
+  // status still pending would land here, after the persist); true once done.
+  bool write_what_is_pending() {
+    bool done = false;
+    self->request(writer, std::chrono::seconds(30), ga::flush_atom_v, ga::stop_atom_v)
+        .receive([&](bool) { done = true; }, [](caf::error&) {});
+    return done;
+  }
+
   // The phase and blocked-pod count the API server shows.
   std::string shown() {
     auto got = c.api.get(items, "", item);
@@ -133,29 +199,29 @@ BOOST_FIXTURE_TEST_CASE(a_status_sent_before_a_persist_is_not_written_after_it, 
   // A worker's coalesced status, then the write-ahead of the next one.
   BOOST_TEST(persist(status_in(gp::node_phase::applying, 0),
                      status_in(gp::node_phase::draining, 1)) == "");
-  // Well past the coalescing interval (100 ms): the older status never lands.
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  BOOST_TEST(write_what_is_pending());
   BOOST_TEST(shown() == "Applying/0");
   BOOST_TEST(status_patches() - before == 1.0);
 }
 
-// The race itself: the writer is held in a write (the API server frozen) while a worker's
-// status and then its write-ahead queue up behind it. Were the status sent at a lower
-// priority than the persist, the persist would be handled first and the older status
-// written after it.
+// The race itself: the writer is held in the write of a worker's status while the
+// worker's next status and then its write-ahead queue up behind it. Were the status sent
+// at a lower priority than the persist, the persist would be handled first and the older
+// status written after it.
 BOOST_FIXTURE_TEST_CASE(a_status_queued_before_a_persist_is_not_written_after_it, writer_fixture) {
   const double before = status_patches();
-  std::thread freeze([] { BOOST_CHECK(gt::cluster::control("freeze kube-apiserver 2")); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  // Flushed 100 ms later: the writer then waits for the frozen API server.
+  gate->arm(item, 2);
+  auto held = gate->held();
   self->send<caf::message_priority::high>(writer, ga::status_atom_v, item,
                                           status_in(gp::node_phase::draining, 5));
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // Flushed 100 ms later, and held in that write.
+  BOOST_REQUIRE(held.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  // Sent while it is held; answered once the held write and what queued behind it are done.
   const auto answer =
       persist(status_in(gp::node_phase::applying, 0), status_in(gp::node_phase::draining, 1));
-  freeze.join();
+  BOOST_TEST(gate->saw_them_queued(), "the status and the persist never both waited");
   BOOST_TEST(answer == "");
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  BOOST_TEST(write_what_is_pending());
   BOOST_TEST(shown() == "Applying/0");
   // The first status, then the write-ahead; the status it replaced is never written.
   BOOST_TEST(status_patches() - before == 2.0);
@@ -167,7 +233,7 @@ BOOST_FIXTURE_TEST_CASE(statuses_sent_together_are_written_once, writer_fixture)
     self->send<caf::message_priority::high>(writer, ga::status_atom_v, item,
                                             status_in(gp::node_phase::draining, left));
   BOOST_TEST(gt::eventually([&] { return shown() == "Draining/0"; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  BOOST_TEST(write_what_is_pending());
   BOOST_TEST(shown() == "Draining/0");
   BOOST_TEST(status_patches() - before == 1.0);
 }
