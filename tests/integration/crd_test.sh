@@ -1,13 +1,29 @@
 #!/usr/bin/env bash
 # The CRDs and samples against a real kube-apiserver (started by tools/test through
-# tools/cluster; KUBECONFIG and PATH come from the test environment): the samples apply
-# unchanged and read back intact, and invalid objects are refused naming the field.
+# tools/cluster; KUBECONFIG and PATH come from the test environment): the samples are
+# accepted as written and read back intact, and invalid objects are refused naming the
+# field.
+#
+# The cluster is shared with the end-to-end tests, whose nodes the sample plans would
+# select: the samples are checked by server-side dry runs (the API server validates,
+# defaults and answers with the object as it would store it, and stores nothing). The few
+# cases that need an object that exists (printer columns, the status subresource) create
+# their own under a name of this run, selecting a label no node carries, with no owner to
+# be collected for and no plan to be reconciled by; the last case deletes them and fails
+# if it cannot, and a trap deletes them on any earlier exit.
 set -uo pipefail
 source tests/support/shtest.sh
 
 crds=manifests/crds
 samples=manifests/samples
 group=infrastructure.silogen.ai
+
+# This run's own objects: the plan and item it creates, and its dry runs' names.
+run_id="crd-test-$(date +%s)-$$"
+own_plan=$run_id
+own_item=$run_id-item
+# A label no node carries: this run's plans select nothing.
+no_node_selector="{matchLabels: {gpu-partitioner-crd-test: $run_id}}"
 
 # -- fixtures --
 
@@ -34,10 +50,10 @@ profile() {
   printf 'apiVersion: %s/v1alpha1\nkind: PartitioningProfile\nmetadata:\n  name: bad-profile\nspec:\n%s\n' "$group" "$1"
 }
 
-good_partitionings='  partitionings:
+good_partitionings="  partitionings:
   - name: training
-    selector: {matchLabels: {nodepool: training-gpu}}
-    profileRef: {name: mi300x-cpx-nps4}'
+    selector: $no_node_selector
+    profileRef: {name: mi300x-cpx-nps4}"
 
 good_payload='  operatorPayload: {kind: ConfigMap, name: p, namespace: kube-amd-gpu}'
 
@@ -47,65 +63,68 @@ crds_install_and_are_established() {
   install_crds
 }
 
-samples_apply_unchanged() {
-  kubectl apply -f "$samples"
+# The samples, as written, against the API server: validated (unknown fields refused),
+# defaulted, admitted, and not stored. The payload ConfigMaps' namespace need not exist on
+# this cluster (a dry run creates no Namespace), so they are checked in `default`.
+samples_are_accepted_as_written() {
+  local f crs=()
+  for f in "$samples"/*.yaml; do
+    [ "$f" = "$samples/dcm-payload-configmaps.yaml" ] || crs+=(-f "$f")
+  done
+  kubectl apply --dry-run=server --validate=strict "${crs[@]}"
+  sed 's/^  namespace: kube-amd-gpu$/  namespace: default/' "$samples/dcm-payload-configmaps.yaml" |
+    kubectl apply --dry-run=server --validate=strict -f -
 }
 
-# The sample item's owner reference names a fixed uid, so the garbage collector
-# deletes it as an orphan once it notices; give the remaining cases one owned by the
-# live plan.
-# The collector works by uid, so a re-created item with the live owner is safe from it.
-adopt_node_item() {
-  local uid item
-  uid=$(kubectl get partitioningplan training-pool-partition -o jsonpath='{.metadata.uid}')
-  item=$samples/nodepartitioning-training-pool-partition-gpu-node-02.yaml
-  kubectl delete -f "$item" --ignore-not-found --wait >/dev/null
-  sed "s/uid: 12345678-1234-1234-1234-123456789abc/uid: $uid/" "$item" | kubectl create -f - >/dev/null
+# stored FILE JSONPATH: the sample FILE as the API server would store it, through a dry run.
+stored() {
+  kubectl apply --dry-run=server --validate=strict -f "$1" -o jsonpath="$2"
 }
 
 plan_reads_back_intact() {
   local out
-  out=$(kubectl get partitioningplan training-pool-partition -o jsonpath='{.spec.rollout.maxUnavailable}|{.spec.rollout.maxParallel}|{.spec.partitionings[0].profileRef.name}|{.spec.rollout.drainPolicy.evictionKind}')
+  out=$(stored "$samples/plan-training-pool-partition.yaml" '{.spec.rollout.maxUnavailable}|{.spec.rollout.maxParallel}|{.spec.partitionings[0].profileRef.name}|{.spec.rollout.drainPolicy.evictionKind}')
   [ "$out" = "1|2|mi300x-cpx-nps4|Eviction" ] || { echo "read back: $out"; return 1; }
 }
 
 profile_reads_back_with_seed_count() {
   local out
-  out=$(kubectl get partitioningprofile mi300x-cpx-nps4 -o jsonpath='{.spec.expectedResources[0].name}={.spec.expectedResources[0].count}|{.spec.operatorPayload.kind}')
+  out=$(stored "$samples/profile-mi300x-cpx-nps4.yaml" '{.spec.expectedResources[0].name}={.spec.expectedResources[0].count}|{.spec.operatorPayload.kind}')
   [ "$out" = "amd.com/gpu=63|ConfigMap" ] || { echo "read back: $out"; return 1; }
 }
 
 node_item_owner_reference_uses_our_group() {
   local out
-  out=$(kubectl get nodepartitionings -o jsonpath='{.items[0].metadata.ownerReferences[0].apiVersion}|{.items[0].spec.desiredHash}')
+  out=$(stored "$samples/nodepartitioning-training-pool-partition-gpu-node-02.yaml" '{.metadata.ownerReferences[0].apiVersion}|{.spec.desiredHash}')
   [[ "$out" =~ ^$group/v1alpha1\|sha256:[0-9a-f]{64}$ ]] || { echo "read back: $out"; return 1; }
 }
 
 defaults_are_applied_by_the_server() {
-  kubectl apply -f - <<EOF2 >/dev/null
-$(plan "$good_partitionings" | sed 's/bad-plan/defaults-plan/')
-EOF2
   local out
-  out=$(kubectl get partitioningplan defaults-plan -o jsonpath='{.spec.rollout.maxParallel}|{.spec.rollout.maxUnavailable}|{.spec.rollout.drainPolicy.respectPDB}|{.spec.paused}')
-  kubectl delete partitioningplan defaults-plan >/dev/null
+  out=$(plan "$good_partitionings" | sed "s/name: bad-plan/name: $run_id-defaults/" |
+    kubectl create --dry-run=server -f - -o jsonpath='{.spec.rollout.maxParallel}|{.spec.rollout.maxUnavailable}|{.spec.rollout.drainPolicy.respectPDB}|{.spec.paused}')
   [ "$out" = "1|1|true|false" ] || { echo "defaults: $out"; return 1; }
 }
 
+# This run's stored objects: a paused plan that selects no node, and an item whose plan
+# and node do not exist, with no owner reference: no garbage collector, operator or
+# scheduler on the cluster has a reason to touch either.
+own_objects_are_created() {
+  plan "  paused: true
+$good_partitionings" | sed "s/name: bad-plan/name: $own_plan/" | kubectl create -f - >/dev/null
+  printf 'apiVersion: %s/v1alpha1\nkind: NodePartitioning\nmetadata: {name: %s}\nspec:\n  planRef: {name: %s-absent, uid: %s}\n  nodeName: %s-absent\n  desiredHash: "sha256:%s"\n  profileRef: {name: mi300x-cpx-nps4}\n' \
+    "$group" "$own_item" "$run_id" "$run_id" "$run_id" "$(printf '%064d' 0)" | kubectl create -f - >/dev/null
+}
+
 printer_columns_show_progress() {
-  # The sample item may be between its re-creation and its first read: wait for it.
-  local i
-  for i in $(seq 20); do
-    kubectl get nodepartitioning training-pool-partition-gpu-node-02 >/dev/null 2>&1 && break
-    sleep 0.5
-  done
   local header
   # sed reads the whole table: `head -n1` may close the pipe while kubectl still writes,
   # and under pipefail kubectl's SIGPIPE (141) fails the case.
-  header=$(kubectl get partitioningplans | sed -n 1p)
+  header=$(kubectl get partitioningplan "$own_plan" | sed -n 1p)
   for col in PHASE DONE TOTAL FAILED; do
     grep -qw "$col" <<<"$header" || { echo "no $col column in: $header"; return 1; }
   done
-  header=$(kubectl get nodepartitioning training-pool-partition-gpu-node-02 | sed -n 1p)
+  header=$(kubectl get nodepartitioning "$own_item" | sed -n 1p)
   for col in NODE PROFILE PHASE; do
     grep -qw "$col" <<<"$header" || { echo "no $col column in: $header"; return 1; }
   done
@@ -228,24 +247,37 @@ refuses_malformed_desired_hash() {
 }
 
 refuses_unknown_node_phase_in_status() {
-  # The status subresource is validated too: a status write with an unknown phase fails.
-  local item
-  item=$(kubectl get nodepartitionings -o jsonpath='{.items[0].metadata.name}')
+  # The status subresource is validated too: a status write with an unknown phase fails
+  # (a dry run: were it accepted, this run's item would still not change).
   expect_fail_with 'status.phase: Unsupported value: "Exploding"' \
-    kubectl patch nodepartitioning "$item" --subresource=status --type=merge -p '{"status":{"phase":"Exploding"}}'
+    kubectl patch nodepartitioning "$own_item" --dry-run=server --subresource=status --type=merge -p '{"status":{"phase":"Exploding"}}'
 }
 
-cleanup() {
-  kubectl delete -f "$samples" --ignore-not-found >/dev/null 2>&1 || true
+# delete_own_objects: this run's objects deleted, and gone; fails naming what is left.
+delete_own_objects() {
+  kubectl delete partitioningplan "$own_plan" --ignore-not-found --wait --timeout=60s &&
+    kubectl delete nodepartitioning "$own_item" --ignore-not-found --wait --timeout=60s || return 1
+  local left
+  left=$(kubectl get "partitioningplan/$own_plan" "nodepartitioning/$own_item" --ignore-not-found -o name) || return 1
+  [ -z "$left" ] || { echo "still there: $left"; return 1; }
 }
+
+own_objects_are_deleted() {
+  delete_own_objects
+}
+
+# On any exit (a case that ended the script, a signal from the test runner) what this run
+# created goes; the last case has already checked that it could.
+trap 'delete_own_objects >/dev/null 2>&1' EXIT
+trap 'exit 143' TERM INT
 
 run_case crds_install_and_are_established crds_install_and_are_established
-run_case samples_apply_unchanged samples_apply_unchanged
-adopt_node_item
+run_case samples_are_accepted_as_written samples_are_accepted_as_written
 run_case plan_reads_back_intact plan_reads_back_intact
 run_case profile_reads_back_with_seed_count profile_reads_back_with_seed_count
 run_case node_item_owner_reference_uses_our_group node_item_owner_reference_uses_our_group
 run_case defaults_are_applied_by_the_server defaults_are_applied_by_the_server
+run_case own_objects_are_created own_objects_are_created
 run_case printer_columns_show_progress printer_columns_show_progress
 run_case explain_documents_fields explain_documents_fields
 for c in refuses_plan_without_partitionings refuses_empty_partitionings refuses_unknown_eviction_kind \
@@ -258,5 +290,5 @@ for c in refuses_plan_without_partitionings refuses_empty_partitionings refuses_
   refuses_malformed_desired_hash refuses_unknown_node_phase_in_status; do
   run_case "$c" "$c"
 done
-cleanup
+run_case own_objects_are_deleted own_objects_are_deleted
 finish
