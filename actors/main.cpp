@@ -16,11 +16,15 @@
 #include <caf/all.hpp>
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -60,6 +64,13 @@ Flags:
   --health-addr HOST:PORT    where to serve /healthz and /readyz on threads of their own,
                              for the kubelet's probes (default 127.0.0.1:8081; "0" turns
                              it off)
+                             In both, port 0 (127.0.0.1:0) takes a port the kernel
+                             chooses; the log line "serving ... on HOST:PORT" names it
+  --bound-addresses-file FILE
+                             once both addresses listen, write where to FILE: a line
+                             "metrics HOST:PORT" and one "health HOST:PORT" (none for an
+                             address turned off), the port as bound; FILE appears whole
+                             (written beside it, then renamed)
   --log-level LEVEL          debug, info, warning or error (default info)
   --api-qps N                requests a second to the API server, on average, over all
                              connections (open watches and the Lease excepted; default
@@ -90,6 +101,8 @@ struct flags {
   std::string lease_name = "gpu-partitioner";
   std::string metrics_addr = "127.0.0.1:8080";
   std::string health_addr = "127.0.0.1:8081";
+  /// Empty: the addresses listened on are only logged.
+  std::string bound_addresses_file;
   std::string log_level = "info";
   /// The client-side rate limit (kube::rate_limiter); 0 qps: none.
   double api_qps = 50;
@@ -128,13 +141,14 @@ int parse(int argc, char** argv, flags& f) {
       f.leader_elect = value.empty() || value == "true";
       continue;
     }
-    std::string* target = a == "--kubeconfig"        ? &f.kubeconfig
-                          : a == "--lease-namespace" ? &f.lease_namespace
-                          : a == "--lease-name"      ? &f.lease_name
-                          : a == "--metrics-addr"    ? &f.metrics_addr
-                          : a == "--health-addr"     ? &f.health_addr
-                          : a == "--log-level"       ? &f.log_level
-                                                     : nullptr;
+    std::string* target = a == "--kubeconfig"             ? &f.kubeconfig
+                          : a == "--lease-namespace"      ? &f.lease_namespace
+                          : a == "--lease-name"           ? &f.lease_name
+                          : a == "--metrics-addr"         ? &f.metrics_addr
+                          : a == "--health-addr"          ? &f.health_addr
+                          : a == "--bound-addresses-file" ? &f.bound_addresses_file
+                          : a == "--log-level"            ? &f.log_level
+                                                          : nullptr;
     if (a == "--dcm-config") {
       if (!next())
         return 2;
@@ -220,6 +234,26 @@ int parse(int argc, char** argv, flags& f) {
     *target = value;
   }
   return 0;
+}
+
+// Writes `text` to `path` through a file beside it renamed into place, so that a reader
+// polling for `path` never sees it half written. "" when done, else why not.
+std::string write_whole(const std::string& path, const std::string& text) {
+  const std::string partial = path + ".partial-" + std::to_string(::getpid());
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out)
+      return "cannot write " + partial + ": " + std::strerror(errno);
+  }
+  if (std::rename(partial.c_str(), path.c_str()) != 0) {
+    const std::string error =
+        "cannot rename " + partial + " to " + path + ": " + std::strerror(errno);
+    std::remove(partial.c_str());
+    return error;
+  }
+  return {};
 }
 
 } // namespace
@@ -342,21 +376,33 @@ int main(int argc, char** argv) {
       return "caches not synced yet";
     return {};
   });
+  // The addresses as bound (a port 0 replaced by the kernel's choice), for
+  // --bound-addresses-file.
+  std::string bound;
   if (f.metrics_addr != "0") {
-    if (auto error = endpoint.start(f.metrics_addr, metrics::routes::metrics_and_probes);
-        !error.empty()) {
-      std::cerr << "gpu-partitioner: --metrics-addr: " << error << '\n';
+    const auto started = endpoint.start(f.metrics_addr, metrics::routes::metrics_and_probes);
+    if (!started.error.empty()) {
+      std::cerr << "gpu-partitioner: --metrics-addr: " << started.error << '\n';
       return 2;
     }
-    actors::log_info("serving /metrics (and /healthz, /readyz) on " + f.metrics_addr);
+    actors::log_info("serving /metrics (and /healthz, /readyz) on " + started.address);
+    bound += "metrics " + started.address + "\n";
   }
   if (f.health_addr != "0") {
-    if (auto error = endpoint.start(f.health_addr, metrics::routes::probes); !error.empty()) {
-      std::cerr << "gpu-partitioner: --health-addr: " << error
+    const auto started = endpoint.start(f.health_addr, metrics::routes::probes);
+    if (!started.error.empty()) {
+      std::cerr << "gpu-partitioner: --health-addr: " << started.error
                 << (f.health_addr == f.metrics_addr ? " (it is --metrics-addr too)" : "") << '\n';
       return 2;
     }
-    actors::log_info("serving /healthz and /readyz on " + f.health_addr);
+    actors::log_info("serving /healthz and /readyz on " + started.address);
+    bound += "health " + started.address + "\n";
+  }
+  if (!f.bound_addresses_file.empty()) {
+    if (auto error = write_whole(f.bound_addresses_file, bound); !error.empty()) {
+      std::cerr << "gpu-partitioner: --bound-addresses-file: " << error << '\n';
+      return 2;
+    }
   }
 
   caf::actor_system_config cfg;

@@ -43,6 +43,17 @@ int on_readyz(mg_connection* conn, void* data) {
   return 503;
 }
 
+// Where `ctx`, started on `asked`, listens: the host as asked (civetweb listens on every
+// IPv4 address for a bare port) and the port it bound, which differs for port 0.
+std::string bound_address(const mg_context* ctx, const std::string& asked) {
+  mg_server_port port{};
+  if (mg_get_server_ports(ctx, 1, &port) != 1)
+    return asked;
+  const auto colon = asked.rfind(':');
+  const std::string host = colon == std::string::npos ? "0.0.0.0" : asked.substr(0, colon);
+  return host + ":" + std::to_string(port.port);
+}
+
 } // namespace
 
 server::server(registry& metrics, std::function<std::string()> not_ready_reason)
@@ -52,11 +63,12 @@ server::~server() {
   stop();
 }
 
-std::string server::start(const std::string& address, routes what) {
+listener_start server::start(const std::string& address, routes what) {
   return start(address, what, what == routes::probes ? probe_limits : metrics_limits);
 }
 
-std::string server::start(const std::string& address, routes what, const listener_limits& limits) {
+listener_start server::start(const std::string& address, routes what,
+                             const listener_limits& limits) {
   // request_timeout_ms bounds both the read of a request head (from the moment a worker
   // takes the connection) and each wait to send; keep-alive stays off, so a worker is
   // free again as soon as its answer is written.
@@ -77,7 +89,7 @@ std::string server::start(const std::string& address, routes what, const listene
   mg_init_library(0);
   mg_context* ctx = mg_start(&callbacks, this, options.data());
   if (ctx == nullptr)
-    return "cannot listen on " + address + " (in use, or not HOST:PORT)";
+    return {{}, "cannot listen on " + address + " (in use, or not HOST:PORT)"};
   // Exact paths ("$"): civetweb matches a handler's URI as a prefix, which would answer
   // /metricsfoo or /readyz/x too.
   if (what == routes::metrics_and_probes)
@@ -85,7 +97,7 @@ std::string server::start(const std::string& address, routes what, const listene
   mg_set_request_handler(ctx, "/healthz$", on_healthz, this);
   mg_set_request_handler(ctx, "/readyz$", on_readyz, this);
   contexts_.push_back(ctx);
-  return {};
+  return {bound_address(ctx, address), {}};
 }
 
 void server::stop() {

@@ -36,6 +36,14 @@ inline constexpr listener_limits metrics_limits{4, std::chrono::milliseconds{500
 /// workers well within the liveness probe's failure window.
 inline constexpr listener_limits probe_limits{4, std::chrono::milliseconds{1000}};
 
+/// What start() did: the address the new listener listens on, "HOST:PORT" with the port the
+/// kernel chose when the one asked for was 0 ("127.0.0.1:0" gives "127.0.0.1:41873"; a
+/// bare "PORT" gives "0.0.0.0:PORT"); or, when it could not listen, why.
+struct listener_start {
+  std::string address;
+  std::string error;
+};
+
 /// The operator's HTTP endpoints (civetweb, from Debian): /metrics (the registry in the
 /// text format 0.0.4), /healthz (the process answers), /readyz (caches synced and
 /// leadership known; 503 with the reason otherwise). Each listener has its own threads.
@@ -46,10 +54,10 @@ public:
   server(const server&) = delete;
   server& operator=(const server&) = delete;
 
-  /// Listens on "HOST:PORT" (or "PORT") with the limits for `what`; the error in words
-  /// otherwise. Each call adds a listener.
-  std::string start(const std::string& address, routes what);
-  std::string start(const std::string& address, routes what, const listener_limits& limits);
+  /// Listens on "HOST:PORT" (or "PORT"; port 0 for one the kernel chooses) with the limits
+  /// for `what`. Each call adds a listener.
+  listener_start start(const std::string& address, routes what);
+  listener_start start(const std::string& address, routes what, const listener_limits& limits);
   /// Closes every listener, waiting for the requests being served.
   void stop();
 

@@ -417,13 +417,15 @@ BOOST_AUTO_TEST_CASE(unsafe_kubeconfigs_are_refused_and_slow_clients_do_not_stal
     cluster.remove("certificate-authority-data");
     cluster["insecure-skip-tls-verify"] = true;
   });
-  const int metrics_port = test_support::free_port();
-  const int health_port = test_support::another_free_port(metrics_port);
-  child_process op({c.operator_binary(), "--kubeconfig", insecure, "--metrics-addr",
-                    "127.0.0.1:" + std::to_string(metrics_port), "--health-addr",
-                    "127.0.0.1:" + std::to_string(health_port), "--dcm-config",
-                    c.ns + "/" + dcm_config_name},
+  const auto addresses = test_support::fresh_path("operator-insecure-addresses");
+  child_process op({c.operator_binary(), "--kubeconfig", insecure, "--metrics-addr", "127.0.0.1:0",
+                    "--health-addr", "127.0.0.1:0", "--bound-addresses-file", addresses,
+                    "--dcm-config", c.ns + "/" + dcm_config_name},
                    dir + "/operator-insecure.log");
+  const auto running = [&] { return op.alive(); };
+  const int metrics_port = test_support::bound_port(addresses, "metrics", 30s, running);
+  const int health_port = test_support::bound_port(addresses, "health", 30s, running);
+  E2E_REQUIRE(metrics_port != 0 && health_port != 0, op.tail());
   E2E_REQUIRE(eventually([&] { return test_support::http_get(health_port, "/readyz").code == 200; },
                          30s, 200ms),
               op.tail());
@@ -1524,10 +1526,13 @@ BOOST_AUTO_TEST_CASE(a_hundred_plans_selecting_every_node_are_each_reported_and_
     before[n] = node_mark::of(c.node(n));
   BOOST_REQUIRE_EQUAL(before.size(), std::size_t(node_count));
 
-  const int port = test_support::free_port();
-  c.start_operator_with(
-      {"--log-level", "info", "--metrics-addr", "127.0.0.1:" + std::to_string(port)});
+  const auto addresses = test_support::fresh_path("operator-addresses");
+  c.start_operator_with({"--log-level", "info", "--metrics-addr", "127.0.0.1:0",
+                         "--bound-addresses-file", addresses});
   const pid_t operator_pid = c.operator_process().pid();
+  const int port = test_support::bound_port(addresses, "metrics", 60s,
+                                            [&] { return c.operator_process().alive(); });
+  E2E_REQUIRE(port != 0, "the operator reported no metrics port\n" << c.operator_log());
   E2E_REQUIRE(eventually([&] { return count_of(c.operator_log(100000), "caches synced") == 1; },
                          60s, 200ms),
               "the operator never synced its caches");

@@ -407,10 +407,13 @@ BOOST_AUTO_TEST_CASE(etcd_compaction_forces_every_watch_to_relist_and_the_state_
   // half of this, 60 s, ample for a DCM run at the fleet's time scale.
   o.verification_timeout = 120;
   fleet f(c, o);
-  const int port = free_port();
-  c.start_operator_with(
-      {"--log-level", "info", "--metrics-addr", "127.0.0.1:" + std::to_string(port)});
+  const auto addresses = fresh_path("operator-addresses");
+  c.start_operator_with({"--log-level", "info", "--metrics-addr", "127.0.0.1:0",
+                         "--bound-addresses-file", addresses});
   const pid_t pid = c.operator_process().pid();
+  const int port =
+      bound_port(addresses, "metrics", 60s, [&] { return c.operator_process().alive(); });
+  E2E_REQUIRE(port != 0, "the operator reported no metrics port\n" << c.operator_log());
   node_history history("e2e=" + c.key);
   fleet_invariants inv(f);
   e2e::sampler s(c, {c.id + "-compact"}, inv.fn(), true);

@@ -111,12 +111,16 @@ BOOST_AUTO_TEST_CASE(a_large_rollout_under_constant_faults_completes_with_no_str
   SOAK_NOTE("fleet ready in " << seconds_text(e2e::seconds_since(t0)) << " s: " << n << " nodes, "
                               << f.budgets.size() * o.replicas << " GPU pods under "
                               << f.budgets.size() << " PDBs");
-  const int port = free_port();
-  const int health_port = test_support::another_free_port(port);
-  c.start_operator_with({"--log-level", "info", "--metrics-addr",
-                         "127.0.0.1:" + std::to_string(port), "--health-addr",
-                         "127.0.0.1:" + std::to_string(health_port)});
+  const auto addresses = fresh_path("operator-addresses");
+  c.start_operator_with({"--log-level", "info", "--metrics-addr", "127.0.0.1:0", "--health-addr",
+                         "127.0.0.1:0", "--bound-addresses-file", addresses});
   const pid_t pid = c.operator_process().pid();
+  const auto running = [&] { return c.operator_process().alive(); };
+  const int port = bound_port(addresses, "metrics", 60s, running);
+  const int health_port = bound_port(addresses, "health", 60s, running);
+  BOOST_REQUIRE_MESSAGE(port != 0 && health_port != 0,
+                        "the operator reported no metrics or health port\n"
+                            << c.operator_log());
   BOOST_REQUIRE_MESSAGE(
       eventually([&] { return http_get(health_port, "/readyz").find("ok") != std::string::npos; },
                  120s, 500ms),

@@ -339,24 +339,28 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     std::vector<std::string> args = {"--kubeconfig", config};
     const auto* container = kube::find_path(deployment, {"spec", "template", "spec", "containers"});
     BOOST_REQUIRE(container && container->IsArray() && container->Size() == 1);
-    // The Deployment's listeners (0.0.0.0:8080 and :8081) on free loopback ports.
-    const int port = free_port();
-    const int health_port = test_support::another_free_port(port);
+    // The Deployment's listeners (0.0.0.0:8080 and :8081) on loopback ports the operator
+    // binds itself and reports.
     std::string previous;
     for (const auto& a : (*container)[0]["args"].GetArray()) {
       std::string v = a.GetString();
-      if (previous == "--metrics-addr")
-        v = "127.0.0.1:" + std::to_string(port);
-      else if (previous == "--health-addr")
-        v = "127.0.0.1:" + std::to_string(health_port);
+      if (previous == "--metrics-addr" || previous == "--health-addr")
+        v = "127.0.0.1:0";
       previous = a.GetString();
       args.push_back(v);
     }
-    const std::string metrics_url = "http://127.0.0.1:" + std::to_string(port);
-    const std::string health_url = "http://127.0.0.1:" + std::to_string(health_port);
     BOOST_TEST((std::find(args.begin(), args.end(), "--leader-elect") != args.end()));
     BOOST_TEST((std::find(args.begin(), args.end(), "--health-addr") != args.end()));
+    const auto addresses = test_support::fresh_path("operator-addresses");
+    args.insert(args.end(), {"--bound-addresses-file", addresses});
     c.start_operator(args);
+    const auto running = [&] { return c.operator_process().alive(); };
+    const int port = test_support::bound_port(addresses, "metrics", 30s, running);
+    const int health_port = test_support::bound_port(addresses, "health", 30s, running);
+    E2E_REQUIRE(port != 0 && health_port != 0, "the operator reported no metrics or health port\n"
+                                                   << c.operator_log());
+    const std::string metrics_url = "http://127.0.0.1:" + std::to_string(port);
+    const std::string health_url = "http://127.0.0.1:" + std::to_string(health_port);
     // Ready as the chart's readiness probe sees it.
     E2E_REQUIRE(eventually(
                     [&] {

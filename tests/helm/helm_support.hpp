@@ -47,7 +47,4 @@ bool same(const YAML::Node& a, const YAML::Node& b);
 /// The string list at a sequence node (empty if not a sequence).
 std::vector<std::string> strings(const YAML::Node& seq);
 
-/// A free TCP port on 127.0.0.1 (bound once and released).
-using test_support::free_port;
-
 } // namespace gpu_partitioner::helm_test

@@ -7,8 +7,9 @@
 // Prometheus loaded are healthy and the ones that should fire (and only those) do; a
 // restarted operator shows its finished plan again; a stopped one raises the down alert.
 //
-// Prometheus gets its own temporary directory and free port; the test stops it and removes
-// the directory.
+// Prometheus gets its own temporary directory and a port it binds itself (port 0; its log
+// names the port), as the operator does (--bound-addresses-file); the test stops it and
+// removes the directory.
 #include "tests/e2e/support/e2e.hpp"
 #include "tests/monitoring/support/expressions.hpp"
 #include "tests/support/loopback.hpp"
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -45,9 +48,10 @@ namespace {
 
 // -- plain HTTP on the loopback --
 
-using gpu_partitioner::test_support::another_free_port;
-using gpu_partitioner::test_support::free_port;
+using gpu_partitioner::test_support::bound_port;
+using gpu_partitioner::test_support::fresh_path;
 using gpu_partitioner::test_support::http_get;
+using gpu_partitioner::test_support::port_of;
 
 std::string url_encode(const std::string& s) {
   static const char* hex = "0123456789ABCDEF";
@@ -88,42 +92,45 @@ std::string outputs_dir() {
 // -- Prometheus --
 
 /// A Prometheus server of the test's own: a temporary directory for its configuration
-/// and data, a free port on 127.0.0.1, one scrape job for the operator every second, the
-/// rule file evaluated every second. Stopped and removed at the end.
+/// and data, a port on 127.0.0.1 it binds itself (it logs which), one scrape job for the
+/// operator every second, the rule file evaluated every second. Stopped and removed at
+/// the end.
 class prometheus_server {
 public:
-  prometheus_server(int operator_port, const std::string& rules) {
+  prometheus_server(int operator_port, const std::string& rules) : rules_(rules) {
     const char* tmp = std::getenv("TEST_TMPDIR");
     std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/prometheus-XXXXXX";
     BOOST_REQUIRE(::mkdtemp(pattern.data()) != nullptr);
     dir_ = pattern;
-    port = free_port();
-    {
-      std::ofstream config(dir_ + "/prometheus.yml");
-      config << "global:\n"
-                "  scrape_interval: 1s\n"
-                "  scrape_timeout: 1s\n"
-                "  evaluation_interval: 1s\n"
-                "rule_files:\n"
-                "  - "
-             << fs::absolute(rules).string()
-             << "\n"
-                "scrape_configs:\n"
-                "  - job_name: gpu-partitioner\n"
-                "    static_configs:\n"
-                "      - targets: [\"127.0.0.1:"
-             << operator_port << "\"]\n";
-    }
+    write_config(operator_port);
+    const std::string log = outputs_dir() + "/prometheus.log";
+    const auto log_before = fs::exists(log) ? fs::file_size(log) : 0;
     started_at = unix_now();
     process_ = std::make_unique<child_process>(
         std::vector<std::string>{on_path("prometheus"), "--config.file=" + dir_ + "/prometheus.yml",
                                  "--storage.tsdb.path=" + dir_ + "/data",
-                                 "--web.listen-address=127.0.0.1:" + std::to_string(port)},
-        outputs_dir() + "/prometheus.log");
+                                 "--web.listen-address=127.0.0.1:0"},
+        log);
+    // Its web server's log line, once it listens: msg="Listening on" address=HOST:PORT.
+    BOOST_REQUIRE_MESSAGE(eventually(
+                              [&] {
+                                port = listening_port(log, log_before);
+                                return port != 0 || !process_->alive();
+                              },
+                              30s, 50ms) &&
+                              port != 0,
+                          "Prometheus reported no port:\n"
+                              << process_->tail());
     BOOST_REQUIRE_MESSAGE(
         eventually([&] { return http_get(port, "/-/ready").code == 200; }, 30s, 100ms),
         "Prometheus did not become ready:\n"
             << process_->tail());
+  }
+
+  /// Scrapes the operator on `operator_port` from now on, instead of where it did.
+  void retarget(int operator_port) {
+    write_config(operator_port);
+    BOOST_REQUIRE(::kill(process_->pid(), SIGHUP) == 0);
   }
 
   ~prometheus_server() {
@@ -181,6 +188,42 @@ public:
   double started_at = 0;
 
 private:
+  void write_config(int operator_port) {
+    std::ofstream config(dir_ + "/prometheus.yml", std::ios::trunc);
+    config << "global:\n"
+              "  scrape_interval: 1s\n"
+              "  scrape_timeout: 1s\n"
+              "  evaluation_interval: 1s\n"
+              "rule_files:\n"
+              "  - "
+           << fs::absolute(rules_).string()
+           << "\n"
+              "scrape_configs:\n"
+              "  - job_name: gpu-partitioner\n"
+              "    static_configs:\n"
+              "      - targets: [\"127.0.0.1:"
+           << operator_port << "\"]\n";
+  }
+
+  /// The port of the first "Listening on" line of `log` past its first `from` bytes; 0
+  /// while there is none.
+  static int listening_port(const std::string& log, std::uintmax_t from) {
+    std::ifstream in(log);
+    in.seekg(static_cast<std::streamoff>(from));
+    const std::string key = "address=";
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("msg=\"Listening on\"") == std::string::npos)
+        continue;
+      const auto at = line.find(key);
+      if (at == std::string::npos)
+        continue;
+      const auto start = at + key.size();
+      return port_of(line.substr(start, line.find(' ', start) - start));
+    }
+    return 0;
+  }
+
+  std::string rules_;
   std::string dir_;
   std::unique_ptr<child_process> process_;
 };
@@ -253,16 +296,23 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_a_rollout_and_every_dashboard_and_rule_e
                  200ms),
       "the Deployments' pods did not become Ready");
 
-  const int metrics_port = free_port();
-  const int health_port = another_free_port(metrics_port);
-  const std::vector<std::string> operator_args{
-      "--kubeconfig",      std::getenv("KUBECONFIG"),
-      "--dcm-config",      c.ns + "/" + dcm_config_name,
-      "--dcm-config-sync", c.dcm_config_sync(),
-      "--log-level",       "debug",
-      "--metrics-addr",    "127.0.0.1:" + std::to_string(metrics_port),
-      "--health-addr",     "127.0.0.1:" + std::to_string(health_port)};
-  c.start_operator(operator_args);
+  // The operator binds ports the kernel chooses and reports them: a new pair each start.
+  int metrics_port = 0;
+  int health_port = 0;
+  const auto start_operator = [&] {
+    const auto addresses = fresh_path("operator-addresses");
+    c.start_operator({"--kubeconfig", std::getenv("KUBECONFIG"), "--dcm-config",
+                      c.ns + "/" + dcm_config_name, "--dcm-config-sync", c.dcm_config_sync(),
+                      "--log-level", "debug", "--metrics-addr", "127.0.0.1:0", "--health-addr",
+                      "127.0.0.1:0", "--bound-addresses-file", addresses});
+    const auto running = [&] { return c.operator_process().alive(); };
+    metrics_port = bound_port(addresses, "metrics", 30s, running);
+    health_port = bound_port(addresses, "health", 30s, running);
+    E2E_REQUIRE(metrics_port != 0 && health_port != 0,
+                "the operator reported no metrics or health port\n"
+                    << c.operator_log());
+  };
+  start_operator();
   E2E_REQUIRE(eventually([&] { return http_get(health_port, "/healthz").code == 200; }, 10s, 50ms),
               c.operator_log());
   E2E_REQUIRE(eventually(
@@ -422,7 +472,7 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_a_rollout_and_every_dashboard_and_rule_e
 
   // -- a restarted operator shows its finished plan again --
   c.operator_process().stop();
-  c.start_operator(operator_args);
+  start_operator();
   BOOST_TEST(eventually(
                  [&] {
                    const auto body = http_get(metrics_port, "/metrics").body;
@@ -436,6 +486,17 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_a_rollout_and_every_dashboard_and_rule_e
                                                      << http_get(metrics_port, "/metrics").body);
 
   // -- an operator that is gone raises GpuPartitionerDown --
+  // Prometheus scrapes the restarted operator, on its new port, until the alert the
+  // restart's gap raised is gone; then that operator stops.
+  prom.retarget(metrics_port);
+  const std::string scraped =
+      R"(up{job="gpu-partitioner",instance="127.0.0.1:)" + std::to_string(metrics_port) + R"("})";
+  BOOST_REQUIRE_MESSAGE(
+      eventually(
+          [&] { return prom.value(scraped) == 1 && alert_state("GpuPartitionerDown", "").empty(); },
+          30s, 250ms),
+      "Prometheus does not scrape the restarted operator:\n"
+          << prom.log());
   c.operator_process().stop();
   BOOST_TEST(eventually([&] { return !alert_state("GpuPartitionerDown", "").empty(); }, 20s, 250ms),
              prom.log());

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <thread>
 
 namespace gpu_partitioner::test_support {
 
@@ -25,23 +27,37 @@ sockaddr_in loopback(int port) {
 
 } // namespace
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in a = loopback(0);
-  socklen_t len = sizeof a;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  ::close(fd);
-  BOOST_REQUIRE(ok);
-  return ntohs(a.sin_port);
+int port_of(const std::string& address) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon + 1 == address.size())
+    return 0;
+  char* end = nullptr;
+  const long port = std::strtol(address.c_str() + colon + 1, &end, 10);
+  return *end == '\0' && port > 0 && port <= 65535 ? static_cast<int>(port) : 0;
 }
 
-int another_free_port(int taken) {
-  int port = free_port();
-  while (port == taken)
-    port = free_port();
-  return port;
+std::string fresh_path(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/" + name + "-XXXXXX";
+  BOOST_REQUIRE_MESSAGE(::mkdtemp(dir.data()) != nullptr, "mkdtemp " << dir);
+  return dir + "/" + name;
+}
+
+int bound_port(const std::string& file, const std::string& listener,
+               std::chrono::milliseconds timeout, const std::function<bool()>& running) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    // The operator renames the file into place whole: once it opens, it is complete.
+    if (std::ifstream in(file); in) {
+      for (std::string name, address; in >> name >> address;)
+        if (name == listener)
+          return port_of(address);
+      return 0;
+    }
+    if (std::chrono::steady_clock::now() >= deadline || (running && !running()))
+      return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 http_response http_get(int port, const std::string& target, int timeout_seconds) {

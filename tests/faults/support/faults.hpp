@@ -136,7 +136,8 @@ private:
 
 // -- the operator process --
 
-using test_support::free_port;
+using test_support::bound_port;
+using test_support::fresh_path;
 /// GET http://127.0.0.1:<port><path>; the body, "" on any failure.
 std::string http_get(int port, const std::string& path);
 /// Sum of the samples of `name` whose labels include every pair in `labels`.

@@ -1,6 +1,6 @@
 // The operator's HTTP endpoint: /metrics in the text format, /healthz, and /readyz's 503
 // with the reason until the operator is ready, over real sockets; the health address
-// answers the probes and nothing else.
+// answers the probes and nothing else; port 0 binds a port the kernel chooses, reported.
 #include "metrics/server.hpp"
 #include "tests/support/loopback.hpp"
 
@@ -14,8 +14,7 @@ using namespace gpu_partitioner::metrics;
 
 namespace {
 
-using gpu_partitioner::test_support::another_free_port;
-using gpu_partitioner::test_support::free_port;
+using gpu_partitioner::test_support::port_of;
 
 // One GET, which must be answered.
 gpu_partitioner::test_support::http_response get(int port, const std::string& path) {
@@ -24,24 +23,29 @@ gpu_partitioner::test_support::http_response get(int port, const std::string& pa
   return r;
 }
 
+// A listener on a port the kernel chooses: the port it reports.
+int listen_anywhere(server& http, routes what) {
+  const auto started = http.start("127.0.0.1:0", what);
+  BOOST_REQUIRE_MESSAGE(started.error.empty(), started.error);
+  const int port = port_of(started.address);
+  BOOST_REQUIRE_MESSAGE(port != 0, "no port in " << started.address);
+  return port;
+}
+
 struct fixture {
   registry metrics;
   std::mutex m;
   std::string reason = "caches not synced yet";
   std::unique_ptr<server> http;
-  int port = free_port();
-  int health_port = another_free_port(port);
+  int port = 0;
+  int health_port = 0;
   fixture() {
     http = std::make_unique<server>(metrics, [this] {
       std::lock_guard<std::mutex> lock(m);
       return reason;
     });
-    const std::string error =
-        http->start("127.0.0.1:" + std::to_string(port), routes::metrics_and_probes);
-    BOOST_REQUIRE_MESSAGE(error.empty(), error);
-    const std::string health_error =
-        http->start("127.0.0.1:" + std::to_string(health_port), routes::probes);
-    BOOST_REQUIRE_MESSAGE(health_error.empty(), health_error);
+    port = listen_anywhere(*http, routes::metrics_and_probes);
+    health_port = listen_anywhere(*http, routes::probes);
   }
   void set_reason(const std::string& r) {
     std::lock_guard<std::mutex> lock(m);
@@ -107,11 +111,29 @@ BOOST_AUTO_TEST_CASE(the_health_address_serves_the_probes_and_nothing_else) {
   BOOST_TEST(get(health_port, "/readyz/anything").code == 404);
 }
 
+BOOST_AUTO_TEST_CASE(port_0_listens_on_a_port_the_kernel_chose_and_reports_it) {
+  server more(metrics, [] { return std::string(); });
+  const auto first = more.start("127.0.0.1:0", routes::probes);
+  const auto second = more.start("127.0.0.1:0", routes::metrics_and_probes);
+  BOOST_REQUIRE(first.error.empty());
+  BOOST_REQUIRE(second.error.empty());
+  // The host as asked, the port as bound: a distinct one each.
+  BOOST_TEST(first.address.rfind("127.0.0.1:", 0) == 0u, first.address);
+  BOOST_TEST(port_of(first.address) != 0, first.address);
+  BOOST_TEST(port_of(second.address) != 0, second.address);
+  BOOST_TEST(port_of(first.address) != port_of(second.address));
+  // The reported ports are the ones that answer, each with its own routes.
+  BOOST_TEST(get(port_of(first.address), "/healthz").code == 200);
+  BOOST_TEST(get(port_of(first.address), "/metrics").code == 404);
+  BOOST_TEST(get(port_of(second.address), "/metrics").code == 200);
+}
+
 BOOST_AUTO_TEST_CASE(a_port_in_use_is_an_error_naming_the_address) {
   server second(metrics, [] { return std::string(); });
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  const std::string error = second.start(address, routes::probes);
-  BOOST_TEST(error.find(address) != std::string::npos, error);
+  const auto started = second.start(address, routes::probes);
+  BOOST_TEST(started.error.find(address) != std::string::npos, started.error);
+  BOOST_TEST(started.address.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -24,9 +24,8 @@
 #include <vector>
 
 using namespace gpu_partitioner::metrics;
-using gpu_partitioner::test_support::another_free_port;
-using gpu_partitioner::test_support::free_port;
 using gpu_partitioner::test_support::http_get;
+using gpu_partitioner::test_support::port_of;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -171,19 +170,24 @@ double seconds(clock_type::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// A listener on a port the kernel chooses: the port it reports.
+int listen_anywhere(server& http, routes what, const listener_limits& limits) {
+  const auto started = http.start("127.0.0.1:0", what, limits);
+  BOOST_REQUIRE_MESSAGE(started.error.empty(), started.error);
+  const int port = port_of(started.address);
+  BOOST_REQUIRE_MESSAGE(port != 0, "no port in " << started.address);
+  return port;
+}
+
 struct endpoint {
   registry metrics;
   server http{metrics, [] { return std::string("caches not synced yet"); }};
-  int metrics_port = free_port();
-  int health_port = another_free_port(metrics_port);
+  int metrics_port = 0;
+  int health_port = 0;
 
   endpoint(const listener_limits& metrics_limits, const listener_limits& health_limits) {
-    const std::string m = http.start("127.0.0.1:" + std::to_string(metrics_port),
-                                     routes::metrics_and_probes, metrics_limits);
-    BOOST_REQUIRE_MESSAGE(m.empty(), m);
-    const std::string h =
-        http.start("127.0.0.1:" + std::to_string(health_port), routes::probes, health_limits);
-    BOOST_REQUIRE_MESSAGE(h.empty(), h);
+    metrics_port = listen_anywhere(http, routes::metrics_and_probes, metrics_limits);
+    health_port = listen_anywhere(http, routes::probes, health_limits);
     metrics.counter("gp_probe_test_total", "A series to serve.", {}).add({}, 1);
   }
 };
