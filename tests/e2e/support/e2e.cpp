@@ -556,8 +556,20 @@ void e2e_cluster::tear_down() {
   if (!op_log_.empty())
     if (const auto report = sanitizer_report(op_log_); !report.empty())
       BOOST_ERROR("the operator's log (" << op_log_ << ") holds a sanitizer report:\n" << report);
-  // Pods end while gpu-sim still plays kubelet; then gpu-sim stops; then the nodes go.
+  // The namespace goes first: once it is terminating, no controller can make a pod in it.
+  // Its pods are then deleted at once (grace 0) rather than waited for: the kubelet that
+  // gpu-sim plays need not confirm them, and the namespace controller's own pass takes
+  // seconds a case. Then gpu-sim stops; then the nodes go.
   (void)api.remove(kube::resources::namespaces(), "", ns);
+  {
+    kube::delete_options now;
+    now.grace_period_seconds = 0;
+    kube::list_options o;
+    o.field_selector = "metadata.namespace=" + ns;
+    if (auto pods = api.list(kube::resources::pods(), "", o); pods.ok())
+      for (const auto& p : pods.value()["items"].GetArray())
+        (void)api.remove(kube::resources::pods(), ns, str(p, {"metadata", "name"}), now);
+  }
   eventually(
       [&] {
         kube::list_options o;
