@@ -14,9 +14,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iostream>
@@ -189,14 +192,20 @@ bool child_process::alive() {
   return true;
 }
 
+// The process may have ended already (not reaped yet): alive() reaps it first, so that a
+// signal sent after an end of its own does not count as the test's doing.
 void child_process::signal(int sig) {
-  if (pid_ > 0)
-    ::kill(pid_, sig);
+  if (!alive())
+    return;
+  if (sig != SIGSTOP && sig != SIGCONT && sig != 0)
+    asked_to_end_ = true;
+  ::kill(pid_, sig);
 }
 
 void child_process::kill_now() {
-  if (pid_ <= 0)
+  if (!alive())
     return;
+  asked_to_end_ = true;
   ::kill(pid_, SIGKILL);
   int status = 0;
   ::waitpid(pid_, &status, 0);
@@ -205,7 +214,8 @@ void child_process::kill_now() {
 }
 
 int child_process::stop() {
-  if (pid_ > 0) {
+  if (alive()) {
+    asked_to_end_ = true;
     ::kill(pid_, SIGCONT); // in case a test stopped it
     ::kill(pid_, SIGTERM);
     const auto until = std::chrono::steady_clock::now() + 5s;
@@ -232,6 +242,10 @@ std::string child_process::state() {
   if (WIFSIGNALED(status_))
     return "killed by signal " + std::to_string(WTERMSIG(status_));
   return "exited with status " + std::to_string(WEXITSTATUS(status_));
+}
+
+bool child_process::ended_unasked() {
+  return !alive() && status_ != -1 && !asked_to_end_;
 }
 
 std::string child_process::dump_stacks() {
@@ -271,6 +285,94 @@ std::string child_process::tail(std::size_t lines) const {
   std::string out;
   for (const auto& l : last)
     out += l + "\n";
+  return out;
+}
+
+// -- the API server's audit log --
+
+bool audit_event::mutating() const {
+  // A review (may I? who am I?) is created as a question: it stores and changes nothing,
+  // and a standby asks one at start (the operator asks whether it may delete pods).
+  if (verb == "create" && resource.size() > 7 &&
+      resource.compare(resource.size() - 7, 7, "reviews") == 0)
+    return false;
+  return verb == "create" || verb == "update" || verb == "patch" || verb == "delete" ||
+         verb == "deletecollection";
+}
+
+long long parse_micro_time(const std::string& text) {
+  // 2026-11-29T18:16:02.123456Z (the fraction may be shorter or absent)
+  std::tm tm{};
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &year, &month, &day, &hour, &minute,
+                  &second) != 6)
+    return 0;
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  long long us = static_cast<long long>(::timegm(&tm)) * 1000000LL;
+  const auto dot = text.find('.');
+  if (dot != std::string::npos) {
+    long long fraction = 0;
+    int digits = 0;
+    for (std::size_t i = dot + 1;
+         i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      if (digits < 6) {
+        fraction = fraction * 10 + (text[i] - '0');
+        ++digits;
+      }
+    }
+    for (; digits < 6; ++digits)
+      fraction *= 10;
+    us += fraction;
+  }
+  return us;
+}
+
+audit_log::audit_log() {
+  const char* dir = std::getenv("GPU_PARTITIONER_CLUSTER_DIR");
+  if (dir == nullptr || *dir == '\0')
+    BOOST_FAIL("GPU_PARTITIONER_CLUSTER_DIR is not set: run the test with "
+               "--test_env=GPU_PARTITIONER_CLUSTER_DIR=... or through tools/test");
+  path_ = std::string(dir) + "/logs/audit.log";
+  std::ifstream in(path_, std::ios::ate | std::ios::binary);
+  offset_ = in ? static_cast<long long>(in.tellg()) : 0;
+}
+
+std::vector<audit_event> audit_log::read() const {
+  std::vector<audit_event> out;
+  std::ifstream in(path_, std::ios::binary);
+  BOOST_REQUIRE_MESSAGE(in, "cannot read the audit log " << path_);
+  in.seekg(offset_);
+  std::string line;
+  while (std::getline(in, line)) {
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    if (d.HasParseError() || !d.IsObject())
+      continue; // a line being written right now
+    audit_event e;
+    using kube::string_at;
+    e.verb = string_at(d, "verb");
+    e.user_agent = string_at(d, "userAgent");
+    if (auto u = d.FindMember("user"); u != d.MemberEnd())
+      e.user = string_at(u->value, "username");
+    if (auto r = d.FindMember("objectRef"); r != d.MemberEnd()) {
+      e.group = string_at(r->value, "apiGroup");
+      e.resource = string_at(r->value, "resource");
+      e.subresource = string_at(r->value, "subresource");
+      e.ns = string_at(r->value, "namespace");
+      e.name = string_at(r->value, "name");
+    }
+    if (auto s = d.FindMember("responseStatus"); s != d.MemberEnd() && s->value.IsObject())
+      if (auto c = s->value.FindMember("code"); c != s->value.MemberEnd() && c->value.IsInt())
+        e.code = c->value.GetInt();
+    e.received_us = parse_micro_time(string_at(d, "requestReceivedTimestamp"));
+    e.completed_us = parse_micro_time(string_at(d, "stageTimestamp"));
+    out.push_back(std::move(e));
+  }
   return out;
 }
 
@@ -510,24 +612,53 @@ void e2e_cluster::tear_down() {
       std::cerr << "---- gpu-sim log (" << sim_->log_path() << "), last lines ----\n"
                 << sim_->tail(60) << "----\n";
   }
+  // An operator that ended on its own fails the case, before it is started again.
+  check_operator_end("at teardown");
   // Plans first, while the operator still runs: their items' finalizers return nodes.
   if (op_ && !op_->alive() && !plans_.empty())
     start_operator(op_args_);
   for (const auto& p : plans_)
     (void)api.remove(plans, "", p);
+  // Each of this test's items, with its finalizers.
   auto ours = [&] {
-    std::vector<item_view> left;
+    std::vector<std::pair<item_view, std::string>> left;
     if (auto list = api.list(items, ""); list.ok())
       for (const auto& i : list.value()["items"].GetArray()) {
         auto v = to_item_view(i);
-        if (v.name.rfind(id, 0) == 0)
-          left.push_back(v);
+        if (v.name.rfind(id, 0) != 0)
+          continue;
+        std::string finalizers;
+        if (const auto* f = kube::find_path(i, {"metadata", "finalizers"}); f && f->IsArray())
+          for (const auto& x : f->GetArray())
+            finalizers +=
+                std::string(finalizers.empty() ? "" : ",") + (x.IsString() ? x.GetString() : "?");
+        left.emplace_back(std::move(v), finalizers);
       }
     return left;
   };
   if (!eventually([&] { return ours().empty(); }, 30s, 100ms)) {
-    for (const auto& i : ours()) {
-      BOOST_TEST_MESSAGE("teardown: removing the finalizer of " << i.name << " by hand");
+    // The operator did not release them: that fails the case. They are still removed by
+    // hand, or the next case would find them.
+    const auto left = ours();
+    std::ostringstream what;
+    for (const auto& [i, finalizers] : left) {
+      what << "\n  " << i.name << " (plan " << i.plan << ", node " << i.node
+           << "): " << i.phase_or_pending() << (i.deleting ? ", being deleted" : ", not deleted")
+           << ", finalizers [" << finalizers << "]";
+      if (!i.last_error.empty())
+        what << ", lastError " << i.last_error;
+      what << ", history:";
+      for (std::size_t k = 0; k < i.phases.size(); ++k)
+        what << " " << i.phases[k] << "/" << i.reasons[k];
+    }
+    if (!left.empty())
+      BOOST_ERROR("teardown: " << left.size()
+                               << " item(s) still there 30 s after their plans were deleted; "
+                                  "removing their finalizers by hand (the operator: "
+                               << (op_ ? op_->state() : std::string("never started")) << "):"
+                               << what.str() << "\nthe operator's last lines (" << op_log_ << "):\n"
+                               << operator_log(40));
+    for (const auto& [i, finalizers] : left) {
       (void)api.patch(items, "", i.name, kube::patch_type::merge,
                       R"({"metadata":{"finalizers":null}})");
       (void)api.remove(items, "", i.name);
@@ -538,16 +669,18 @@ void e2e_cluster::tear_down() {
     (void)api.remove(profiles, "", p);
   profiles_.clear();
   if (op_) {
+    // Ended on its own (the plans' deletion above stops every worker at once) fails the
+    // test; so does a crash on the way out. A SIGKILL is a test's own doing.
+    check_operator_end("at teardown, after the plans were deleted");
+    const bool said = op_end_checked_;
     const int status = op_->stop();
-    // A crash (here, or earlier: the plans' deletion above stops every worker at once)
-    // fails the test; a SIGKILL is a test's own doing.
-    if (status != -1 && WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL &&
+    if (!said && status != -1 && WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL &&
         WTERMSIG(status) != SIGTERM)
       BOOST_ERROR("the operator died of signal " << WTERMSIG(status) << " ("
                                                  << ::strsignal(WTERMSIG(status))
                                                  << "); its log: " << op_log_ << "\n"
                                                  << operator_log(20));
-    else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && status != -1)
+    else if (!said && !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && status != -1)
       BOOST_TEST_MESSAGE("note: the operator did not exit cleanly on SIGTERM (wait status "
                          << status << ")");
     op_.reset();
@@ -697,7 +830,9 @@ void e2e_cluster::start_operator_with(const std::vector<std::string>& extra_args
 }
 
 void e2e_cluster::start_operator(const std::vector<std::string>& args) {
+  check_operator_end("when the test started it again");
   op_.reset();
+  op_end_checked_ = false;
   op_args_ = args;
   {
     std::ofstream mark(op_log_, std::ios::app);
@@ -706,6 +841,16 @@ void e2e_cluster::start_operator(const std::vector<std::string>& args) {
   std::vector<std::string> argv{operator_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   op_ = std::make_unique<child_process>(argv, op_log_);
+}
+
+void e2e_cluster::check_operator_end(const std::string& when) {
+  if (!op_ || op_end_checked_ || !op_->ended_unasked())
+    return;
+  op_end_checked_ = true;
+  BOOST_ERROR("the operator ended without the test asking it to (seen "
+              << when << "): " << op_->state() << "; the last lines of its log (" << op_log_
+              << "):\n"
+              << operator_log(40));
 }
 
 std::string e2e_cluster::operator_binary() const {
@@ -755,6 +900,14 @@ std::string e2e_cluster::operator_log(std::size_t lines) const {
   std::string out;
   for (const auto& l : last)
     out += l + "\n";
+  return out;
+}
+
+std::set<std::string> e2e_cluster::operator_instances() {
+  std::set<std::string> out;
+  for (const auto& e : list_items(api, kube::resources::events(), "", "", "source=gpu-partitioner"))
+    if (str(e, {"involvedObject", "name"}).rfind(id, 0) == 0)
+      out.insert(str(e, {"reportingInstance"}));
   return out;
 }
 
@@ -902,6 +1055,30 @@ std::string e2e_cluster::plan_phase(const std::string& plan) {
   return p ? str(*p, {"status", "phase"}) : std::string{};
 }
 
+std::string e2e_cluster::plan_condition(const std::string& plan, const std::string& type) {
+  auto p = get(plans, plan);
+  if (!p)
+    return {};
+  const auto* conditions = kube::find_path(*p, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->IsArray())
+    return {};
+  for (const auto& x : conditions->GetArray())
+    if (kube::string_at(x, "type") == type)
+      return kube::string_at(x, "status") + "/" + kube::string_at(x, "reason") + ": " +
+             kube::string_at(x, "message");
+  return {};
+}
+
+bool e2e_cluster::plan_status_current(const std::string& plan) {
+  auto p = get(plans, plan);
+  if (!p)
+    return false;
+  const auto* generation = kube::find_path(*p, {"metadata", "generation"});
+  const auto* observed = kube::find_path(*p, {"status", "observedGeneration"});
+  return generation != nullptr && observed != nullptr && generation->IsInt64() &&
+         observed->IsInt64() && generation->GetInt64() == observed->GetInt64();
+}
+
 // DCM's DaemonSet shares the test's namespace (as DCM's namespace): the workloads are the
 // other pods.
 const char* const not_dcm = "app.kubernetes.io/name!=device-config-manager";
@@ -1038,6 +1215,20 @@ int e2e_cluster::healthy_pods(const std::string& app) {
     if (p.healthy())
       ++n;
   return n;
+}
+
+void expect_same_operator(e2e_cluster& c, pid_t pid) {
+  auto& op = c.operator_process();
+  BOOST_TEST(op.alive(), "the operator exited: " << op.state());
+  BOOST_TEST(op.pid() == pid, "the operator runs as pid " << op.pid() << ", not " << pid);
+  const auto instances = c.operator_instances();
+  BOOST_TEST(!instances.empty(), "no Event of the operator about this test's objects");
+  const std::string mark = "_" + std::to_string(pid) + "_";
+  for (const auto& instance : instances)
+    BOOST_TEST(instance.find(mark) != std::string::npos,
+               "an Event about this test's objects from operator " << instance << ", not pid "
+                                                                   << pid);
+  BOOST_TEST(instances.size() <= 1u, instances.size() << " operator identities wrote Events");
 }
 
 // -- sampler --

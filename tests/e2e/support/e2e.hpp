@@ -3,8 +3,9 @@
 // End-to-end test support: one test's own slice of a real cluster (a namespace with
 // DCM's ConfigMap and the payload ConfigMaps, uniquely named simulated nodes that only
 // this test's gpu-sim plays), the operator and gpu-sim as child processes, black-box
-// views of nodes, NodePartitionings and plans, and a sampler thread that checks
-// invariants every 100 ms. Everything is removed again when the cluster object goes.
+// views of nodes, NodePartitionings and plans, the API server's audit log (who wrote
+// what, and when), and a sampler thread that checks invariants every 100 ms. Everything
+// is removed again when the cluster object goes.
 //
 // The operator is driven only through the API, as a user would: JSON in, JSON out, no
 // use of the operator's own types.
@@ -26,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,6 +89,7 @@ public:
   ~child_process();
 
   bool alive();
+  /// Sends `sig`; any but SIGSTOP and SIGCONT counts as asking the process to end.
   void signal(int sig);
   /// SIGKILL and reap.
   void kill_now();
@@ -95,6 +98,9 @@ public:
   pid_t pid() const { return pid_; }
   /// "running (pid N)", "exited with status N", "killed by signal N" or "not started".
   std::string state();
+  /// It has ended, and nobody asked it to (neither stop(), kill_now() nor a signal that
+  /// ends it): a crash, or an exit of its own.
+  bool ended_unasked();
   /// Every thread's stack of a running process (gdb, when installed), for a failure report:
   /// written next to the log; returns that file's path, or "" when it could not be taken.
   std::string dump_stacks();
@@ -107,11 +113,51 @@ private:
   std::string log_path_;
   pid_t pid_ = -1;
   int status_ = -1;
+  bool asked_to_end_ = false;
 };
 
 /// The first lines of an AddressSanitizer, LeakSanitizer, UndefinedBehaviorSanitizer or
 /// ThreadSanitizer report in a child's log; "" when there is none.
 std::string sanitizer_report(const std::string& log_path);
+
+// -- the API server's audit log --
+
+/// One completed request, as the API server's audit log records it (tools/cluster logs
+/// every request that can change something, at Metadata level).
+struct audit_event {
+  std::string verb;
+  std::string user_agent;
+  std::string user;
+  std::string group; // objectRef.apiGroup, "" for the core group
+  std::string resource;
+  std::string subresource;
+  std::string ns;
+  std::string name;
+  int code = 0;
+  /// requestReceivedTimestamp and stageTimestamp as microseconds since the epoch.
+  long long received_us = 0;
+  long long completed_us = 0;
+
+  bool mutating() const;
+  bool succeeded() const { return code >= 200 && code < 300; }
+};
+
+/// The audit log from the moment of construction on
+/// ($GPU_PARTITIONER_CLUSTER_DIR/logs/audit.log).
+class audit_log {
+public:
+  audit_log();
+  /// Every event logged since construction, in file order.
+  std::vector<audit_event> read() const;
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+  long long offset_ = 0;
+};
+
+/// "2026-11-29T18:16:02.123456Z" as microseconds since the epoch; 0 if it does not parse.
+long long parse_micro_time(const std::string& text);
 
 // -- black-box views --
 
@@ -242,6 +288,9 @@ public:
   void kill_operator();
   child_process& operator_process() { return *op_; }
   std::string operator_log(std::size_t lines = 120) const;
+  /// The reportingInstance of every Event the operator wrote about this test's objects
+  /// (each process has an identity of its own: "<host>_<pid>_<random>").
+  std::set<std::string> operator_instances();
 
   // -- the API objects the test creates (removed at the end) --
   /// A PartitioningProfile named <id>-<suffix>, spec as JSON.
@@ -280,6 +329,11 @@ public:
   std::optional<item_view> item(const std::string& plan, const std::string& node);
   /// status.phase of a plan, "" if none.
   std::string plan_phase(const std::string& plan);
+  /// The plan's condition `type` as "Status/Reason: message", "" if absent.
+  std::string plan_condition(const std::string& plan, const std::string& type);
+  /// The plan's status was written for its current spec: status.observedGeneration is
+  /// metadata.generation. What the status says is then the operator's decision on it.
+  bool plan_status_current(const std::string& plan);
   std::vector<pod_view> pods(const std::string& label_selector = {});
   /// Waits for every item of `plan` (expected `count`) to be in `phase`.
   bool await_items(const std::string& plan, std::size_t count, const std::string& phase,
@@ -307,9 +361,12 @@ public:
 private:
   void set_up();
   void tear_down();
+  /// Fails the case, once per process, if the operator ended without the test asking.
+  void check_operator_end(const std::string& when);
 
   std::unique_ptr<child_process> sim_;
   std::unique_ptr<child_process> op_;
+  bool op_end_checked_ = false;
   std::string op_log_;
   std::string time_scale_ = "0.02";
   std::vector<std::string> op_args_;
@@ -317,6 +374,11 @@ private:
   std::vector<std::string> profiles_;
   std::string kubeconfig_;
 };
+
+/// The operator has been one process since it started as `pid`: it still runs as `pid`,
+/// and every Event it wrote about this test's objects names that process (a restart, in
+/// place or not, would write under another identity). Needs at least one such Event.
+void expect_same_operator(e2e_cluster& c, pid_t pid);
 
 /// What the sampler saw at one instant.
 struct sample {

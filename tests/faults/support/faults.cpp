@@ -11,10 +11,8 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -58,89 +56,6 @@ pid_t component_pid(const std::string& component) {
   if (!(in >> pid))
     return -1;
   return static_cast<pid_t>(pid);
-}
-
-// -- the audit log --
-
-bool audit_event::mutating() const {
-  // A review (may I? who am I?) is created as a question: it stores and changes nothing,
-  // and a standby asks one at start (the operator asks whether it may delete pods).
-  if (verb == "create" && resource.size() > 7 &&
-      resource.compare(resource.size() - 7, 7, "reviews") == 0)
-    return false;
-  return verb == "create" || verb == "update" || verb == "patch" || verb == "delete" ||
-         verb == "deletecollection";
-}
-
-long long parse_micro_time(const std::string& text) {
-  // 2026-11-29T18:16:02.123456Z (the fraction may be shorter or absent)
-  std::tm tm{};
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &year, &month, &day, &hour, &minute,
-                  &second) != 6)
-    return 0;
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  long long us = static_cast<long long>(::timegm(&tm)) * 1000000LL;
-  const auto dot = text.find('.');
-  if (dot != std::string::npos) {
-    long long fraction = 0;
-    int digits = 0;
-    for (std::size_t i = dot + 1;
-         i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-      if (digits < 6) {
-        fraction = fraction * 10 + (text[i] - '0');
-        ++digits;
-      }
-    }
-    for (; digits < 6; ++digits)
-      fraction *= 10;
-    us += fraction;
-  }
-  return us;
-}
-
-audit_log::audit_log() : path_(cluster_dir() + "/logs/audit.log") {
-  std::ifstream in(path_, std::ios::ate | std::ios::binary);
-  offset_ = in ? static_cast<long long>(in.tellg()) : 0;
-}
-
-std::vector<audit_event> audit_log::read() const {
-  std::vector<audit_event> out;
-  std::ifstream in(path_, std::ios::binary);
-  BOOST_REQUIRE_MESSAGE(in, "cannot read the audit log " << path_);
-  in.seekg(offset_);
-  std::string line;
-  while (std::getline(in, line)) {
-    rapidjson::Document d;
-    d.Parse(line.c_str());
-    if (d.HasParseError() || !d.IsObject())
-      continue; // a line being written right now
-    audit_event e;
-    using kube::string_at;
-    e.verb = string_at(d, "verb");
-    e.user_agent = string_at(d, "userAgent");
-    if (auto u = d.FindMember("user"); u != d.MemberEnd())
-      e.user = string_at(u->value, "username");
-    if (auto r = d.FindMember("objectRef"); r != d.MemberEnd()) {
-      e.group = string_at(r->value, "apiGroup");
-      e.resource = string_at(r->value, "resource");
-      e.subresource = string_at(r->value, "subresource");
-      e.ns = string_at(r->value, "namespace");
-      e.name = string_at(r->value, "name");
-    }
-    if (auto s = d.FindMember("responseStatus"); s != d.MemberEnd() && s->value.IsObject())
-      if (auto c = s->value.FindMember("code"); c != s->value.MemberEnd() && c->value.IsInt())
-        e.code = c->value.GetInt();
-    e.received_us = parse_micro_time(string_at(d, "requestReceivedTimestamp"));
-    e.completed_us = parse_micro_time(string_at(d, "stageTimestamp"));
-    out.push_back(std::move(e));
-  }
-  return out;
 }
 
 // -- node history --

@@ -1,11 +1,12 @@
 #pragma once
 
 // Support for the fault suite and the soak (tests/faults): what the end-to-end support
-// (tests/e2e/support) does not have. The API server's audit log, read as evidence of who
-// wrote what and when; every state a test's nodes went through, as a watch of its own
-// sees them; the operator's /metrics and resident memory; the cluster's relay for
-// restarting and freezing control-plane components; sizes from the environment.
+// (tests/e2e/support) does not have (the API server's audit log is there): every state a
+// test's nodes went through, as a watch of its own sees them; the operator's /metrics and resident
+// memory; the cluster's relay for restarting and freezing control-plane components; sizes from the
+// environment.
 
+#include "tests/e2e/support/e2e.hpp"
 #include "tests/support/loopback.hpp"
 
 #include "kube/list_watch.hpp"
@@ -47,43 +48,11 @@ bool cluster_request(const std::string& words);
 /// The pid of a control-plane component, from the cluster's run/ directory; -1 if unknown.
 pid_t component_pid(const std::string& component);
 
-// -- the audit log --
+// -- the audit log (tests/e2e/support) --
 
-/// One completed request, as the API server's audit log records it (tools/cluster logs
-/// every request that can change something, at Metadata level).
-struct audit_event {
-  std::string verb;
-  std::string user_agent;
-  std::string user;
-  std::string group; // objectRef.apiGroup, "" for the core group
-  std::string resource;
-  std::string subresource;
-  std::string ns;
-  std::string name;
-  int code = 0;
-  /// requestReceivedTimestamp and stageTimestamp as microseconds since the epoch.
-  long long received_us = 0;
-  long long completed_us = 0;
-
-  bool mutating() const;
-  bool succeeded() const { return code >= 200 && code < 300; }
-};
-
-/// The audit log from the moment of construction on ($GPU_PARTITIONER_CLUSTER_DIR/logs/audit.log).
-class audit_log {
-public:
-  audit_log();
-  /// Every event logged since construction, in file order.
-  std::vector<audit_event> read() const;
-  const std::string& path() const { return path_; }
-
-private:
-  std::string path_;
-  long long offset_ = 0;
-};
-
-/// "2026-11-29T18:16:02.123456Z" as microseconds since the epoch; 0 if it does not parse.
-long long parse_micro_time(const std::string& text);
+using e2e::audit_event;
+using e2e::audit_log;
+using e2e::parse_micro_time;
 
 // -- what the nodes went through --
 
