@@ -257,13 +257,6 @@ std::vector<std::string> crash_lines(const std::string& log) {
   return out;
 }
 
-std::size_t count_of(const std::string& text, const std::string& part) {
-  std::size_t n = 0;
-  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
-    ++n;
-  return n;
-}
-
 // -- the operator's own figures (printed, never asserted: benchmarks own those) --
 
 /// gpu_partitioner_api_requests_total from the operator's /metrics, by "VERB resource" and
@@ -527,6 +520,7 @@ BOOST_AUTO_TEST_CASE(a_payload_edit_after_a_rollout_is_refused_or_run_never_give
                   120s, 200ms),
               c.describe(solo_plan));
   const auto solo_item = c.item(solo_plan, solo_node);
+  BOOST_REQUIRE(solo_item);
   BOOST_TEST(std::count(solo_item->reasons.begin(), solo_item->reasons.end(), "PayloadChanged") ==
              1);
   BOOST_TEST(dcm_holds("solo-cpx") == v2);
@@ -557,7 +551,7 @@ BOOST_AUTO_TEST_CASE(a_payload_edit_after_a_rollout_is_refused_or_run_never_give
   edit_payload("shared", cpx_nps4_json);
   E2E_CHECK(c.await_plan_phase(shared_plan, "Completed", 60s), c.describe(shared_plan));
   for (const auto& i : c.plan_items(shared_plan)) {
-    BOOST_TEST(i.reasons.back() == "AlreadyInTargetState", i.node);
+    BOOST_TEST((!i.reasons.empty() && i.reasons.back() == "AlreadyInTargetState"), i.node);
     BOOST_TEST(std::count(i.reasons.begin(), i.reasons.end(), "Started") == 1, i.node);
   }
   BOOST_TEST(c.operator_process().alive());
@@ -1455,10 +1449,8 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(found.empty(), "the sampler saw:" << all);
   BOOST_TEST(watch.samples() > 0);
 
-  BOOST_TEST(c.operator_process().alive(), "the operator exited");
-  BOOST_TEST(c.operator_process().pid() == operator_pid);
+  expect_same_operator(c, operator_pid);
   const auto log = c.operator_log(1000000);
-  BOOST_TEST(count_of(log, "caches synced") == 1u, "the operator restarted");
   // Control characters in names, messages and annotations reach the log escaped: one
   // record is one line, and no terminal escape is replayed.
   const auto raw = std::find_if(log.begin(), log.end(), [](char ch) {
@@ -1533,9 +1525,10 @@ BOOST_AUTO_TEST_CASE(a_hundred_plans_selecting_every_node_are_each_reported_and_
   const int port = test_support::bound_port(addresses, "metrics", 60s,
                                             [&] { return c.operator_process().alive(); });
   E2E_REQUIRE(port != 0, "the operator reported no metrics port\n" << c.operator_log());
-  E2E_REQUIRE(eventually([&] { return count_of(c.operator_log(100000), "caches synced") == 1; },
+  E2E_REQUIRE(eventually([&] { return test_support::http_get(port, "/readyz", 5).code == 200; },
                          60s, 200ms),
-              "the operator never synced its caches");
+              "the operator never became ready (caches synced):\n"
+                  << c.operator_log(40));
   E2E_REQUIRE(eventually([&] { return !api_requests(port).empty(); }, 10s, 200ms),
               "no /metrics from the operator on port " << port);
   const auto requests_before = api_requests(port);
@@ -1709,10 +1702,8 @@ BOOST_AUTO_TEST_CASE(a_hundred_plans_selecting_every_node_are_each_reported_and_
   const auto requests_after = api_requests(port);
   const long long peak = vm_kib(operator_pid, "VmHWM");
   const long long rss_after = vm_kib(operator_pid, "VmRSS");
-  BOOST_TEST(c.operator_process().alive(), "the operator exited");
-  BOOST_TEST(c.operator_process().pid() == operator_pid);
+  expect_same_operator(c, operator_pid);
   const auto log = c.operator_log(1000000);
-  BOOST_TEST(count_of(log, "caches synced") == 1u, "the operator restarted");
   const auto crashes = crash_lines(log);
   std::string crash_text;
   for (const auto& l : crashes)

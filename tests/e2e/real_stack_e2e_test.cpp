@@ -117,7 +117,7 @@ BOOST_AUTO_TEST_CASE(dcm_sees_a_new_profile_before_its_label_despite_the_config_
   E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 90s), c.describe(plan));
   for (const auto& n : c.nodes) {
     const auto events = c.dcm_events(n);
-    BOOST_TEST(n.size() > 0);
+    BOOST_TEST(!events.empty(), n << ": no Event from DCM");
     BOOST_TEST(std::none_of(events.begin(), events.end(),
                             [](const auto& e) { return contains(e, "NonExistentProfile"); }),
                n << ": " << joined(events));
@@ -257,7 +257,9 @@ BOOST_AUTO_TEST_CASE(dcm_retrying_busy_gpus_keeps_the_node_waiting_until_they_ar
   BOOST_TEST(contains(item->drain, "gpu-agent"), item->drain);
   // Still waiting a few retries later.
   std::this_thread::sleep_for(3s);
-  BOOST_TEST(c.item(plan, a)->phase == "WaitingOperator");
+  item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(item->phase == "WaitingOperator");
   BOOST_REQUIRE(c.api.remove(daemon_sets, c.ns, "gpu-agent"));
   E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 60s), c.describe(plan));
   BOOST_TEST(c.node(a).gpus == 64);
@@ -340,8 +342,9 @@ BOOST_AUTO_TEST_CASE(an_omitted_count_partitions_with_dcm_1_5_and_mixed_styles_a
   E2E_REQUIRE(c.await_plan_phase(first, "Completed", 90s), c.describe(first));
   E2E_REQUIRE(c.await_items(second, 1, "Failed", 60s), c.describe(second));
   BOOST_TEST(c.node(a).gpus == 64);
-  BOOST_TEST(contains(c.item(second, b)->last_error, "PayloadMixedStyles"),
-             c.item(second, b)->last_error);
+  const auto refused = c.item(second, b);
+  BOOST_REQUIRE(refused);
+  BOOST_TEST(contains(refused->last_error, "PayloadMixedStyles"), refused->last_error);
   BOOST_TEST(!c.node(b).unavailable());
 }
 
@@ -365,7 +368,9 @@ BOOST_AUTO_TEST_CASE(a_not_ready_node_waits_in_pending_and_is_partitioned_once_r
                   60s, 200ms),
               c.describe(plan));
   std::this_thread::sleep_for(2s);
-  BOOST_TEST(c.item(plan, a)->phase_or_pending() == "Pending");
+  const auto waiting = c.item(plan, a);
+  BOOST_REQUIRE(waiting);
+  BOOST_TEST(waiting->phase_or_pending() == "Pending");
   BOOST_TEST(!c.node(a).unavailable());
   // The kubelet is back: the node reports Ready, and the run starts.
   c.patch(kube::resources::nodes(), a,
