@@ -207,6 +207,29 @@ bool holds_the_others(e2e_cluster& c, const std::string& plan, const std::string
   return true;
 }
 
+/// After `first` failed: the plan turns Degraded, the operator's decision to start no
+/// further node is on record (holds_the_others), and then, for a while, none starts.
+void expect_degraded_and_no_further_start(e2e_cluster& c, const std::string& plan,
+                                          const std::string& first) {
+  E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
+  // No further node starts: once the operator has said so, watch for a while.
+  E2E_REQUIRE(
+      eventually(
+          [&] { return holds_the_others(c, plan, first, "Degraded", "no further nodes start"); },
+          30s, 200ms),
+      c.plan_condition(plan, "Degraded") << "\n"
+                                         << c.describe(plan));
+  E2E_CHECK(!eventually(
+                [&] {
+                  for (const auto& i : c.plan_items(plan))
+                    if (i.node != first && i.phase_or_pending() != "Pending")
+                      return true;
+                  return false;
+                },
+                4s, 200ms),
+            c.describe(plan));
+}
+
 sampler::check_fn both(sampler::check_fn a, sampler::check_fn b) {
   return [a, b](const sample& s, std::vector<std::string>& v) {
     a(s, v);
@@ -549,23 +572,7 @@ BOOST_AUTO_TEST_CASE(a_pdb_that_never_allows_eviction_times_out_the_drain_and_st
   BOOST_TEST(contains(item->last_error, c.ns + "/pinned-pdb"), item->last_error);
   BOOST_TEST(c.back_in_service(first));
   expect_untouched_or_returned(c, first);
-  E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
-  // No further node starts: once the operator has said so, watch for a while.
-  E2E_REQUIRE(
-      eventually(
-          [&] { return holds_the_others(c, plan, first, "Degraded", "no further nodes start"); },
-          30s, 200ms),
-      c.plan_condition(plan, "Degraded") << "\n"
-                                         << c.describe(plan));
-  E2E_CHECK(!eventually(
-                [&] {
-                  for (const auto& i : c.plan_items(plan))
-                    if (i.node != first && i.phase_or_pending() != "Pending")
-                      return true;
-                  return false;
-                },
-                4s, 200ms),
-            c.describe(plan));
+  expect_degraded_and_no_further_start(c, plan, first);
   expect_no_violations(s);
   BOOST_TEST(c.healthy_pods("pinned") == 1);
   E2E_NOTE("drain timeout: " << seconds_since(t0) << " s");
@@ -598,23 +605,7 @@ BOOST_AUTO_TEST_CASE(a_dcm_failure_fails_the_node_keeps_it_cordoned_and_stops_th
   BOOST_TEST(contains(item->last_error, "DCM reported failure"), item->last_error);
   // DCM's own Event is quoted (the simulator's reason for this fault).
   BOOST_TEST(contains(item->last_error, "AMDSMIAPIFailure"), item->last_error);
-  E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
-  // No further node starts: once the operator has said so, watch for a while.
-  E2E_REQUIRE(
-      eventually(
-          [&] { return holds_the_others(c, plan, first, "Degraded", "no further nodes start"); },
-          30s, 200ms),
-      c.plan_condition(plan, "Degraded") << "\n"
-                                         << c.describe(plan));
-  E2E_CHECK(!eventually(
-                [&] {
-                  for (const auto& i : c.plan_items(plan))
-                    if (i.node != first && i.phase_or_pending() != "Pending")
-                      return true;
-                  return false;
-                },
-                4s, 200ms),
-            c.describe(plan));
+  expect_degraded_and_no_further_start(c, plan, first);
   const auto n = c.node(first);
   BOOST_TEST(n.unschedulable, "the failed node was uncordoned");
   BOOST_TEST(eventually([&] { return !c.node(first).dcm_taint; }, 10s));

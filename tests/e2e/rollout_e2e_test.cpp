@@ -83,21 +83,6 @@ std::string plan_status(e2e_cluster& c, const std::string& plan,
   return {};
 }
 
-/// "Status/Reason: message" of the plan's condition `type`, "" if absent.
-std::string plan_condition(e2e_cluster& c, const std::string& plan, const std::string& type) {
-  auto p = c.get(plans, plan);
-  if (!p)
-    return {};
-  const auto* conditions = kube::find_path(*p, {"status", "conditions"});
-  if (!conditions || !conditions->IsArray())
-    return {};
-  for (const auto& x : conditions->GetArray())
-    if (kube::string_at(x, "type") == type)
-      return kube::string_at(x, "status") + "/" + kube::string_at(x, "reason") + ": " +
-             kube::string_at(x, "message");
-  return {};
-}
-
 /// The reasons of the Events about the plan.
 std::vector<std::string> plan_events(e2e_cluster& c, const std::string& plan) {
   std::vector<std::string> out;
@@ -198,7 +183,7 @@ BOOST_FIXTURE_TEST_CASE(a_window_gates_starts_and_lets_a_node_in_flight_finish, 
                           R"("waitForCompletion":{"podSelector":{"matchLabels":{"app":"trainer"}},)"
                           R"("timeoutSeconds":65})"));
   E2E_REQUIRE(
-      eventually([&] { return contains(plan_condition(c, plan, "OutsideWindow"), "True/"); }, 30s),
+      eventually([&] { return contains(c.plan_condition(plan, "OutsideWindow"), "True/"); }, 30s),
       c.describe(plan));
   BOOST_TEST(plan_status(c, plan, {"window", "nextStart"}) == protocol::format_time(opens));
   // Nothing starts before the window opens.
@@ -212,7 +197,7 @@ BOOST_FIXTURE_TEST_CASE(a_window_gates_starts_and_lets_a_node_in_flight_finish, 
   BOOST_REQUIRE(first);
   BOOST_TEST(first->started_at >= protocol::format_time(opens), first->started_at);
   BOOST_TEST(eventually(
-      [&] { return contains(plan_condition(c, plan, "OutsideWindow"), "False/InsideWindow"); },
+      [&] { return contains(c.plan_condition(plan, "OutsideWindow"), "False/InsideWindow"); },
       10s));
   // a finishes after the window closed; b and c never start.
   E2E_REQUIRE(eventually(
@@ -232,19 +217,19 @@ BOOST_FIXTURE_TEST_CASE(a_window_gates_starts_and_lets_a_node_in_flight_finish, 
   E2E_REQUIRE(eventually(
                   [&] {
                     return c.plan_status_current(plan) &&
-                           contains(plan_condition(c, plan, "Completed"), "1/3 nodes succeeded") &&
-                           contains(plan_condition(c, plan, "OutsideWindow"),
+                           contains(c.plan_condition(plan, "Completed"), "1/3 nodes succeeded") &&
+                           contains(c.plan_condition(plan, "OutsideWindow"),
                                     "True/OutsideWindow") &&
                            plan_status(c, plan, {"window", "nextStart"}) ==
                                protocol::format_time(opens + 24h);
                   },
                   30s),
-              c.describe(plan) << plan_condition(c, plan, "OutsideWindow"));
+              c.describe(plan) << c.plan_condition(plan, "OutsideWindow"));
   std::this_thread::sleep_for(5s);
   const auto items = c.plan_items(plan);
   BOOST_TEST(started(items) == std::vector<std::string>{a}, c.describe(plan));
-  BOOST_TEST(contains(plan_condition(c, plan, "OutsideWindow"), "True/OutsideWindow"),
-             plan_condition(c, plan, "OutsideWindow"));
+  BOOST_TEST(contains(c.plan_condition(plan, "OutsideWindow"), "True/OutsideWindow"),
+             c.plan_condition(plan, "OutsideWindow"));
   BOOST_TEST(plan_status(c, plan, {"window", "nextStart"}) == protocol::format_time(opens + 24h));
   BOOST_TEST(!c.node(a).unavailable());
 }
@@ -296,7 +281,7 @@ BOOST_FIXTURE_TEST_CASE(a_canary_passes_its_soak_and_promotes_itself, fixture, *
     if (i.node != c.nodes[0])
       BOOST_TEST(i.started_at >= passed_at, i.node << " started at " << i.started_at);
   BOOST_TEST(has(plan_events(c, plan), "CanaryPassed"));
-  BOOST_TEST(contains(plan_condition(c, plan, "Canary"), "True/"));
+  BOOST_TEST(contains(c.plan_condition(plan, "Canary"), "True/"));
 }
 
 // A manual canary waits after its soak until `kubectl partitioning promote`.
@@ -336,8 +321,8 @@ BOOST_FIXTURE_TEST_CASE(a_failed_canary_stops_the_plan_untouched, fixture, *utf:
                   },
                   120s),
               c.describe(plan));
-  BOOST_TEST(contains(plan_condition(c, plan, "Degraded"), "True/CanaryFailed"),
-             plan_condition(c, plan, "Degraded"));
+  BOOST_TEST(contains(c.plan_condition(plan, "Degraded"), "True/CanaryFailed"),
+             c.plan_condition(plan, "Degraded"));
   BOOST_TEST(contains(plan_status(c, plan, {"canary", "message"}), c.nodes[0]));
   std::this_thread::sleep_for(5s);
   BOOST_TEST(started(c.plan_items(plan)) == std::vector<std::string>{c.nodes[0]}, c.describe(plan));
@@ -369,8 +354,8 @@ BOOST_FIXTURE_TEST_CASE(max_failures_one_lets_the_rest_complete, fixture, *utf::
   BOOST_REQUIRE(failing);
   BOOST_TEST(failing->phase == "Failed");
   E2E_REQUIRE(eventually([&] { return c.plan_phase(plan) == "Degraded"; }, 30s), c.describe(plan));
-  BOOST_TEST(contains(plan_condition(c, plan, "Degraded"), "within maxFailures (1)"),
-             plan_condition(c, plan, "Degraded"));
+  BOOST_TEST(contains(c.plan_condition(plan, "Degraded"), "within maxFailures (1)"),
+             c.plan_condition(plan, "Degraded"));
   BOOST_TEST(c.back_in_service(c.nodes[0]));
   BOOST_TEST(c.back_in_service(c.nodes[2]));
   const auto a = c.item(plan, c.nodes[0]);
@@ -411,11 +396,11 @@ BOOST_FIXTURE_TEST_CASE(a_dry_run_previews_the_canary_and_the_window, fixture, *
   const auto invalid = c.create_plan("empty-window", plan_spec(c, profile, 3, window(start_at)));
   E2E_REQUIRE(eventually(
                   [&] {
-                    return contains(plan_condition(c, invalid, "Invalid"),
+                    return contains(c.plan_condition(invalid, "Invalid"),
                                     "spec.rollout.windows[0]: start and end are both");
                   },
                   30s),
-              plan_condition(c, invalid, "Invalid"));
+              c.plan_condition(invalid, "Invalid"));
   c.delete_plan(invalid);
   auto dry = plan_spec(c, profile, 3, window(end_at));
   dry.insert(1, R"("dryRun":true,)");
@@ -430,7 +415,7 @@ BOOST_FIXTURE_TEST_CASE(a_dry_run_previews_the_canary_and_the_window, fixture, *
   BOOST_TEST(contains(plan_status(c, plan, {"canary", "message"}), "dry run"));
   BOOST_TEST(plan_status(c, plan, {"window", "open"}) == "false");
   BOOST_TEST(!plan_status(c, plan, {"window", "nextStart"}).empty());
-  BOOST_TEST(contains(plan_condition(c, plan, "OutsideWindow"), "True/OutsideWindow"));
+  BOOST_TEST(contains(c.plan_condition(plan, "OutsideWindow"), "True/OutsideWindow"));
   std::this_thread::sleep_for(3s);
   BOOST_TEST(started(c.plan_items(plan)).empty());
   for (std::size_t i = 0; i < c.nodes.size(); ++i)
