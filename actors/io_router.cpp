@@ -40,7 +40,13 @@ io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> ex
     s->idle.push_back(std::move(x));
   }
   // An executor that answered takes the oldest waiting request, or waits for the next.
-  auto release = [s](const io_actor& x) {
+  // Waiting requests hold `release`, so it holds the state weakly: a strong hold would be
+  // a cycle (state, request, release, state) that outlives the pool when it stops with
+  // requests still waiting.
+  auto release = [weak = std::weak_ptr<state>(s)](const io_actor& x) {
+    const auto s = weak.lock();
+    if (!s)
+      return;
     if (s->waiting.empty()) {
       s->idle.push_back(x);
       return;

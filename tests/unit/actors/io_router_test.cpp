@@ -256,4 +256,21 @@ BOOST_FIXTURE_TEST_CASE(the_executors_go_with_the_pool, actor_fixture) {
   BOOST_TEST(wb->down);
 }
 
+// Requests still waiting when the pool stops go with it. In the ASan build (tools/test)
+// LeakSanitizer fails this binary if they do not: each held the pool's state.
+BOOST_FIXTURE_TEST_CASE(requests_still_waiting_go_with_the_pool, actor_fixture) {
+  auto st = holding();
+  auto x = spawn(io_double, st);
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{x});
+  auto answers = std::make_shared<int>(0);
+  spawn(requester, pool, std::vector<std::string>{"gpu-1", "gpu-2", "gpu-3"}, answers);
+  sched.run();
+  BOOST_TEST(st->node_requests.size() == 1u);
+  auto down = watch(pool);
+  caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+  sched.run();
+  BOOST_TEST(down->down);
+  BOOST_TEST(*answers == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
