@@ -207,27 +207,30 @@ bool holds_the_others(e2e_cluster& c, const std::string& plan, const std::string
   return true;
 }
 
-/// After `first` failed: the plan turns Degraded, the operator's decision to start no
-/// further node is on record (holds_the_others), and then, for a while, none starts.
-void expect_degraded_and_no_further_start(e2e_cluster& c, const std::string& plan,
-                                          const std::string& first) {
-  E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
-  // No further node starts: once the operator has said so, watch for a while.
-  E2E_REQUIRE(
-      eventually(
-          [&] { return holds_the_others(c, plan, first, "Degraded", "no further nodes start"); },
-          30s, 200ms),
-      c.plan_condition(plan, "Degraded") << "\n"
-                                         << c.describe(plan));
+/// The operator's decision to start no node but `except` is on record (holds_the_others,
+/// with condition `type` saying `says`), and then, for a while, no other node starts.
+void expect_the_others_held(e2e_cluster& c, const std::string& plan, const std::string& except,
+                            const std::string& type, const std::string& says) {
+  E2E_REQUIRE(eventually([&] { return holds_the_others(c, plan, except, type, says); }, 30s, 200ms),
+              c.plan_condition(plan, type) << "\n"
+                                           << c.describe(plan));
   E2E_CHECK(!eventually(
                 [&] {
                   for (const auto& i : c.plan_items(plan))
-                    if (i.node != first && i.phase_or_pending() != "Pending")
+                    if (i.node != except && i.phase_or_pending() != "Pending")
                       return true;
                   return false;
                 },
                 4s, 200ms),
             c.describe(plan));
+}
+
+/// After `first` failed: the plan turns Degraded and, once the operator has said so, no
+/// further node starts.
+void expect_degraded_and_no_further_start(e2e_cluster& c, const std::string& plan,
+                                          const std::string& first) {
+  E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
+  expect_the_others_held(c, plan, first, "Degraded", "no further nodes start");
 }
 
 sampler::check_fn both(sampler::check_fn a, sampler::check_fn b) {
@@ -677,21 +680,7 @@ BOOST_AUTO_TEST_CASE(an_admin_cordoned_node_is_partitioned_stays_cordoned_and_ho
   expect_partitioned(c, admin, "cpx-nps4", 64, /*cordoned=*/true);
   // Still cordoned, so still unavailable: the others keep waiting. Once the operator has
   // counted the success and told them to wait, watch for a while.
-  E2E_REQUIRE(
-      eventually(
-          [&] { return holds_the_others(c, plan, admin, "Completed", "1/3 nodes succeeded"); }, 30s,
-          200ms),
-      c.plan_condition(plan, "Completed") << "\n"
-                                          << c.describe(plan));
-  E2E_CHECK(!eventually(
-                [&] {
-                  for (const auto& i : c.plan_items(plan))
-                    if (i.node != admin && i.phase_or_pending() != "Pending")
-                      return true;
-                  return false;
-                },
-                4s, 200ms),
-            c.describe(plan));
+  expect_the_others_held(c, plan, admin, "Completed", "1/3 nodes succeeded");
   expect_no_violations(s);
   // The admin uncordons: the rest of the rollout proceeds.
   c.patch(kube::resources::nodes(), admin, R"({"spec":{"unschedulable":false}})");
