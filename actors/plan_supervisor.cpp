@@ -4,6 +4,7 @@
 #include "actors/messages.hpp"
 #include "actors/node_worker.hpp"
 #include "actors/operator_metrics.hpp"
+#include "controller/canary_needs.hpp"
 #include "controller/item_reconcile.hpp"
 #include "controller/plan_items.hpp"
 #include "controller/plan_resolution.hpp"
@@ -299,6 +300,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           gin.hashes = s->hashes;
           gin.previous = s->last_status.canary;
           gin.now = protocol::wall_clock::now();
+          controller::canary_needs needs(*plan, *view, dcm, gin.now);
+          gin.need = std::ref(needs);
           auto gate = controller::decide_gate(gin);
           std::set<std::string> canary_nodes;
           if (gate.canary)

@@ -5,6 +5,7 @@
 // awaits promotion.
 #include "actors/crd_resources.hpp"
 #include "cli/partitioning_cli.hpp"
+#include "controller/rollout_gate.hpp"
 #include "kube/client.hpp"
 #include "kube/config.hpp"
 #include "kube/credentials.hpp"
@@ -21,6 +22,7 @@ namespace cli = gpu_partitioner::cli;
 namespace kube = gpu_partitioner::kube;
 namespace protocol = gpu_partitioner::protocol;
 namespace actors = gpu_partitioner::actors;
+namespace controller = gpu_partitioner::controller;
 
 namespace {
 
@@ -153,7 +155,8 @@ int run(const cli::command& c, kube::client& client) {
       return fail(plan.error().describe());
     if (auto refusal = cli::promote_refusal(plan.value()))
       return fail("not promoting the canary of plan " + c.plan + ": " + *refusal);
-    const std::string key = plan.value().status.canary->key;
+    const auto& canary = *plan.value().status.canary;
+    const std::string key = controller::promotion_of(canary.key, canary.generation);
     auto done = client.patch(plans, {}, c.plan, kube::patch_type::merge, cli::promote_patch(key),
                              {"kubectl-partitioning", false, {}});
     if (!done)

@@ -467,9 +467,9 @@ std::optional<std::string> promote_refusal(const protocol::partitioning_plan& pl
   return "its canary's phase is unknown";
 }
 
-std::string promote_patch(const std::string& key) {
+std::string promote_patch(const std::string& promotion) {
   std::string value;
-  for (char ch : key) {
+  for (char ch : promotion) {
     if (ch == '"' || ch == '\\') {
       value += '\\';
       value += ch;

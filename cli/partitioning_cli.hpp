@@ -72,7 +72,8 @@ std::string retry_patch(protocol::wall_clock::time_point now);
 /// AwaitingPromotion, reported for the generation the plan has, is promoted.
 std::optional<std::string> promote_refusal(const protocol::partitioning_plan& plan);
 
-/// The merge patch that promotes the canary whose status.canary.key is `key`.
-std::string promote_patch(const std::string& key);
+/// The merge patch that sets the promote-canary annotation to `promotion`
+/// (controller::promotion_of the canary's key and generation).
+std::string promote_patch(const std::string& promotion);
 
 } // namespace gpu_partitioner::cli

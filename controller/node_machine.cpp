@@ -142,15 +142,6 @@ bool gpus_unsettled(const protocol::node_partitioning_status& st) {
   return false;
 }
 
-// The profile's payload is no longer the one the node's last run gave DCM (or was to
-// give): a payload is part of what a run is, so an edit of its ConfigMap is a new run,
-// never a silent one. Unknown either way (no payload now, or a run from before payloads
-// were recorded) is no change.
-bool payload_changed(const node_inputs& in, const protocol::node_partitioning_status& st) {
-  return !in.profile.payload_hash.empty() && !st.observed_payload_hash.empty() &&
-         in.profile.payload_hash != st.observed_payload_hash;
-}
-
 // Whether the current run got past Pending, so it may have cordoned or tainted the node:
 // a run that never started (a preflight failure, a plan gone before its turn) has nothing
 // of its own to undo and leaves the node as it found it.

@@ -170,20 +170,24 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
   // reported and the rest goes on.
   const bool canary_failed = st.canary && st.canary->phase == protocol::canary_phase::failed;
   const bool stopped = st.nodes.failed > gate.max_failures || canary_failed;
-  set_condition(st, protocol::plan_condition::degraded, st.nodes.failed > 0,
-                canary_failed         ? "CanaryFailed"
-                : st.nodes.failed > 0 ? "NodesFailed"
-                                      : "NoFailures",
-                st.nodes.failed > 0
-                    ? "failed: " + listed(failed_nodes) +
-                          (canary_failed ? "; the canary failed: no further nodes start"
-                           : stopped
-                               ? "; no further nodes start (maxFailures " +
-                                     std::to_string(gate.max_failures) + ")"
-                               : "; within maxFailures (" + std::to_string(gate.max_failures) +
-                                     "): the rollout goes on")
-                    : "no node failed",
-                now, gen);
+  // A failed canary degrades the plan even once its failed node has left the plan: what
+  // it found still holds for the nodes that remain.
+  set_condition(
+      st, protocol::plan_condition::degraded, st.nodes.failed > 0 || canary_failed,
+      canary_failed         ? "CanaryFailed"
+      : st.nodes.failed > 0 ? "NodesFailed"
+                            : "NoFailures",
+      st.nodes.failed > 0
+          ? "failed: " + listed(failed_nodes) +
+                (canary_failed ? "; the canary failed: no further nodes start"
+                 : stopped     ? "; no further nodes start (maxFailures " +
+                                 std::to_string(gate.max_failures) + ")"
+                           : "; within maxFailures (" + std::to_string(gate.max_failures) +
+                                 "): the rollout goes on")
+      : canary_failed
+          ? "the canary failed (" + listed(st.canary->failed_nodes) + "): no further nodes start"
+          : "no node failed",
+      now, gen);
   if (st.window) {
     std::string message =
         gate.outside_window.empty()
@@ -228,7 +232,7 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
       st.nodes.succeeded + st.nodes.failed == st.nodes.total && st.nodes.soaking == 0;
   if (!resolution.problems.empty())
     st.phase = plan_phase::degraded;
-  else if (st.nodes.failed > 0 && (stopped || nothing_left))
+  else if ((st.nodes.failed > 0 && (stopped || nothing_left)) || canary_failed)
     st.phase = plan_phase::degraded;
   else if (complete)
     st.phase = plan_phase::completed;

@@ -53,6 +53,10 @@ std::string canary_key(const std::map<std::string, std::string>& hashes) {
   return protocol::sha256_hex(joined).substr(0, 16);
 }
 
+std::string promotion_of(const std::string& key, std::int64_t generation) {
+  return key + "@" + std::to_string(generation);
+}
+
 item_rollout item_rollout_of(const protocol::rollout_policy& rollout, const std::string& node,
                              const std::set<std::string>& canary_nodes) {
   item_rollout out;
@@ -75,30 +79,18 @@ const protocol::condition* condition_of(const protocol::node_partitioning& item,
   return nullptr;
 }
 
-// The item's worker has looked at it under its current spec: it has a phase, and a
-// Pending one has said whether it may start.
-bool heard_from(const protocol::node_partitioning& item) {
-  if (!item.status.phase)
-    return false;
-  if (*item.status.phase != node_phase::pending)
-    return true;
-  return condition_of(item, protocol::node_condition::started) != nullptr ||
-         condition_of(item, protocol::node_condition::preflight) != nullptr ||
-         condition_of(item, protocol::node_condition::dry_run) != nullptr;
+// A node whose item found it in the target state under the desired state: nothing was
+// run on it, so it teaches the canary nothing.
+bool untouched_success(const protocol::node_partitioning& item, const std::string& wanted_hash) {
+  return item.status.phase == node_phase::succeeded && item.status.observed_hash == wanted_hash &&
+         !item.status.history.empty() &&
+         item.status.history.back().reason == "AlreadyInTargetState";
 }
 
-// Waiting for a token under the desired state it should have: a node the canary can try.
-bool candidate(const protocol::node_partitioning& item, const std::string& wanted_hash) {
-  if (item.spec.desired_hash != wanted_hash || item.metadata.deletion_timestamp)
-    return false;
-  if (item.status.phase.value_or(node_phase::pending) != node_phase::pending)
-    return false;
-  // A dry run's node that would start: its preview found nothing in the way.
-  if (item.spec.dry_run)
-    return item.status.preview && !item.status.preview->already_in_target_state &&
-           item.status.preview->findings.empty();
-  const auto* started = condition_of(item, protocol::node_condition::started);
-  return started && started->reason == "WaitingForToken";
+// A run that stopped at preflight under the desired state: nothing was disturbed, and it
+// clears itself once the cause is fixed.
+bool preflight_failure(const protocol::node_partitioning& item) {
+  return !item.status.history.empty() && item.status.history.back().reason == "PreflightFailed";
 }
 
 // A canary node that has done its part: Succeeded on the desired state, soaked, Ready.
@@ -121,15 +113,30 @@ struct canary_outcome {
   std::optional<protocol::wall_clock::time_point> wake;
 };
 
+// The canary's state carried over from the last decision: the same desired state, and
+// not a failed canary the plan has been changed since (a changed plan begins it again).
+protocol::canary_status carried(const gate_inputs& in, const std::string& key) {
+  const auto generation = in.plan->metadata.generation;
+  if (in.previous && in.previous->key == key &&
+      !(in.previous->phase == canary_phase::failed && in.previous->generation != 0 &&
+        in.previous->generation < generation)) {
+    auto st = *in.previous;
+    if (st.generation == 0) // written before canaries named their generation
+      st.generation = generation;
+    return st;
+  }
+  protocol::canary_status st;
+  st.key = key;
+  st.generation = generation;
+  return st;
+}
+
 canary_outcome decide_canary(const gate_inputs& in, const protocol::canary_policy& policy) {
   const auto& plan = *in.plan;
   canary_outcome out;
   auto& st = out.status;
   const std::string key = canary_key(in.hashes);
-  if (in.previous && in.previous->key == key)
-    st = *in.previous;
-  else
-    st.key = key;
+  st = carried(in, key);
   if (st.phase == canary_phase::passed)
     return out;
 
@@ -148,24 +155,57 @@ canary_outcome decide_canary(const gate_inputs& in, const protocol::canary_polic
     auto it = in.nodes->find(name);
     return it == in.nodes->end() ? nullptr : it->second.get();
   };
-
-  // The canary's nodes, chosen once per key: those still in the plan.
-  std::vector<std::string> members;
-  for (const auto& n : st.nodes)
-    if (by_node.count(n))
-      members.push_back(n);
   out.only = std::set<std::string>{};
-  if (members.empty()) {
-    for (const auto& sel : in.resolution->selected) {
-      const auto* item = item_of(sel.node);
-      if (!item || !heard_from(*item)) {
-        st.phase = canary_phase::selecting;
-        st.message = "waiting for every node's preflight before choosing the canary";
-        st.nodes.clear();
-        return out;
-      }
+
+  // A failed node stays failed until it is retried (its item left Failed through a retry),
+  // whatever else happens to it: relabelled out of the plan, deleted or replaced, it is
+  // still the canary's verdict. Only a change of the plan begins the canary again.
+  std::vector<std::string> failed;
+  for (const auto& n : st.failed_nodes) {
+    const auto sel = by_node.find(n);
+    const auto* item = sel == by_node.end() ? nullptr : item_of(n);
+    const bool retried =
+        item && item->status.phase != node_phase::failed &&
+        std::any_of(item->status.history.begin(), item->status.history.end(),
+                    [](const protocol::node_transition& t) { return t.reason == "Retry"; });
+    if (!retried)
+      failed.push_back(n);
+  }
+  st.failed_nodes = failed;
+
+  // The canary's nodes, chosen once per key: those still in the plan that a run may still
+  // teach something (a node found already in its target state teaches nothing).
+  std::vector<std::string> members;
+  for (const auto& n : st.nodes) {
+    auto sel = by_node.find(n);
+    if (sel == by_node.end()) {
+      if (std::count(failed.begin(), failed.end(), n))
+        members.push_back(n);
+      continue;
     }
+    const auto* item = item_of(n);
+    if (item && item->spec.desired_hash == wanted(*sel->second) &&
+        untouched_success(*item, wanted(*sel->second)))
+      continue;
+    members.push_back(n);
+  }
+  if (members.empty() && failed.empty()) {
+    // Chosen from what a run would do to each node now, not from the items: after a spec
+    // change they still show the old desired state until their updates land.
     std::vector<std::string> chosen;
+    std::size_t needing = 0;
+    std::string blocked;
+    auto takes = [&](const selected_node& sel) {
+      const auto need = in.need ? in.need(sel) : node_need{};
+      if (!need.change)
+        return false;
+      ++needing;
+      if (need.blocked.empty())
+        return true;
+      if (blocked.empty())
+        blocked = sel.node + ": " + need.blocked;
+      return false;
+    };
     if (policy.selector) {
       bool any = false;
       for (const auto& sel : in.resolution->selected) {
@@ -173,7 +213,7 @@ canary_outcome decide_canary(const gate_inputs& in, const protocol::canary_polic
         if (!node || !matches(*policy.selector, node->labels))
           continue;
         any = true;
-        if (candidate(*item_of(sel.node), wanted(sel)))
+        if (takes(sel))
           chosen.push_back(sel.node);
       }
       if (!any) {
@@ -192,7 +232,7 @@ canary_outcome decide_canary(const gate_inputs& in, const protocol::canary_polic
       for (const auto& sel : in.resolution->selected) {
         if (taken[sel.entry] >= size.resolve(per_entry[sel.entry]))
           continue;
-        if (candidate(*item_of(sel.node), wanted(sel))) {
+        if (takes(sel)) {
           chosen.push_back(sel.node);
           ++taken[sel.entry];
         }
@@ -200,46 +240,67 @@ canary_outcome decide_canary(const gate_inputs& in, const protocol::canary_polic
     }
     if (chosen.size() > protocol::canary_status::nodes_limit)
       chosen.resize(protocol::canary_status::nodes_limit);
+    if (chosen.empty() && needing > 0) {
+      // Never passed untried: the nodes that need a change wait for one to be able to start.
+      st.phase = canary_phase::selecting;
+      st.message = std::to_string(needing) +
+                   " node(s) the canary may take need a change, and none can start yet (" +
+                   blocked + "); no node starts until one can";
+      st.nodes.clear();
+      return out;
+    }
     if (chosen.empty()) {
       st.phase = canary_phase::passed;
       st.passed_at = protocol::format_time(in.now);
-      st.message = "no canary node needs a change: nothing to test";
+      st.message = "no node the canary may take needs a change: nothing to test";
+      st.nodes.clear();
       out.only.reset();
       return out;
     }
-    st.nodes = chosen;
     members = chosen;
   }
   st.nodes = members;
 
-  std::vector<std::string> failed, waiting;
+  std::vector<std::string> waiting, reasons;
+  for (const auto& n : failed)
+    reasons.push_back(n + (by_node.count(n) ? "" : " (no longer in the plan)"));
   std::optional<protocol::wall_clock::time_point> soak_ends;
   for (const auto& n : members) {
+    auto sel = by_node.find(n);
+    if (sel == by_node.end())
+      continue; // a failed node that left the plan, counted above
+    const auto want = wanted(*sel->second);
     const auto* item = item_of(n);
-    if (!item) {
+    // Its item has not caught up with the desired state yet: it waits for the update.
+    if (!item || item->spec.desired_hash != want) {
       waiting.push_back(n);
       continue;
     }
-    if (item->status.phase == node_phase::failed) {
-      failed.push_back(
-          n + (item->status.last_error.empty() ? "" : " (" + item->status.last_error + ")"));
+    if (item->status.phase == node_phase::failed && item->status.observed_hash == want &&
+        !preflight_failure(*item)) {
+      if (!std::count(failed.begin(), failed.end(), n)) {
+        failed.push_back(n);
+        reasons.push_back(
+            n + (item->status.last_error.empty() ? "" : " (" + item->status.last_error + ")"));
+      }
       continue;
     }
     if (auto end = soak_end(*item))
       soak_ends = soak_ends ? std::max(*soak_ends, *end) : *end;
-    if (!canary_done(*item, node_of(n), wanted(*by_node.at(n))))
+    if (!canary_done(*item, node_of(n), want))
       waiting.push_back(n);
     // A canary node starts only once its item says it is one (with its soak).
     if (item->spec.canary)
       out.only->insert(item->metadata.name);
   }
+  st.failed_nodes = failed;
   st.soak_ends = soak_ends ? protocol::format_time(*soak_ends) : std::string();
   if (soak_ends && *soak_ends > in.now)
     out.wake = *soak_ends;
   if (!failed.empty()) {
     st.phase = canary_phase::failed;
     // Cut short: the message is also the Canary condition's, which holds 32 KiB.
-    st.message = "canary node(s) failed: " + listed(failed) +
+    st.message = "canary node(s) failed: " + listed(reasons) +
                  "; no other node starts (retry a failed node, or change the plan)";
     out.only = std::set<std::string>{};
     return out;
@@ -260,7 +321,8 @@ canary_outcome decide_canary(const gate_inputs& in, const protocol::canary_polic
   }
   if (policy.promotion_mode() == protocol::canary_promotion::manual) {
     auto promoted = plan.metadata.annotations.find(protocol::promote_canary_annotation);
-    if (promoted == plan.metadata.annotations.end() || promoted->second != key) {
+    if (promoted == plan.metadata.annotations.end() ||
+        promoted->second != promotion_of(st.key, st.generation)) {
       st.phase = canary_phase::awaiting_promotion;
       st.message = "the canary passed its soak; promote it with `kubectl partitioning promote " +
                    plan.metadata.name + "`";

@@ -13,6 +13,7 @@
 #include "protocol/partitioning_plan.hpp"
 #include "protocol/timestamp.hpp"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -45,6 +46,19 @@ struct item_rollout {
 item_rollout item_rollout_of(const protocol::rollout_policy& rollout, const std::string& node,
                              const std::set<std::string>& canary_nodes);
 
+/// What a run under the plan's desired state would do to one of its nodes (canary_needs
+/// works it out from the view).
+struct node_need {
+  /// The run would change the node: it does not run its profile yet.
+  bool change = false;
+  /// Why it cannot start now (empty: it can).
+  std::string blocked;
+};
+
+/// The value of the promote-canary annotation that promotes the canary `key` chosen at
+/// plan generation `generation`: a promotion names one rollout and promotes nothing else.
+std::string promotion_of(const std::string& key, std::int64_t generation);
+
 struct gate_inputs {
   const protocol::partitioning_plan* plan = nullptr;
   const plan_resolution* resolution = nullptr;
@@ -55,6 +69,8 @@ struct gate_inputs {
   std::map<std::string, std::string> hashes;
   /// The canary as last written (the plan's status may lag our writes).
   std::optional<protocol::canary_status> previous;
+  /// What a run would do to a selected node, asked while the canary chooses its nodes.
+  std::function<node_need(const selected_node&)> need;
   protocol::wall_clock::time_point now{};
 };
 

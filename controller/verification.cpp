@@ -128,4 +128,9 @@ bool in_target_state(const node_inputs& in) {
          verification_gap(in).empty();
 }
 
+bool payload_changed(const node_inputs& in, const protocol::node_partitioning_status& st) {
+  return !in.profile.payload_hash.empty() && !st.observed_payload_hash.empty() &&
+         in.profile.payload_hash != st.observed_payload_hash;
+}
+
 } // namespace gpu_partitioner::controller

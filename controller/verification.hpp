@@ -18,4 +18,10 @@ std::string verification_gap(const node_inputs& in);
 /// success, nothing missing to verify, and no taint, cordon or DeviceTaintRule of ours.
 bool in_target_state(const node_inputs& in);
 
+/// The profile's payload is no longer the one the node's last run (recorded in `st`) gave
+/// DCM or was to give: a payload is part of what a run is, so an edit of its ConfigMap is a
+/// new run, never a silent one. Unknown either way (no payload now, or a run from before
+/// payloads were recorded) is no change.
+bool payload_changed(const node_inputs& in, const protocol::node_partitioning_status& st);
+
 } // namespace gpu_partitioner::controller

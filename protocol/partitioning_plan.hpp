@@ -289,9 +289,14 @@ struct canary_status {
 
   /// Which desired state the canary tests: a new profile or policy is a new canary.
   std::string key;
+  /// The plan's generation when this canary began: with the key, the rollout a promotion
+  /// names. A failed canary begins again with the plan's next generation.
+  std::int64_t generation = 0;
   std::optional<canary_phase> phase;
   /// The canary's nodes, chosen once per key.
   std::vector<std::string> nodes;
+  /// Canary nodes that failed and have not been retried since.
+  std::vector<std::string> failed_nodes;
   /// When the last canary node's soak ends (or ended).
   std::string soak_ends;
   std::string passed_at;
@@ -300,11 +305,12 @@ struct canary_status {
 
 constexpr auto describe(codec::tag<canary_status>) {
   using T = canary_status;
-  return std::make_tuple(codec::field("key", &T::key), codec::field("phase", &T::phase),
-                         codec::field("nodes", &T::nodes).max_items(T::nodes_limit),
-                         codec::field("soakEnds", &T::soak_ends).date_time(),
-                         codec::field("passedAt", &T::passed_at).date_time(),
-                         codec::field("message", &T::message));
+  return std::make_tuple(
+      codec::field("key", &T::key), codec::field("generation", &T::generation).minimum(0),
+      codec::field("phase", &T::phase), codec::field("nodes", &T::nodes).max_items(T::nodes_limit),
+      codec::field("failedNodes", &T::failed_nodes).max_items(T::nodes_limit),
+      codec::field("soakEnds", &T::soak_ends).date_time(),
+      codec::field("passedAt", &T::passed_at).date_time(), codec::field("message", &T::message));
 }
 
 struct partitioning_plan_status {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +29,9 @@ namespace {
 const char* cpx_nps4 = R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
                        R"("memoryPartition":"NPS4","numGPUsAssigned":8}]})";
 
+const char* spx_nps1 = R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"SPX",)"
+                       R"("memoryPartition":"NPS1","numGPUsAssigned":8}]})";
+
 node_spec with_fault(const std::string& fault) {
   node_spec s;
   s.fault = fault;
@@ -40,6 +44,21 @@ std::string profile_spec(const e2e_cluster& c) {
          R"("verification":{"timeoutSeconds":20},"operatorPayload":{"kind":"ConfigMap",)"
          R"("name":"cpx","namespace":)" +
          quoted(c.ns) + R"(,"profileName":)" + quoted("e2e-cpx-" + c.key) + "}}";
+}
+
+/// A profile of whole GPUs (SPX, NPS1): 8 per node.
+std::string spx_profile_spec(const e2e_cluster& c) {
+  return R"({"targetSelector":{"matchLabels":{"gpu.vendor":"amd","gpu.family":"mi300x"}},)"
+         R"("expectedResources":[{"name":"amd.com/gpu","count":8}],)"
+         R"("verification":{"timeoutSeconds":20},"operatorPayload":{"kind":"ConfigMap",)"
+         R"("name":"spx","namespace":)" +
+         quoted(c.ns) + R"(,"profileName":)" + quoted("e2e-spx-" + c.key) + "}}";
+}
+
+/// The merge patch that points the plan's one entry at `profile`.
+std::string point_at(const e2e_cluster& c, const std::string& profile) {
+  return R"({"spec":{"partitionings":[{"name":"all","selector":)" + c.selector() +
+         R"(,"profileRef":{"kind":"PartitioningProfile","name":)" + quoted(profile) + "}}]}}";
 }
 
 /// One entry over the test's nodes; `rollout` is more of spec.rollout.
@@ -306,6 +325,66 @@ BOOST_FIXTURE_TEST_CASE(a_manual_canary_waits_for_promote, fixture, *utf::timeou
   BOOST_TEST(plan_status(c, plan, {"canary", "phase"}) == "Passed");
 }
 
+// A plan's second rollout has a canary and a promotion of its own: a manual canary passes
+// and is promoted, the plan completes; then it names another profile. A new canary is
+// chosen, only its node is run again, and the rest wait for a promotion of this rollout
+// (the first promotion, still on the plan, does not count).
+BOOST_FIXTURE_TEST_CASE(a_second_rollout_has_a_canary_and_a_promotion_of_its_own, fixture,
+                        *utf::timeout(420)) {
+  start({"", "", ""});
+  const auto plan = c.create_plan(
+      "again", plan_spec(c, profile, 3, R"("canary":{"nodes":1,"promotion":"Manual"})"));
+  auto awaiting = [&] {
+    return c.plan_status_current(plan) &&
+           plan_status(c, plan, {"canary", "phase"}) == "AwaitingPromotion";
+  };
+  E2E_REQUIRE(eventually(awaiting, 120s), c.describe(plan));
+  auto out = run_plugin({"promote", plan});
+  BOOST_TEST_REQUIRE(out.status == 0, out.output);
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
+  const auto first_key = plan_status(c, plan, {"canary", "key"});
+  std::map<std::string, std::string> first_start;
+  for (const auto& i : c.plan_items(plan))
+    first_start[i.node] = i.started_at;
+  BOOST_TEST_REQUIRE(first_start.size() == 3u);
+
+  c.create_payload("spx", spx_nps1);
+  const auto spx = c.create_profile("spx", spx_profile_spec(c));
+  c.patch(plans, plan, point_at(c, spx));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    return awaiting() && plan_status(c, plan, {"canary", "key"}) != first_key;
+                  },
+                  180s),
+              c.describe(plan) << plan_status(c, plan, {"canary", "message"}));
+  const auto canary = plan_status(c, plan, {"canary", "nodes"});
+  BOOST_TEST(canary == c.nodes[0]);
+  // Held: only the canary ran again.
+  std::this_thread::sleep_for(5s);
+  BOOST_TEST(plan_status(c, plan, {"canary", "phase"}) == "AwaitingPromotion");
+  for (const auto& i : c.plan_items(plan)) {
+    if (i.node == canary) {
+      BOOST_TEST(i.started_at > first_start[i.node], i.node << " " << i.started_at);
+      BOOST_TEST(i.phase == "Succeeded");
+    } else {
+      BOOST_TEST(i.started_at == first_start[i.node], i.node << " started again");
+      BOOST_TEST(i.phase_or_pending() == "Pending", i.node << " is " << i.phase);
+    }
+  }
+  out = run_plugin({"promote", plan});
+  BOOST_TEST_REQUIRE(out.status == 0, out.output);
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    return c.plan_status_current(plan) && c.plan_phase(plan) == "Completed" &&
+                           c.await_items(plan, 3, "Succeeded", 1s);
+                  },
+                  150s),
+              c.describe(plan));
+  for (const auto& i : c.plan_items(plan))
+    BOOST_TEST(i.started_at > first_start[i.node], i.node << " was not run again");
+  BOOST_TEST(plan_status(c, plan, {"canary", "phase"}) == "Passed");
+}
+
 // The canary node fails verification (its plugin reports 63 partitions, not 64): the
 // plan stops with CanaryFailed and no other node is touched.
 BOOST_FIXTURE_TEST_CASE(a_failed_canary_stops_the_plan_untouched, fixture, *utf::timeout(300)) {
@@ -330,6 +409,20 @@ BOOST_FIXTURE_TEST_CASE(a_failed_canary_stops_the_plan_untouched, fixture, *utf:
   BOOST_TEST(c.node(cc).fingerprint() == before_c);
   BOOST_TEST(c.plan_phase(plan) == "Degraded");
   BOOST_TEST(has(plan_events(c, plan), "CanaryFailed"));
+  // The failed node is relabelled out of the plan: its item goes, and the canary's verdict
+  // stays. Nothing else starts.
+  c.patch(kube::resources::nodes(), c.nodes[0], R"({"metadata":{"labels":{"e2e":null}}})");
+  E2E_REQUIRE(eventually([&] { return !c.item(plan, c.nodes[0]); }, 60s), c.describe(plan));
+  std::this_thread::sleep_for(5s);
+  BOOST_TEST(c.plan_status_current(plan));
+  BOOST_TEST(c.plan_phase(plan) == "Degraded", c.describe(plan));
+  BOOST_TEST(plan_status(c, plan, {"canary", "phase"}) == "Failed");
+  BOOST_TEST(plan_status(c, plan, {"canary", "failedNodes"}) == c.nodes[0]);
+  BOOST_TEST(contains(c.plan_condition(plan, "Degraded"), "True/CanaryFailed"),
+             c.plan_condition(plan, "Degraded"));
+  BOOST_TEST(started(c.plan_items(plan)).empty(), c.describe(plan));
+  BOOST_TEST(c.node(b).fingerprint() == before_b);
+  BOOST_TEST(c.node(cc).fingerprint() == before_c);
 }
 
 // maxFailures 1: the failing node is counted and the others complete, each soaking 3 s

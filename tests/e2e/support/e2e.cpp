@@ -1121,6 +1121,11 @@ std::string e2e_cluster::describe(const std::string& plan) {
     out << " history:";
     for (std::size_t k = 0; k < i.phases.size(); ++k)
       out << " " << i.phases[k] << "/" << i.reasons[k];
+    // What a Pending node waits for.
+    if (i.phase_or_pending() == "Pending")
+      for (const char* type : {"Started", "Preflight"})
+        if (auto c = i.conditions.find(type); c != i.conditions.end())
+          out << "; " << type << " " << c->second.substr(0, 200);
     out << "\n";
   }
   // Each object as a LIST shows it and, where a GET (read from etcd) shows another

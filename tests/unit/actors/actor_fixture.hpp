@@ -195,7 +195,10 @@ struct cluster_model {
   /// Either way the items that changed since the last snapshot are named in it, as the
   /// root names them.
   bool mark_all_changed = true;
-  ga::snapshot_ptr snapshot() const {
+  /// `shown`: the snapshot goes to the supervisor, whose change tracking it advances. The
+  /// io stand-in's snapshots for a worker's slice do not: the supervisor must still be told
+  /// of the items those writes replaced, or it keeps pointers to the objects they replaced.
+  ga::snapshot_ptr snapshot(bool shown = true) const {
     auto copy = std::make_shared<ga::cluster_snapshot>(view);
     if (mark_all_changed) {
       copy->shared_changed = true;
@@ -211,7 +214,8 @@ struct cluster_model {
     for (const auto& [name, item] : shown_items)
       if (!items.count(name))
         copy->item_changes.insert(name);
-    shown_items = std::move(items);
+    if (shown)
+      shown_items = std::move(items);
     return copy;
   }
   mutable std::map<std::string, const gp::node_partitioning*> shown_items;
@@ -371,7 +375,7 @@ inline io_double_actor::behavior_type io_double(io_double_actor::pointer self,
     auto r = st->cluster.apply(io);
     if (st->publish)
       if (auto to = caf::actor_cast<caf::actor>(requester)) {
-        auto view = st->cluster.snapshot();
+        auto view = st->cluster.snapshot(false);
         if (auto item = view->items.find(io.item); item != view->items.end())
           caf::anon_send(to, ga::view_atom_v,
                          std::make_shared<const gc::node_slice>(

@@ -5,9 +5,11 @@
 #include "actor_fixture.hpp"
 #include "actors/operator_root.hpp"
 #include "actors/plan_supervisor.hpp"
+#include "controller/rollout_gate.hpp"
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -297,6 +299,92 @@ BOOST_FIXTURE_TEST_CASE(a_restarted_worker_is_granted_a_token, supervisor_fixtur
   BOOST_TEST((worker_of("gpu-1") != crashing));
   BOOST_TEST_REQUIRE(io_state->node_requests.size() == 1u);
   BOOST_TEST((io_state->node_requests[0].patch->unschedulable == std::optional<bool>(true)));
+}
+
+// A plan's second rollout, fed as the supervisor sees it: the canary passed for the first
+// profile and every node runs it; the profile is edited; the items still show the old
+// desired state and Succeeded; then their updates land; then each worker finds its node
+// needs a run and waits for a token. The new canary is chosen in the first of these views
+// and only its node starts.
+BOOST_FIXTURE_TEST_CASE(a_changed_profile_is_a_new_canary_that_alone_starts, supervisor_fixture) {
+  auto in_target = [&](const std::string& name) {
+    auto n = make_node(name);
+    n.labels[gc::dcm_profile_label] = dcm_profile;
+    n.allocatable = {{"amd.com/gpu", "64"}};
+    cluster().put(n);
+  };
+  in_target("gpu-1");
+  in_target("gpu-2");
+  const auto old_hash = make_item("gpu-1").spec.desired_hash;
+  auto plan = make_plan(2, false);
+  plan.spec.rollout.canary = gp::canary_policy{};
+  plan.status.canary = gp::canary_status{};
+  plan.status.canary->key = gc::canary_key({{profile_name, old_hash}});
+  plan.status.canary->generation = 1;
+  plan.status.canary->phase = gp::canary_phase::passed;
+  plan.status.canary->nodes = {"gpu-1"};
+  cluster().put(plan);
+  for (const auto* node : {"gpu-1", "gpu-2"}) {
+    auto item = make_item(node);
+    item.spec.canary = std::string(node) == "gpu-1";
+    item.status.phase = gp::node_phase::succeeded;
+    item.status.observed_hash = old_hash;
+    item.status.history = {
+        {gp::node_phase::succeeded, gp::format_time(gp::wall_clock::now()), "Verified", ""}};
+    cluster().put(item);
+  }
+  start();
+  show_view();
+  BOOST_TEST_REQUIRE(!written->plan_statuses.empty());
+  BOOST_TEST((plan_status().canary->phase == gp::canary_phase::passed));
+
+  // The profile now expects 32 partitions: every node needs a run.
+  auto profile = make_profile();
+  profile.spec.expected_resources = {{"amd.com/gpu", 32}};
+  cluster().view.profiles[profile_name] = std::make_shared<const gp::partitioning_profile>(profile);
+  const auto new_hash = gp::desired_hash(profile, make_item("gpu-1").spec.drain,
+                                         make_item("gpu-1").spec.verification);
+  BOOST_TEST_REQUIRE(new_hash != old_hash);
+  show_view();
+  BOOST_TEST_REQUIRE(plan_status().canary.has_value());
+  BOOST_TEST(plan_status().canary->key == gc::canary_key({{profile_name, new_hash}}));
+  BOOST_TEST((plan_status().canary->phase == gp::canary_phase::in_progress));
+  BOOST_TEST(plan_status().canary->nodes == std::vector<std::string>{"gpu-1"},
+             boost::test_tools::per_element());
+  show_view(); // the supervisor works the items out again for the canary it chose
+  std::map<std::string, gp::node_partitioning> updates;
+  for (const auto& r : io_state->item_requests)
+    if (r.what == ga::item_io::op::update_spec)
+      updates[r.item.metadata.name] = r.item;
+  BOOST_TEST_REQUIRE(updates.size() == 2u);
+  BOOST_TEST(updates.at("plan-gpu-1").spec.desired_hash == new_hash);
+  BOOST_TEST(updates.at("plan-gpu-1").spec.canary);
+  BOOST_TEST(!updates.at("plan-gpu-2").spec.canary);
+
+  // The updates land; the statuses are still the old run's.
+  for (const auto& [name, want] : updates) {
+    auto item = *cluster().view.items.at(name);
+    item.spec = want.spec;
+    cluster().put(item);
+  }
+  show_view();
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST((plan_status().canary->phase == gp::canary_phase::in_progress));
+  // The workers found their nodes need a run: the canary's starts, the other waits.
+  for (int i = 0; i < 3; ++i) {
+    show_view();
+    sched.trigger_timeouts();
+    sched.run();
+  }
+  const auto canary_phases = written->phases_of("plan-gpu-1");
+  BOOST_TEST(
+      (std::find(canary_phases.begin(), canary_phases.end(), "Draining") != canary_phases.end()));
+  const auto other_phases = written->phases_of("plan-gpu-2");
+  BOOST_TEST(written->last_phase("plan-gpu-2") == "Pending");
+  BOOST_TEST(
+      (std::find(other_phases.begin(), other_phases.end(), "Draining") == other_phases.end()));
+  BOOST_TEST((plan_status().canary->phase == gp::canary_phase::in_progress));
 }
 
 // Any exit that is not a worker's (here an anonymous shutdown, as from a parent) still

@@ -178,6 +178,27 @@ BOOST_AUTO_TEST_CASE(a_failed_canary_degrades_the_plan) {
   BOOST_TEST(st.canary->message == "canary node(s) failed: n0");
 }
 
+// Its failed node gone from the plan (relabelled, deleted), the canary's failure still
+// degrades the plan, and names the node.
+BOOST_AUTO_TEST_CASE(a_failed_canary_whose_node_left_still_degrades_the_plan) {
+  items_of it;
+  it.add(gp::node_phase::pending).add(gp::node_phase::pending);
+  gc::gate_decision gate;
+  gp::canary_status canary;
+  canary.key = "k";
+  canary.phase = gp::canary_phase::failed;
+  canary.failed_nodes = {"gone-0"};
+  canary.message = "canary node(s) failed: gone-0 (no longer in the plan)";
+  gate.canary = canary;
+  auto st = gc::aggregate_plan_status(plan(), {}, it.by_name(), {}, t0, gate);
+  BOOST_TEST((*st.phase == gp::plan_phase::degraded));
+  const auto* degraded = condition(st, "Degraded");
+  BOOST_TEST_REQUIRE(degraded);
+  BOOST_TEST((degraded->status == gp::condition_status::true_));
+  BOOST_TEST(degraded->reason == "CanaryFailed");
+  BOOST_TEST(contains(degraded->message, "the canary failed (gone-0)"), degraded->message);
+}
+
 BOOST_AUTO_TEST_CASE(soaking_nodes_are_counted_and_keep_the_plan_from_completing) {
   items_of it;
   it.add(gp::node_phase::succeeded, 300).add(gp::node_phase::succeeded);

@@ -6,6 +6,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -35,6 +36,9 @@ struct fleet {
   std::map<std::string, gp::node_partitioning> items;
   gc::shared_map<gc::node_info> nodes;
   std::optional<gp::canary_status> previous;
+  /// What a run under the desired state would do to each node, as canary_needs works it out
+  /// from the view: a change, unless a test says otherwise.
+  std::map<std::string, gc::node_need> needs;
   /// profile -> the desiredHash its nodes should carry.
   std::map<std::string, std::string> hashes{{"a", hash_a}, {"b", hash_b}};
   gp::wall_clock::time_point now = t0;
@@ -42,6 +46,7 @@ struct fleet {
   fleet(int train, int infer) {
     plan.metadata.name = "plan";
     plan.metadata.uid = "plan-uid";
+    plan.metadata.generation = 1;
     for (int i = 0; i < train; ++i)
       add("t-" + std::to_string(i), "train", "a");
     for (int i = 0; i < infer; ++i)
@@ -59,6 +64,7 @@ struct fleet {
     item.spec.node_name = node;
     item.spec.profile_ref.name = profile;
     item.spec.desired_hash = profile == "a" ? hash_a : hash_b;
+    needs[node] = {true, ""};
     waiting(node);
   }
 
@@ -88,7 +94,13 @@ struct fleet {
     item(node).status = {};
     return *this;
   }
+  // The node cannot start now (a preflight finding, NotReady).
+  fleet& blocked(const std::string& node, const std::string& why) {
+    needs[node] = {true, why};
+    return *this;
+  }
   fleet& in_target_state(const std::string& node) {
+    needs[node] = {};
     auto& it = item(node);
     it.status = {};
     it.status.phase = node_phase::succeeded;
@@ -120,13 +132,55 @@ struct fleet {
   fleet& failed(const std::string& node) {
     auto& it = item(node);
     it.status.phase = node_phase::failed;
+    it.status.observed_hash = it.spec.desired_hash;
     it.status.last_error = "VerificationFailed: expected amd.com/gpu=64";
+    it.status.history.push_back({node_phase::failed, gp::format_time(now), "OperatorFailed", ""});
+    return *this;
+  }
+  // `kubectl partitioning retry`: the failed item goes back to Pending and waits.
+  fleet& retried(const std::string& node) {
+    auto& it = item(node);
+    it.status.phase = node_phase::pending;
+    it.status.last_error.clear();
+    it.status.history.push_back({node_phase::pending, gp::format_time(now), "Retry", ""});
+    set(it, gp::node_condition::started, false, "WaitingForToken");
+    return *this;
+  }
+  // The desired state of profile a's nodes changes to `hash` (its profile or the plan's
+  // policies edited): the gate is asked before the items are updated (they keep their old
+  // spec and status).
+  fleet& desire(const std::string& hash) {
+    hashes["a"] = hash;
+    ++plan.metadata.generation;
+    for (auto& [node, need] : needs)
+      need = {true, ""};
+    return *this;
+  }
+  // The supervisor's update of the items lands: the new hash, the canary marked; each
+  // worker then finds its node needs a run and waits for a token.
+  fleet& items_catch_up(const gc::gate_decision& d) {
+    for (auto& [name, it] : items) {
+      it.spec.desired_hash = hashes.at(it.spec.profile_ref.name);
+      waiting(it.spec.node_name);
+    }
+    return mark_canary(d);
+  }
+  // The node leaves the plan (relabelled, deleted): its item goes with it.
+  fleet& leaves(const std::string& node) {
+    items.erase("plan-" + node);
+    needs.erase(node);
+    auto& sel = resolution.selected;
+    sel.erase(std::remove_if(sel.begin(), sel.end(),
+                             [&](const gc::selected_node& x) { return x.node == node; }),
+              sel.end());
     return *this;
   }
   fleet& not_ready(const std::string& node) {
     auto n = *nodes.find(node)->second;
     n.ready = false;
     nodes[node] = std::make_shared<const gc::node_info>(n);
+    if (needs[node].change)
+      needs[node].blocked = "the node is not Ready";
     return *this;
   }
   // The items the supervisor marks for the canary the gate chose, with its soak.
@@ -151,6 +205,7 @@ struct fleet {
     in.nodes = &nodes;
     in.hashes = hashes;
     in.previous = previous;
+    in.need = [this](const gc::selected_node& sel) { return needs.at(sel.node); };
     in.now = now;
     auto d = gc::decide_gate(in);
     previous = d.canary; // as the supervisor writes it
@@ -300,14 +355,56 @@ BOOST_AUTO_TEST_CASE(the_plan_is_invalid_with_a_bad_window_or_canary) {
 
 // -- canary --
 
-BOOST_AUTO_TEST_CASE(the_canary_waits_for_every_nodes_preflight) {
+// The canary is chosen from what a run would do to each node, before any item has
+// reported: items that have not been looked at yet do not hold it.
+BOOST_AUTO_TEST_CASE(the_canary_is_chosen_before_the_items_report) {
   fleet f(3, 0);
   f.plan.spec.rollout.canary = gp::canary_policy{};
-  f.unheard("t-2");
+  f.unheard("t-0").unheard("t-1").unheard("t-2");
+  auto d = f.decide();
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(joined(d.canary->nodes) == "t-0");
+  BOOST_TEST(joined(d.only) == "");
+}
+
+// A first rollout whose nodes all fail preflight for a while (the payload's ConfigMap
+// applied after the plan, DCM not running yet): the canary waits, it never passes.
+BOOST_AUTO_TEST_CASE(a_canary_whose_nodes_cannot_start_yet_waits_and_never_passes) {
+  fleet f(3, 0);
+  f.plan.spec.rollout.canary = gp::canary_policy{};
+  for (const auto* n : {"t-0", "t-1", "t-2"})
+    f.blocked(n, "PayloadNotFound: ConfigMap kube-amd-gpu/cpx-nps4 not found");
   auto d = f.decide();
   BOOST_TEST(phase(d) == "Selecting");
   BOOST_TEST(joined(d.only) == "");
-  BOOST_TEST(d.canary->nodes.empty());
+  BOOST_TEST(d.canary->message.find("3 node(s)") == 0u);
+  BOOST_TEST(d.canary->message.find("t-0: PayloadNotFound") != std::string::npos);
+  f.now += 10min;
+  BOOST_TEST(phase(f.decide()) == "Selecting");
+  // The ConfigMap comes: the first node that can start is the canary.
+  f.needs["t-1"] = {true, ""};
+  d = f.decide();
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(joined(d.canary->nodes) == "t-1");
+}
+
+// A selector that matches only NotReady nodes: they need a change and none can start.
+BOOST_AUTO_TEST_CASE(a_selector_canary_of_not_ready_nodes_waits_for_one_to_be_ready) {
+  fleet f(3, 2);
+  gp::canary_policy c;
+  gp::label_selector s;
+  s.match_labels = {{"pool", "infer"}};
+  c.selector = s;
+  f.plan.spec.rollout.canary = c;
+  f.not_ready("i-0").not_ready("i-1");
+  auto d = f.decide();
+  BOOST_TEST(phase(d) == "Selecting");
+  BOOST_TEST(joined(d.only) == "");
+  BOOST_TEST(d.canary->message.find("i-0: the node is not Ready") != std::string::npos);
+  f.needs["i-1"] = {true, ""}; // Ready again
+  d = f.decide();
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(joined(d.canary->nodes) == "i-1");
 }
 
 BOOST_AUTO_TEST_CASE(the_canary_takes_the_first_nodes_of_each_partitioning_that_need_a_change) {
@@ -367,6 +464,7 @@ BOOST_AUTO_TEST_CASE(a_canary_with_nothing_to_change_passes_at_once) {
   f.in_target_state("t-0").in_target_state("t-1");
   auto d = f.decide();
   BOOST_TEST(phase(d) == "Passed");
+  BOOST_TEST(d.canary->message.find("nothing to test") != std::string::npos);
   BOOST_TEST(joined(d.only) == "<any>");
 }
 
@@ -421,13 +519,53 @@ BOOST_AUTO_TEST_CASE(a_manual_canary_waits_for_promotion_of_its_key) {
   BOOST_TEST(joined(d.only) == "");
   BOOST_TEST(events(d) == "CanaryAwaitingPromotion");
   BOOST_TEST(d.canary->message.find("kubectl partitioning promote plan") != std::string::npos);
-  // A promotion of another canary (an older key) does not count.
-  f.plan.metadata.annotations[gp::promote_canary_annotation] = "0123456789abcdef";
+  // A promotion of another canary (an older key), or of this key without its rollout's
+  // generation, does not count.
+  f.plan.metadata.annotations[gp::promote_canary_annotation] = "0123456789abcdef@1";
   BOOST_TEST(phase(f.decide()) == "AwaitingPromotion");
   f.plan.metadata.annotations[gp::promote_canary_annotation] = d.canary->key;
+  BOOST_TEST(phase(f.decide()) == "AwaitingPromotion");
+  // An edit of the plan that leaves its desired state alone is the same rollout.
+  ++f.plan.metadata.generation;
+  f.plan.metadata.annotations[gp::promote_canary_annotation] = gc::promotion_of(d.canary->key, 1);
   d = f.decide();
   BOOST_TEST(phase(d) == "Passed");
+  BOOST_TEST(d.canary->generation == 1);
   BOOST_TEST(joined(d.only) == "<any>");
+}
+
+// A promotion names one rollout: going back to an earlier desired state is a new rollout,
+// whose canary waits for a promotion of its own.
+BOOST_AUTO_TEST_CASE(a_promotion_promotes_one_rollout_only) {
+  fleet f(3, 0);
+  gp::canary_policy c;
+  c.promotion = gp::canary_promotion::manual;
+  f.plan.spec.rollout.canary = c;
+  auto d = f.decide();
+  f.mark_canary(d);
+  f.succeeded("t-0");
+  d = f.decide();
+  BOOST_TEST(phase(d) == "AwaitingPromotion");
+  const auto key_a = d.canary->key;
+  f.plan.metadata.annotations[gp::promote_canary_annotation] = gc::promotion_of(key_a, 1);
+  BOOST_TEST(phase(f.decide()) == "Passed");
+  for (const auto* n : {"t-0", "t-1", "t-2"})
+    f.in_target_state(n);
+  // To profile c and back to a: the same key as the promoted canary, another rollout.
+  const std::string hash_c = "sha256:" + std::string(64, 'c');
+  f.desire(hash_c);
+  BOOST_TEST(phase(f.decide()) == "InProgress");
+  f.desire(hash_a);
+  d = f.decide();
+  BOOST_TEST(d.canary->key == key_a);
+  BOOST_TEST(d.canary->generation == 3);
+  f.items_catch_up(d);
+  f.succeeded("t-0");
+  d = f.decide();
+  BOOST_TEST(phase(d) == "AwaitingPromotion");
+  BOOST_TEST(joined(d.only) == "");
+  f.plan.metadata.annotations[gp::promote_canary_annotation] = gc::promotion_of(key_a, 3);
+  BOOST_TEST(phase(f.decide()) == "Passed");
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_canary_node_stops_the_plan_until_it_is_retried) {
@@ -442,31 +580,132 @@ BOOST_AUTO_TEST_CASE(a_failed_canary_node_stops_the_plan_until_it_is_retried) {
   BOOST_TEST(joined(d.only) == "");
   BOOST_TEST(events(d) == "CanaryFailed");
   BOOST_TEST(d.canary->message.find("t-1 (VerificationFailed") != std::string::npos);
-  // Retried, it is a canary node again, and may start.
+  // Its item back in Pending without a retry (deleted and created again) is no retry.
   f.waiting("t-1");
+  BOOST_TEST(phase(f.decide()) == "Failed");
+  // Retried, it is a canary node again, and may start.
+  f.failed("t-1").retried("t-1");
   d = f.decide();
   BOOST_TEST(phase(d) == "InProgress");
   BOOST_TEST(joined(d.only) == "plan-t-0,plan-t-1");
   BOOST_TEST(joined(d.canary->nodes) == "t-0,t-1");
 }
 
-BOOST_AUTO_TEST_CASE(a_new_desired_state_is_a_new_canary) {
+// The second rollout of a plan, in the order the supervisor sees it: the spec changes, the
+// gate decides while every item still shows the old desired state and Succeeded, then the
+// item updates land and the nodes wait for a token again.
+BOOST_AUTO_TEST_CASE(a_new_desired_state_is_a_new_canary_chosen_before_the_items_catch_up) {
   fleet f(3, 0);
   f.plan.spec.rollout.canary = gp::canary_policy{};
   f.mark_canary(f.decide());
   f.succeeded("t-0");
   BOOST_TEST(phase(f.decide()) == "Passed");
+  f.in_target_state("t-0").in_target_state("t-1").in_target_state("t-2");
   const auto old_key = f.previous->key;
-  // Profile a changes: every node waits again under the new hash.
   const std::string hash_c = "sha256:" + std::string(64, 'c');
-  for (auto& [name, it] : f.items)
-    it.spec.desired_hash = hash_c;
-  f.waiting("t-0").waiting("t-1").waiting("t-2");
-  f.hashes = {{"a", hash_c}};
+  f.desire(hash_c);
   auto d = f.decide();
   BOOST_TEST(d.canary->key != old_key);
+  BOOST_TEST(d.canary->generation == 2);
   BOOST_TEST(phase(d) == "InProgress");
   BOOST_TEST(joined(d.canary->nodes) == "t-0");
+  BOOST_TEST(joined(d.only) == "", "no item has the new desired state yet");
+  BOOST_TEST(events(d) == "CanaryStarted");
+  f.items_catch_up(d);
+  d = f.decide();
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(joined(d.only) == "plan-t-0");
+  f.draining("t-0");
+  f.succeeded("t-0");
+  d = f.decide();
+  BOOST_TEST(phase(d) == "Passed");
+  BOOST_TEST(joined(d.only) == "<any>");
+}
+
+// A canary node that turns out to be in its target state already (someone partitioned it)
+// teaches nothing: another node is taken.
+BOOST_AUTO_TEST_CASE(a_canary_node_found_in_its_target_state_is_replaced) {
+  fleet f(3, 0);
+  f.plan.spec.rollout.canary = gp::canary_policy{};
+  f.mark_canary(f.decide());
+  f.in_target_state("t-0");
+  auto d = f.decide();
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(joined(d.canary->nodes) == "t-1");
+}
+
+// After a dry run the same canary starts: a dry run never passes it.
+BOOST_AUTO_TEST_CASE(the_canary_named_by_a_dry_run_is_the_one_that_starts) {
+  fleet f(3, 0);
+  f.plan.spec.dry_run = true;
+  f.plan.spec.rollout.canary = gp::canary_policy{};
+  for (auto& [name, it] : f.items) {
+    it.spec.dry_run = true;
+    it.status = {};
+    it.status.phase = node_phase::pending;
+    fleet::set(it, gp::node_condition::dry_run, true, "DryRun");
+    it.status.preview = gp::dry_run_preview{};
+  }
+  auto d = f.decide();
+  f.mark_canary(d);
+  BOOST_TEST(joined(d.canary->nodes) == "t-0");
+  BOOST_TEST(joined(f.decide().only) == "");
+  // The dry run ends (no new desired state): the items are updated, the canary starts.
+  f.plan.spec.dry_run = false;
+  ++f.plan.metadata.generation;
+  d = f.decide();
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(joined(d.only) == "plan-t-0", "items still dry-run may not start");
+  for (auto& [name, it] : f.items)
+    it.spec.dry_run = false;
+  f.waiting("t-0").waiting("t-1").waiting("t-2");
+  d = f.decide();
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(joined(d.only) == "plan-t-0");
+}
+
+// A failed canary node that leaves the plan (relabelled, deleted, replaced) keeps the
+// canary failed: the rest of the canary passing later says nothing about what failed.
+BOOST_AUTO_TEST_CASE(a_failed_canary_stays_failed_when_its_node_leaves_the_plan) {
+  fleet f(4, 0);
+  gp::canary_policy c;
+  c.nodes = gp::int_or_percent::count(2);
+  f.plan.spec.rollout.canary = c;
+  f.mark_canary(f.decide());
+  f.failed("t-1");
+  BOOST_TEST(phase(f.decide()) == "Failed");
+  f.leaves("t-1");
+  f.succeeded("t-0");
+  auto d = f.decide();
+  BOOST_TEST(phase(d) == "Failed");
+  BOOST_TEST(joined(d.only) == "");
+  BOOST_TEST(joined(d.canary->failed_nodes) == "t-1");
+  BOOST_TEST(d.canary->message.find("t-1 (no longer in the plan)") != std::string::npos);
+  BOOST_TEST(events(d) == "", "no second CanaryFailed");
+  // The plan is changed (a new generation, the same desired state): the canary begins
+  // again on the nodes that can start.
+  ++f.plan.metadata.generation;
+  d = f.decide();
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(d.canary->generation == 2);
+  BOOST_TEST(d.canary->failed_nodes.empty());
+}
+
+// A plan changed after its canary failed begins the canary again, without the node that
+// failed (it waits for a retry).
+BOOST_AUTO_TEST_CASE(a_changed_plan_begins_a_failed_canary_again_without_its_failed_node) {
+  fleet f(3, 0);
+  f.plan.spec.rollout.canary = gp::canary_policy{};
+  f.mark_canary(f.decide());
+  f.failed("t-0");
+  f.blocked("t-0", "it failed under this desired state and waits for a retry");
+  BOOST_TEST(phase(f.decide()) == "Failed");
+  f.now += 1min;
+  BOOST_TEST(phase(f.decide()) == "Failed");
+  ++f.plan.metadata.generation;
+  auto d = f.decide();
+  BOOST_TEST(phase(d) == "InProgress");
+  BOOST_TEST(joined(d.canary->nodes) == "t-1");
 }
 
 BOOST_AUTO_TEST_CASE(the_canary_is_kept_across_a_restart) {
@@ -494,8 +733,8 @@ BOOST_AUTO_TEST_CASE(a_dry_run_names_the_canary_it_would_take) {
     fleet::set(it, gp::node_condition::dry_run, true, "DryRun");
     it.status.preview = gp::dry_run_preview{};
   }
-  f.item("t-0").status.preview->already_in_target_state = true;
-  f.item("t-1").status.preview->findings = {"NotAGPUNode: no amd.com/gpu"};
+  f.needs["t-0"] = {};
+  f.blocked("t-1", "NotAGPUNode: no amd.com/gpu");
   auto d = f.decide();
   BOOST_TEST(joined(d.canary->nodes) == "t-2");
   BOOST_TEST(phase(d) == "InProgress");
