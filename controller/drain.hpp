@@ -2,7 +2,7 @@
 
 // The drain: which pods must go before the taint, what the drain policy makes of each,
 // and one bounded pass of evictions over them, with what holds it. The phase around it
-// (cordon, taint, timeout, conditions) is on_draining in node_machine.cpp.
+// (cordon, taint, timeout, conditions) is on_draining in node_draining.cpp.
 
 #include "controller/node_machine.hpp"
 #include "protocol/node_partitioning.hpp"
