@@ -512,10 +512,13 @@ BOOST_AUTO_TEST_CASE(a_payload_edit_after_a_rollout_is_refused_or_run_never_give
 
   // The solo node runs again, and ends with the new payload, in DCM's config too.
   const auto solo_node = c.id + "-po1";
+  // Phase and payload from one read: a listing (possibly from the API server's cache) and
+  // a GET can show different runs of the item.
   E2E_REQUIRE(eventually(
                   [&] {
-                    const auto i = c.item(solo_plan, solo_node);
-                    return i && i->phase == "Succeeded" && observed(solo_plan, solo_node) == v2;
+                    const auto item = c.get(items, solo_plan + "-" + solo_node);
+                    return item && str(*item, {"status", "phase"}) == "Succeeded" &&
+                           str(*item, {"status", "observedPayloadHash"}) == v2;
                   },
                   120s, 200ms),
               c.describe(solo_plan));
