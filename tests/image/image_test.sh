@@ -5,7 +5,7 @@
 # archive and runs it with the chart's security context against a real API server.
 set -uo pipefail
 source tests/support/shtest.sh
-source tools/lib/common.sh # pick_free_ports
+source tools/lib/common.sh
 # chroot and runc (which containerd's shim finds on PATH) are in sbin, which tools/test's
 # PATH for tests leaves out.
 PATH=$PATH:/usr/sbin:/sbin
@@ -208,13 +208,12 @@ the_operator_in_the_image_takes_its_lease() {
   printf '%s' "$namespace" >"$sa/namespace"
   server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
   hostport=${server#https://}
-  health=$(pick_free_ports 1)
 
   ctr_ run "${run_flags[@]}" --net-host --pid-file "$work/operator.pid" \
     --mount "type=bind,src=$sa,dst=/var/run/secrets/kubernetes.io/serviceaccount,options=rbind:ro" \
     --env "KUBERNETES_SERVICE_HOST=${hostport%:*}" --env "KUBERNETES_SERVICE_PORT=${hostport##*:}" \
     "$tag" "operator-$$" /usr/local/bin/gpu-partitioner --leader-elect --lease-namespace "$namespace" \
-    --metrics-addr 0 --health-addr "127.0.0.1:$health" >"$work/operator.log" 2>&1 &
+    --metrics-addr 0 --health-addr 127.0.0.1:0 >"$work/operator.log" 2>&1 &
   local run=$!
   for _ in $(seq 120); do
     holder=$(kubectl -n "$namespace" get lease gpu-partitioner -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) || true
@@ -228,7 +227,9 @@ the_operator_in_the_image_takes_its_lease() {
     status=$(grep -E '^(Uid|Gid|CapEff|CapBnd|NoNewPrivs|Seccomp):' "/proc/$pid/status") || true
     rootmount=$(awk '$5 == "/" {print $6}' "/proc/$pid/mountinfo") || true
   fi
-  healthz=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$health/healthz") || true
+  # Port 0: the operator binds what the kernel gives and names it in its log.
+  health=$(sed -n 's/.*serving \/healthz and \/readyz on \([0-9.:]*\).*/\1/p' "$work/operator.log" | head -1)
+  healthz=$(curl -s -o /dev/null -w '%{http_code}' "http://${health:-127.0.0.1:1}/healthz") || true
   ctr_ task kill -s SIGTERM "operator-$$" >/dev/null 2>&1 || true
   wait "$run" || rc=$?
   echo "lease holder: ${holder:-none}; /healthz: $healthz; root mount: ${rootmount:-?}; exit: $rc"

@@ -14,7 +14,6 @@ import json
 import math
 import os
 import platform
-import random
 import re
 import shutil
 import signal
@@ -73,18 +72,6 @@ def kubectl(*args, input=None, check=True, kubeconfig=None):
     if check and r.returncode != 0:
         die(f"kubectl {' '.join(args)}: {r.stderr.strip()}")
     return r.stdout
-
-
-def free_port():
-    for _ in range(200):
-        port = random.randint(20000, 32767)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    die("no free port")
 
 
 def parse_time(text):
@@ -481,11 +468,12 @@ class Bench:
         """A fresh operator (leader election on, as the token user) that is ready: its
         process, its metrics URL and its log. `api_qps` None leaves the operator's default
         rate limit; --api-burst goes with it when given."""
-        port = free_port()
-        health_port = free_port()
-        while health_port == port:
-            health_port = free_port()
         oplog = os.path.join(self.state, f"operator-{tag}.log")
+        # Port 0: the operator binds what the kernel gives and writes it down, so no port
+        # picked here can be taken by another process before the operator binds it.
+        bound = os.path.join(self.state, f"operator-{tag}.addresses")
+        if os.path.exists(bound):
+            os.remove(bound)
         limit = []
         if api_qps is not None:
             limit += ["--api-qps", str(api_qps)]
@@ -495,16 +483,21 @@ class Bench:
                     "--leader-elect", "--lease-namespace", "kube-amd-gpu",
                     "--dcm-config", "kube-amd-gpu/default-dcm-config",
                     "--dcm-config-sync", repr(sync),
-                    "--metrics-addr", f"127.0.0.1:{port}",
-                    "--health-addr", f"127.0.0.1:{health_port}", *limit], oplog)
-        metrics_url = f"http://127.0.0.1:{port}"
-        health_url = f"http://127.0.0.1:{health_port}"
+                    "--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0",
+                    "--bound-addresses-file", bound, *limit], oplog)
+        metrics_url = health_url = None
         # Its watches list every node and pod before it is ready.
         patience = 120 + self.n / 50
         deadline = time.time() + patience
         while True:
+            if health_url is None and os.path.exists(bound):
+                addresses = dict(line.split(" ", 1) for line in
+                                 open(bound).read().splitlines() if " " in line)
+                if "metrics" in addresses and "health" in addresses:
+                    metrics_url = "http://" + addresses["metrics"].strip()
+                    health_url = "http://" + addresses["health"].strip()
             try:
-                if http_get(health_url + "/readyz")[0] == 200:
+                if health_url and http_get(health_url + "/readyz")[0] == 200:
                     break
             except OSError:
                 pass
