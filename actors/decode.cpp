@@ -186,8 +186,10 @@ controller::dcm_event decode_dcm_event(const rapidjson::Value& v) {
   e.info.message = kube::string_at(v, "message");
   if (auto t = protocol::parse_time(kube::string_at(v, "lastTimestamp")))
     e.info.time = *t;
+  // The message is whatever the Event's writer put there (any node's kubelet may write
+  // Events): parsed without recursion, so no nesting depth can exhaust the stack.
   rapidjson::Document status;
-  status.Parse(e.info.message.c_str(), e.info.message.size());
+  status.Parse<rapidjson::kParseIterativeFlag>(e.info.message.c_str(), e.info.message.size());
   if (!status.HasParseError() && status.IsObject())
     e.info.profile = kube::string_at(status, "SelectedProfile");
   return e;

@@ -61,6 +61,30 @@ BOOST_AUTO_TEST_CASE(a_message_that_is_not_dcms_json_answers_no_profile) {
   BOOST_TEST((e.info.time == gp::wall_clock::time_point{}), "no lastTimestamp: no time");
 }
 
+// Any node's kubelet may write an Event in DCM's namespace: a message of 300,000 nested
+// arrays is read as no answer, not by recursion that exhausts the stack (which crashed the
+// watch thread, again at every start while the Event was listed).
+BOOST_AUTO_TEST_CASE(a_deeply_nested_message_is_no_answer_and_no_crash) {
+  rapidjson::Document d;
+  d.SetObject();
+  auto& a = d.GetAllocator();
+  rapidjson::Value source(rapidjson::kObjectType);
+  source.AddMember("component", "amd-device-config-manager", a);
+  source.AddMember("host", "gpu-1", a);
+  d.AddMember("source", source, a);
+  d.AddMember("reason", "SuccessfullyPartitioned", a);
+  const std::string deep = std::string(300000, '[') + std::string(300000, ']');
+  d.AddMember("message", rapidjson::Value(deep.c_str(), a), a);
+  const auto e = ga::decode_dcm_event(d);
+  BOOST_TEST(e.info.profile.empty());
+  BOOST_TEST(e.info.message.size() == deep.size());
+  // Nested inside an object, the profile is still found.
+  const std::string wrapped = R"({"SelectedProfile":"cpx-nps4","x":)" + std::string(200000, '[') +
+                              std::string(200000, ']') + "}";
+  d["message"].SetString(wrapped.c_str(), static_cast<rapidjson::SizeType>(wrapped.size()), a);
+  BOOST_TEST(ga::decode_dcm_event(d).info.profile == "cpx-nps4");
+}
+
 // What a drain's pod policies read: whether a controller recreates the pod, whether it
 // loses emptyDir data, and when a deletion already asked of it is due.
 BOOST_AUTO_TEST_CASE(a_pod_says_who_recreates_it_what_it_loses_and_when_its_deletion_is_due) {
