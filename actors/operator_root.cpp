@@ -21,6 +21,11 @@ struct root_state {
   std::map<std::string, std::string> pod_nodes;
   /// DCM Event (namespace/name) -> the node it came from.
   std::map<std::string, std::string> event_nodes;
+  /// DCM Events whose pod is not seen yet, by the pod (namespace/name): filed once it is;
+  /// and each such Event's pod.
+  std::map<std::string, std::map<std::string, std::shared_ptr<const controller::dcm_event>>>
+      unfiled_events;
+  std::map<std::string, std::string> unfiled_pod_of;
   /// ResourceSlice -> its node; ResourceClaim (namespace/name) -> the node of its devices.
   std::map<std::string, std::string> slice_nodes;
   std::map<std::string, std::string> claim_nodes;
@@ -62,6 +67,18 @@ void file_under(controller::shared_map<controller::cluster_view::by_key<T>>& per
   v.node_changes.emplace(node, o.received);
 }
 
+// Files one of DCM's Events under the node its pod runs on, if it is to be trusted there.
+void file_dcm_event(root_state& s, const std::string& key,
+                    const std::shared_ptr<const controller::dcm_event>& event,
+                    const controller::pod_info* pod, protocol::wall_clock::time_point received) {
+  const std::string node = controller::dcm_event_node(*event, s.dcm_namespace, pod);
+  if (node.empty())
+    return;
+  s.event_nodes[key] = node;
+  s.view.dcm_events_to_edit(node)[key] = event;
+  s.view.node_changes.emplace(node, received);
+}
+
 void apply(root_state& s, const observation& o) {
   using k = observation::kind;
   auto& v = s.view;
@@ -93,6 +110,15 @@ void apply(root_state& s, const observation& o) {
       v.node_changes.emplace(o.pod->node_name, o.received);
       v.pods_to_edit(o.pod->node_name)[o.key] = o.pod;
       s.pod_nodes[o.key] = o.pod->node_name;
+      // DCM's Events that came before their pod are filed now.
+      if (auto waiting = s.unfiled_events.find(o.key); waiting != s.unfiled_events.end()) {
+        auto events = std::move(waiting->second);
+        s.unfiled_events.erase(waiting);
+        for (auto& [key, event] : events) {
+          s.unfiled_pod_of.erase(key);
+          file_dcm_event(s, key, event, o.pod.get(), o.received);
+        }
+      }
     }
     break;
   }
@@ -132,23 +158,40 @@ void apply(root_state& s, const observation& o) {
   }
   case k::dcm_event: {
     // Kept per node, for the node's worker: DCM answers a request with an Event about its
-    // pod there (source host the node). An Event that only imitates DCM files nowhere.
+    // pod there (source host the node). An Event that only imitates DCM files nowhere; one
+    // whose pod is not seen yet waits for the pod, never filed by its host alone.
     if (auto was = s.event_nodes.find(o.key); was != s.event_nodes.end()) {
       v.dcm_events_to_edit(was->second).erase(o.key);
       v.node_changes.emplace(was->second, o.received);
       s.event_nodes.erase(was);
     }
-    if (o.deleted)
+    if (auto pod = s.unfiled_pod_of.find(o.key); pod != s.unfiled_pod_of.end()) {
+      auto waiting = s.unfiled_events.find(pod->second);
+      if (waiting != s.unfiled_events.end()) {
+        waiting->second.erase(o.key);
+        if (waiting->second.empty())
+          s.unfiled_events.erase(waiting);
+      }
+      s.unfiled_pod_of.erase(pod);
+    }
+    if (o.deleted || !o.event)
       break;
     const auto& e = *o.event;
-    const auto pod = s.pod_nodes.find(e.about_namespace + "/" + e.about_name);
-    const std::string node = controller::dcm_event_node(
-        e, s.dcm_namespace, pod != s.pod_nodes.end() ? pod->second : std::string{});
-    if (node.empty())
+    if (!controller::from_dcms_namespace(e, s.dcm_namespace))
       break;
-    s.event_nodes[o.key] = node;
-    v.dcm_events_to_edit(node)[o.key] = o.event;
-    v.node_changes.emplace(node, o.received);
+    const std::string pod_key = e.about_namespace + "/" + e.about_name;
+    const auto pod_node = s.pod_nodes.find(pod_key);
+    if (pod_node == s.pod_nodes.end()) {
+      s.unfiled_events[pod_key][o.key] = o.event;
+      s.unfiled_pod_of[o.key] = pod_key;
+      break;
+    }
+    const auto pods = v.pods_by_node.find(pod_node->second);
+    const controller::pod_info* pod = nullptr;
+    if (pods != v.pods_by_node.end() && pods->second)
+      if (auto p = pods->second->find(pod_key); p != pods->second->end())
+        pod = p->second.get();
+    file_dcm_event(s, o.key, o.event, pod, o.received);
     break;
   }
   case k::plan: {

@@ -4,13 +4,16 @@
 
 namespace gpu_partitioner::controller {
 
+bool from_dcms_namespace(const dcm_event& e, const std::string& dcm_namespace) {
+  return e.ns == dcm_namespace && e.about_kind == "Pod" && e.about_namespace == dcm_namespace;
+}
+
 std::string dcm_event_node(const dcm_event& e, const std::string& dcm_namespace,
-                           const std::string& pod_node) {
-  if (e.ns != dcm_namespace || e.about_kind != "Pod" || e.about_namespace != dcm_namespace)
+                           const pod_info* pod) {
+  if (!from_dcms_namespace(e, dcm_namespace) || pod == nullptr || pod->mirror ||
+      pod->ns != dcm_namespace || pod->name != e.about_name || pod->node_name.empty())
     return {};
-  if (e.host.empty())
-    return pod_node;
-  return pod_node.empty() || pod_node == e.host ? e.host : std::string{};
+  return e.host.empty() || e.host == pod->node_name ? pod->node_name : std::string{};
 }
 
 bool node_info::has_dcm_taint() const {

@@ -160,12 +160,16 @@ struct dcm_event {
   dcm_event_info info;
 };
 
-/// The node a DCM Event answers for, or "" when it is not to be trusted. DCM writes its
-/// Events in its own namespace about its own pod, from the node that pod runs on. Anyone
-/// may write an Event with DCM's source and reasons in a namespace they own, so only one
-/// written in `dcm_namespace` about a pod there counts; and where the pod's node is known
-/// (`pod_node`, "" when not), the Event's source host must be that node.
+/// Whether a DCM Event could be DCM's at all: written in `dcm_namespace` about a pod there.
+/// Anyone may write an Event with DCM's source and reasons in a namespace they own.
+bool from_dcms_namespace(const dcm_event& e, const std::string& dcm_namespace);
+
+/// The node a DCM Event answers for, or "" when it is not to be trusted. Events cannot be
+/// authenticated, and any node's kubelet may write one anywhere, naming any host: an answer
+/// counts only when its pod (`pod`, null while not seen) is a pod in DCM's namespace that
+/// is not a kubelet's mirror pod, and it counts for the node that pod runs on (the source
+/// host, if given, must be that node). An Event whose pod is not seen yet waits for it.
 std::string dcm_event_node(const dcm_event& e, const std::string& dcm_namespace,
-                           const std::string& pod_node);
+                           const pod_info* pod);
 
 } // namespace gpu_partitioner::controller

@@ -261,8 +261,9 @@ BOOST_AUTO_TEST_CASE(is_control_plane_false_for_workers_and_unlabelled_nodes) {
   BOOST_TEST(!node_with_labels({{"control-plane", "true"}}).is_control_plane());
 }
 
-// DCM's Events count only from DCM's namespace, about a pod there, from the node that pod
-// runs on: anyone may write an Event with DCM's source and reasons where they can write.
+// DCM's Events count only from DCM's namespace, about a pod there that is not a mirror pod,
+// for the node that pod runs on: anyone may write an Event with DCM's source and reasons
+// where they can write, and any node's kubelet may name any host.
 BOOST_AUTO_TEST_CASE(a_dcm_event_counts_only_from_dcms_namespace_about_its_pod_on_its_node) {
   gc::dcm_event real;
   real.ns = "kube-amd-gpu";
@@ -270,32 +271,51 @@ BOOST_AUTO_TEST_CASE(a_dcm_event_counts_only_from_dcms_namespace_about_its_pod_o
   real.about_kind = "Pod";
   real.about_namespace = "kube-amd-gpu";
   real.about_name = "dcm-abc";
-  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", "gpu-1") == "gpu-1");
-  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", "") == "gpu-1", "pod not seen yet");
+  gc::pod_info dcm;
+  dcm.ns = "kube-amd-gpu";
+  dcm.name = "dcm-abc";
+  dcm.node_name = "gpu-1";
+  dcm.daemon_set = true;
+  BOOST_TEST(gc::from_dcms_namespace(real, "kube-amd-gpu"));
+  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", &dcm) == "gpu-1");
+  // Its pod not seen: no node, whatever the host says (the caller waits for the pod).
+  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", nullptr) == "", "pod not seen yet");
 
   auto no_host = real;
   no_host.host.clear();
-  BOOST_TEST(gc::dcm_event_node(no_host, "kube-amd-gpu", "gpu-1") == "gpu-1", "the pod's node");
-  BOOST_TEST(gc::dcm_event_node(no_host, "kube-amd-gpu", "") == "", "no node at all");
+  BOOST_TEST(gc::dcm_event_node(no_host, "kube-amd-gpu", &dcm) == "gpu-1", "the pod's node");
+  BOOST_TEST(gc::dcm_event_node(no_host, "kube-amd-gpu", nullptr) == "", "no node at all");
 
   auto elsewhere = real;
   elsewhere.ns = "team-a";
   elsewhere.about_namespace = "team-a";
-  BOOST_TEST(gc::dcm_event_node(elsewhere, "kube-amd-gpu", "gpu-1") == "");
+  BOOST_TEST(!gc::from_dcms_namespace(elsewhere, "kube-amd-gpu"));
+  BOOST_TEST(gc::dcm_event_node(elsewhere, "kube-amd-gpu", &dcm) == "");
   auto about_a_tenant_pod = real;
   about_a_tenant_pod.about_namespace = "team-a";
-  BOOST_TEST(gc::dcm_event_node(about_a_tenant_pod, "kube-amd-gpu", "gpu-1") == "");
+  BOOST_TEST(gc::dcm_event_node(about_a_tenant_pod, "kube-amd-gpu", &dcm) == "");
   auto in_dcm_namespace_about_elsewhere = real;
   in_dcm_namespace_about_elsewhere.ns = "team-a";
-  BOOST_TEST(gc::dcm_event_node(in_dcm_namespace_about_elsewhere, "kube-amd-gpu", "gpu-1") == "");
+  BOOST_TEST(gc::dcm_event_node(in_dcm_namespace_about_elsewhere, "kube-amd-gpu", &dcm) == "");
   auto about_the_node = real;
   about_the_node.about_kind = "Node";
   about_the_node.about_namespace.clear();
   about_the_node.about_name = "gpu-1";
-  BOOST_TEST(gc::dcm_event_node(about_the_node, "kube-amd-gpu", "") == "");
-  // A host that is not where the pod runs: another node's DCM cannot answer for this one.
-  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", "gpu-2") == "");
-  BOOST_TEST(gc::dcm_event_node(real, "gpu-operator", "gpu-1") == "", "another DCM namespace");
+  BOOST_TEST(gc::dcm_event_node(about_the_node, "kube-amd-gpu", &dcm) == "");
+  // A host that is not where the pod runs: another node's kubelet cannot answer for this
+  // one, nor this one's pod for another node.
+  auto other_host = real;
+  other_host.host = "gpu-2";
+  BOOST_TEST(gc::dcm_event_node(other_host, "kube-amd-gpu", &dcm) == "");
+  BOOST_TEST(gc::dcm_event_node(real, "gpu-operator", &dcm) == "", "another DCM namespace");
+  // A mirror pod (a kubelet may make one in any namespace, on its own node) is no DCM pod.
+  auto mirror = dcm;
+  mirror.mirror = true;
+  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", &mirror) == "");
+  // The pod named must be the one given.
+  auto other_pod = dcm;
+  other_pod.name = "dcm-xyz";
+  BOOST_TEST(gc::dcm_event_node(real, "kube-amd-gpu", &other_pod) == "");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
