@@ -220,6 +220,8 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
       s->change_at.reset();
       s->waiting = false;
       const std::string observed_rv = in.node ? in.node->resource_version : std::string{};
+      // The run whose step asked for these evictions: what became of them is its own.
+      const std::string run = s->status ? s->status->started_at : std::string{};
       auto executor = caf::actor_cast<io_actor>(config.io);
       if (!executor)
         return; // shutting down
@@ -251,7 +253,9 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
                     m.evictions.add({outcome.blocked ? "pdb_blocked"
                                      : outcome.done  ? "evicted"
                                                      : "error"});
-                    controller::record_eviction(s->facts.evictions, pod, outcome);
+                    auto mine = outcome;
+                    mine.run = run;
+                    controller::record_eviction(s->facts.evictions, pod, std::move(mine));
                   }
                   if (!r.error.empty()) {
                     failed(r.error);

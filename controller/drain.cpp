@@ -4,6 +4,7 @@
 #include "controller/short_list.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 namespace gpu_partitioner::controller {
@@ -134,6 +135,8 @@ std::chrono::seconds eviction_backoff(int failures) {
 
 void record_eviction(std::map<std::string, eviction_memory>& memory, const std::string& pod,
                      eviction_memory outcome) {
+  for (auto it = memory.begin(); it != memory.end();)
+    it = it->second.run == outcome.run ? std::next(it) : memory.erase(it);
   if (outcome.failed) {
     auto was = memory.find(pod);
     outcome.failures = was != memory.end() && was->second.failed ? was->second.failures + 1 : 1;

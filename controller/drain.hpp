@@ -159,7 +159,8 @@ protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
                                         const protocol::drain_policy& drain,
                                         const drain_context& context);
 
-/// Keeps the outcome of an eviction request; a failure counts on from the last one.
+/// Keeps the outcome of an eviction request; a failure counts on from the last one of the
+/// same run. What other runs asked is forgotten.
 void record_eviction(std::map<std::string, eviction_memory>& memory, const std::string& pod,
                      eviction_memory outcome);
 

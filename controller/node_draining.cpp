@@ -13,6 +13,17 @@ namespace gpu_partitioner::controller::detail {
 
 namespace {
 
+// What became of the evictions this run asked for. Another run's (the node's last one,
+// retried or run again for a new spec) say nothing of this one: its pods were evicted
+// then, and the drain counts, holds and warns of data loss afresh.
+std::map<std::string, eviction_memory> this_run(const node_inputs& in, const status_editor& s) {
+  std::map<std::string, eviction_memory> mine;
+  for (const auto& [pod, memory] : in.evictions)
+    if (memory.run == s.status.started_at)
+      mine.emplace(pod, memory);
+  return mine;
+}
+
 bool well_formed_record(const std::optional<std::string>& was_unschedulable) {
   return was_unschedulable && (*was_unschedulable == "true" || *was_unschedulable == "false");
 }
@@ -195,7 +206,7 @@ void drain_devices(const node_inputs& in, status_editor& s, node_step& out) {
                   ": no new claim gets the node's GPUs; the node stays schedulable");
   const auto holders = gpu_pods(in.pods);
   const auto context = drain_context_of(in, s.entered());
-  const auto pass = plan_evictions(holders, in.pdbs, in.evictions, drain, context);
+  const auto pass = plan_evictions(holders, in.pdbs, this_run(in, s), drain, context);
   const bool no_execute = rule->effect == "NoExecute";
   if (drain_stops_here(in, s, out, pass, no_execute,
                        "every pod holding the node's GPUs was evicted",
@@ -275,7 +286,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
               "no new pods are scheduled to the node");
 
   const auto context = drain_context_of(in, s.entered());
-  const auto pass = plan_evictions(in.pods, in.pdbs, in.evictions, drain, context);
+  const auto pass = plan_evictions(in.pods, in.pdbs, this_run(in, s), drain, context);
   if (drain_stops_here(in, s, out, pass, node.has_dcm_taint(),
                        "every pod the taint would remove was evicted", "the taint removes pods"))
     return;

@@ -119,6 +119,9 @@ struct eviction_memory {
   /// Any other error; `failures` in a row, for the backoff (record_eviction counts them).
   bool failed = false;
   int failures = 0;
+  /// The run that asked (its status.startedAt). A drain reads only its own run's: a pod
+  /// of the same name in a later run is a pod that run has not evicted.
+  std::string run{};
 };
 
 struct node_inputs {

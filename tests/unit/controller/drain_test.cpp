@@ -390,6 +390,27 @@ BOOST_AUTO_TEST_CASE(a_failed_eviction_is_shown_with_the_servers_message_and_bac
              std::string::npos);
 }
 
+// The worker's memory holds one run's evictions: the next run's first outcome replaces the
+// lot, and its failures count from one.
+BOOST_AUTO_TEST_CASE(recording_an_eviction_of_another_run_forgets_the_last_runs) {
+  std::map<std::string, gc::eviction_memory> mem;
+  gc::eviction_memory failure;
+  failure.at = t0;
+  failure.failed = true;
+  failure.run = "2027-01-15T08:00:00Z";
+  gc::record_eviction(mem, "team/web-1", failure);
+  gc::record_eviction(mem, "team/web-1", failure);
+  auto done = evicted_at(t0);
+  done.run = failure.run;
+  gc::record_eviction(mem, "team/web-2", done);
+  BOOST_TEST(mem["team/web-1"].failures == 2);
+  failure.run = "2027-01-15T09:00:00Z";
+  gc::record_eviction(mem, "team/web-1", failure);
+  BOOST_TEST(mem.size() == 1u);
+  BOOST_TEST(mem["team/web-1"].failures == 1);
+  BOOST_TEST(mem.count("team/web-2") == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(a_pod_stuck_terminating_is_reported_and_never_blamed_on_its_budget) {
   auto stuck = pod("web-1");
   stuck.deleting = true;

@@ -277,7 +277,18 @@ struct world {
     return *this;
   }
 
-  gc::node_step step() const { return gc::step_node(in); }
+  // The evictions a case records are the current run's unless they name a run (the worker
+  // stamps each with the run that asked for it).
+  gc::node_step step() const {
+    const auto unnamed = [](const auto& e) { return e.second.run.empty(); };
+    if (std::none_of(in.evictions.begin(), in.evictions.end(), unnamed))
+      return gc::step_node(in);
+    auto stamped = in;
+    for (auto& [pod, memory] : stamped.evictions)
+      if (memory.run.empty())
+        memory.run = in.item.status.started_at;
+    return gc::step_node(stamped);
+  }
 };
 
 // -- reading a step --
@@ -764,6 +775,49 @@ BOOST_AUTO_TEST_CASE(evicted_pods_still_terminating_are_counted_once) {
   auto drained = w.step();
   BOOST_TEST(condition_of(w, drained, "Drained") == "True/Drained");
   BOOST_TEST(drained.taint.value_or(false));
+}
+
+// A node's eviction memory is its run's: the worker keeps it across runs (a retry, a new
+// spec), and the pods of the next run often carry the same names (a StatefulSet's, a
+// Deployment's pods back on the node once it was uncordoned).
+BOOST_AUTO_TEST_CASE(a_second_run_counts_and_warns_of_its_own_evictions_only) {
+  world w;
+  const auto first_run = gp::format_time(t0);
+  w.at(node_phase::draining, t0 + 3600s).cordoned_by_us().later(3600s);
+  auto scratch = pod("scratch");
+  scratch.empty_dir = true;
+  auto bare = pod("bare");
+  bare.unmanaged = true;
+  w.with(scratch).with(bare).with(pod("web-0"));
+  w.in.item.spec.drain.delete_empty_dir_data = true;
+  w.in.item.spec.drain.force = true;
+  w.in.evictions["team/scratch"] = {t0, false, true, "", false, 0, first_run};
+  w.in.evictions["team/bare"] = {t0, false, true, "", false, 0, first_run};
+  w.in.evictions["team/web-0"] = {t0,    true, false,    "Cannot evict pod: budget web-pdb",
+                                  false, 0,    first_run};
+  auto s = w.step();
+  const std::vector<std::string> all_three{"team/scratch:evict", "team/bare:evict",
+                                           "team/web-0:evict"};
+  BOOST_TEST(removals(s) == all_three, boost::test_tools::per_element());
+  for (const auto& r : s.removals)
+    BOOST_TEST(!r.again, r.name); // asked for the first time in this run
+  const auto st = status_after(w, s);
+  BOOST_TEST(st.drain.pods_evicted == 0);
+  BOOST_TEST(st.drain.pods_total == 3);
+  BOOST_TEST(st.drain.blocking_pods.empty()); // the first run's refusal is not this run's hold
+  BOOST_TEST(st.drain.pods_blocked == 0);
+  BOOST_TEST(has_event(s, "EmptyDirDataDeleted", false, "Warning"));
+  BOOST_TEST(has_event(s, "UnmanagedPodEvicted", false, "Warning"));
+  BOOST_TEST(condition_of(w, s, "Drained") == "False/Evicting");
+
+  // The same memory as this run's own: nothing is asked twice, nothing warned twice.
+  for (auto& [pod, memory] : w.in.evictions)
+    memory.run = w.status().started_at;
+  auto own = w.step();
+  BOOST_TEST(!has_event(own, "EmptyDirDataDeleted", false, "Warning"));
+  BOOST_TEST(!has_event(own, "UnmanagedPodEvicted", false, "Warning"));
+  BOOST_TEST(status_after(w, own).drain.pods_evicted == 2);
+  BOOST_TEST(status_after(w, own).drain.blocking_pods.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(eviction_kind_delete_deletes_instead_of_evicting) {
