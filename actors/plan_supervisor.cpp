@@ -54,6 +54,10 @@ struct supervisor_state {
   /// canary, failure budget), decided again as items change and time passes.
   controller::rollout_limits base_limits;
   std::vector<std::string> selected, absent_items, absent_unavailable;
+  /// Items whose last create failed (name -> why), and the selected nodes whose item
+  /// cannot be made now: reported on the plan, holding back no other node's turn.
+  std::map<std::string, std::string> create_errors;
+  std::vector<controller::unmade_item> unmade;
   bool gate_live = false;
   controller::gate_decision gate;
   /// The canary's nodes the items were last worked out with.
@@ -61,7 +65,7 @@ struct supervisor_state {
   /// What the governor was last told (limits_atom's arguments).
   struct governor_orders {
     controller::rollout_limits limits;
-    std::vector<std::string> selected, absent, absent_unavailable;
+    std::vector<std::string> selected, absent, absent_unavailable, unmade;
   };
   std::optional<governor_orders> told;
   /// The pending wake-up for the gate (a window opening or closing, a soak ending).
@@ -76,7 +80,7 @@ bool same_orders(const supervisor_state::governor_orders& a,
   return x.max_parallel == y.max_parallel && x.max_unavailable == y.max_unavailable &&
          x.paused == y.paused && x.max_failures == y.max_failures && x.only == y.only &&
          a.selected == b.selected && a.absent == b.absent &&
-         a.absent_unavailable == b.absent_unavailable;
+         a.absent_unavailable == b.absent_unavailable && a.unmade == b.unmade;
 }
 
 } // namespace
@@ -110,7 +114,14 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
   // An item write that failed (the API server away, say) is forgotten, so the next look
   // asks again; that look comes within 2 s even if nothing else changes.
   auto write_item = [=](const std::string& name, item_io io) {
-    auto failed = [=] {
+    const bool create = io.what == item_io::op::create;
+    auto failed = [=](const std::string& error) {
+      if (create) {
+        // Reported on the plan until a create of it goes through.
+        if (s->create_errors[name] != error)
+          log_warning(error, config.plan);
+        s->create_errors[name] = error;
+      }
       s->requested.erase(name);
       s->resolved = false; // the next look works out the wanted items again
       if (!s->retry_pending) {
@@ -122,9 +133,11 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
         .then(
             [=](const std::string& error) {
               if (!error.empty())
-                failed();
+                failed(error);
+              else if (create && s->create_errors.erase(name))
+                s->resolved = false;
             },
-            [=](caf::error&) { failed(); });
+            [=](caf::error&) { failed("creating " + name + ": the io executor did not answer"); });
   };
   // The gate's next decision is due at `at` even if nothing changes: a tick then.
   auto wake_at = [=](protocol::wall_clock::time_point at) {
@@ -178,7 +191,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           for (const auto& [name, item] : mine)
             names.push_back(name);
           self->send(s->governor, limits_atom_v, held, names, std::vector<std::string>{},
-                     std::vector<std::string>{});
+                     std::vector<std::string>{}, std::vector<std::string>{});
         };
         if (auto invalid = view->invalid_plans.find(config.plan);
             invalid != view->invalid_plans.end()) {
@@ -208,6 +221,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
                                       : controller::select_nodes(view->plans, view->nodes);
           resolution = controller::resolve_plan(*plan, *selections, view->nodes, flying);
           s->absent = false;
+          s->unmade.clear();
           if (!resolution.problems.empty()) {
             // An invalid plan keeps the items it has (those in flight finish) and starts
             // nothing: removing them would abort nodes mid-change.
@@ -216,10 +230,14 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             hold_all();
           } else {
             s->hashes = controller::wanted_hashes(*plan, resolution, *view);
-            auto changes =
-                controller::reconcile_items(*plan, resolution, mine, *view, s->canary_nodes);
+            auto changes = controller::reconcile_items(*plan, resolution, mine, *view,
+                                                       s->canary_nodes, s->create_errors);
             keep_items = changes.keep;
-            s->absent = !changes.absent.empty();
+            s->absent = !changes.absent.empty() || !changes.unmade.empty();
+            const std::set<std::string> selected(changes.selected.begin(), changes.selected.end());
+            for (auto it = s->create_errors.begin(); it != s->create_errors.end();)
+              it = selected.count(it->first) ? std::next(it) : s->create_errors.erase(it);
+            s->unmade = changes.unmade;
             for (auto& want : changes.create) {
               const auto name = want.metadata.name;
               if (s->requested[name] != "create") {
@@ -329,14 +347,16 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           gate_changed = !(gate.window == s->gate.window) || !(gate.canary == s->gate.canary) ||
                          gate.outside_window != s->gate.outside_window;
           s->gate = std::move(gate);
-          supervisor_state::governor_orders orders{s->base_limits, s->selected, s->absent_items,
-                                                   s->absent_unavailable};
+          supervisor_state::governor_orders orders{
+              s->base_limits, s->selected, s->absent_items, s->absent_unavailable, {}};
+          for (const auto& u : s->unmade)
+            orders.unmade.push_back(u.name);
           orders.limits.max_failures = s->gate.max_failures;
           orders.limits.only = s->gate.only;
           if (!s->told || !same_orders(*s->told, orders)) {
             s->told = orders;
             self->send(s->governor, limits_atom_v, orders.limits, orders.selected, orders.absent,
-                       orders.absent_unavailable);
+                       orders.absent_unavailable, orders.unmade);
           }
         }
         // Items no longer selected (node gone, labels changed) are deleted; their
@@ -397,8 +417,9 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
         }
         if (plan != nullptr && !view->invalid_plans.count(config.plan) &&
             (recompute || !view->item_changes.empty() || gate_changed)) {
-          auto status = controller::aggregate_plan_status(*plan, resolution, mine, s->last_status,
-                                                          protocol::wall_clock::now(), s->gate);
+          auto status =
+              controller::aggregate_plan_status(*plan, resolution, mine, s->last_status,
+                                                protocol::wall_clock::now(), s->gate, s->unmade);
           status.devices = controller::devices_by_profile(resolution, *view);
           if (!s->wrote_status || !(status == s->last_status)) {
             if (status.phase != s->last_status.phase && !status.history.empty()) {

@@ -26,6 +26,8 @@ governor_actor::behavior_type rollout_governor_actor(governor_actor::pointer sel
     // in flight, so they hold nothing back but their turn. Tokens go to the items named
     // before the first of them, and their nodes count as unavailable when they are.
     std::set<std::string> absent;
+    // Of `absent`, those whose create fails: no node waits for their turn.
+    std::set<std::string> unmade;
     /// How many of `selected` are in `heard` (checked on every report, so kept, not counted).
     std::size_t selected_heard = 0;
   };
@@ -33,7 +35,12 @@ governor_actor::behavior_type rollout_governor_actor(governor_actor::pointer sel
   auto grant = [=] {
     if (s->selected_heard + s->absent.size() < s->selected.size())
       return;
-    const std::string* before = s->absent.empty() ? nullptr : &*s->absent.begin();
+    const std::string* before = nullptr;
+    for (const auto& item : s->absent)
+      if (!s->unmade.count(item)) {
+        before = &item;
+        break;
+      }
     for (const auto& item : s->governor.grant(before)) {
       log_info("token granted (" + std::to_string(s->governor.in_flight()) + " in flight, " +
                    std::to_string(s->governor.unavailable()) + " unavailable)",
@@ -69,18 +76,21 @@ governor_actor::behavior_type rollout_governor_actor(governor_actor::pointer sel
   return {
       [=](limits_atom, const controller::rollout_limits& limits,
           const std::vector<std::string>& selected, const std::vector<std::string>& absent,
-          const std::vector<std::string>& absent_unavailable) {
+          const std::vector<std::string>& absent_unavailable,
+          const std::vector<std::string>& unmade) {
         s->governor.set_limits(limits);
         s->selected = std::set<std::string>(selected.begin(), selected.end());
         std::set<std::string> now_absent;
         const std::set<std::string> down(absent_unavailable.begin(), absent_unavailable.end());
-        for (const auto& item : absent)
-          if (s->selected.count(item) && !s->heard.count(item)) {
-            now_absent.insert(item);
-            controller::governor_node facts;
-            facts.unavailable = down.count(item) > 0;
-            s->governor.observe(item, facts);
-          }
+        for (const auto* list : {&absent, &unmade})
+          for (const auto& item : *list)
+            if (s->selected.count(item) && !s->heard.count(item)) {
+              now_absent.insert(item);
+              controller::governor_node facts;
+              facts.unavailable = down.count(item) > 0;
+              s->governor.observe(item, facts);
+            }
+        s->unmade = std::set<std::string>(unmade.begin(), unmade.end());
         // One that is no longer absent either exists now (its worker will say where it
         // stands) or left the plan: what was assumed of it goes.
         for (const auto& item : s->absent)

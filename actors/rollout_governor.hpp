@@ -16,10 +16,11 @@ using grant_receiver = caf::typed_actor<caf::reacts_to<grant_atom>>;
 /// the books). Its supervisor sends the plan's limits and item names; each worker reports
 /// where its item stands and receives `grant_atom` when a drain token is free.
 using governor_actor = caf::typed_actor<
-    /// The plan's limits, its selected items, those not created yet, and which of those
-    /// are on nodes that are unavailable already.
+    /// The plan's limits, its selected items, those not created yet, which of those (and
+    /// of the next) are on nodes that are unavailable already, and those that cannot be
+    /// made now (their create fails): counted as the absent are, they hold back no turn.
     caf::reacts_to<limits_atom, controller::rollout_limits, std::vector<std::string>,
-                   std::vector<std::string>, std::vector<std::string>>,
+                   std::vector<std::string>, std::vector<std::string>, std::vector<std::string>>,
     /// Where an item stands, and the worker to grant a token to.
     caf::reacts_to<report_atom, std::string, controller::governor_node, grant_receiver>>;
 

@@ -133,14 +133,15 @@ int run(const cli::command& c, kube::client& client) {
     auto plan = get_plan(client, c.plan);
     if (!plan)
       return fail(plan.error().describe());
-    std::string name = c.plan + "-" + c.node;
-    auto doc = client.get(items, {}, name);
-    if (!doc)
-      return fail(doc.error().describe());
-    auto item = protocol::from_json_value<protocol::node_partitioning>(doc.value());
+    // Found by plan and node: its name is <plan>-<node> unless another object held that.
+    auto all = list_all<protocol::node_partitioning>(client, items);
+    if (!all)
+      return fail(all.error().describe());
+    auto item = cli::item_of_node(plan.value(), all.value(), c.node);
     if (!item)
-      return fail("nodepartitioning " + name + " could not be read: " + item.error().message());
-    if (auto refusal = cli::retry_refusal(item.value()))
+      return fail("plan " + c.plan + " has no NodePartitioning for node " + c.node);
+    const std::string name = item->metadata.name;
+    if (auto refusal = cli::retry_refusal(*item))
       return fail("not retrying node " + c.node + " of plan " + c.plan + ": " + *refusal);
     auto done = client.patch(items, {}, name, kube::patch_type::merge, cli::retry_patch(now),
                              {"kubectl-partitioning", false, {}});

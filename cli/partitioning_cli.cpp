@@ -1,5 +1,6 @@
 #include "cli/partitioning_cli.hpp"
 
+#include "controller/item_name.hpp"
 #include "controller/node_machine.hpp"
 #include "controller/soak.hpp"
 #include "protocol/printable.hpp"
@@ -422,6 +423,17 @@ std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
 
 std::string pause_patch(bool paused) {
   return std::string("{\"spec\":{\"paused\":") + (paused ? "true" : "false") + "}}";
+}
+
+std::optional<protocol::node_partitioning>
+item_of_node(const protocol::partitioning_plan& plan,
+             const std::vector<protocol::node_partitioning>& all, const std::string& node) {
+  std::map<std::string, const protocol::node_partitioning*> by_name;
+  for (const auto& item : all)
+    by_name.emplace(item.metadata.name, &item);
+  if (const auto* found = controller::find_item(by_name, plan, node))
+    return *found;
+  return std::nullopt;
 }
 
 std::optional<std::string> retry_refusal(const protocol::node_partitioning& item) {

@@ -62,6 +62,12 @@ std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
 /// The body of the merge patch that pauses or resumes a plan.
 std::string pause_patch(bool paused);
 
+/// The item of `node` in `plan` among every NodePartitioning (`all`), under either of its
+/// names (controller/item_name.hpp); nullopt if it has none.
+std::optional<protocol::node_partitioning>
+item_of_node(const protocol::partitioning_plan& plan,
+             const std::vector<protocol::node_partitioning>& all, const std::string& node);
+
 /// Whether a retry of this item makes sense; the reason when it does not.
 std::optional<std::string> retry_refusal(const protocol::node_partitioning& item);
 

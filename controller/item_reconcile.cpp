@@ -1,5 +1,6 @@
 #include "controller/item_reconcile.hpp"
 
+#include "controller/item_name.hpp"
 #include "controller/node_inputs.hpp"
 #include "controller/node_machine.hpp"
 #include "protocol/api_group.hpp"
@@ -12,7 +13,7 @@ protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan
                                          std::map<std::string, std::string>& hashes,
                                          const std::set<std::string>& canary_nodes) {
   protocol::node_partitioning item;
-  item.metadata.name = plan.metadata.name + "-" + sel.node;
+  item.metadata.name = item_names_of(plan.metadata.name, sel.node).plain;
   item.metadata.finalizers = {item_finalizer};
   protocol::owner_reference owner;
   owner.api_version = std::string(protocol::api_version);
@@ -75,26 +76,40 @@ std::map<std::string, std::string> wanted_hashes(const protocol::partitioning_pl
 item_changes reconcile_items(const protocol::partitioning_plan& plan,
                              const plan_resolution& resolution,
                              const std::map<std::string, const protocol::node_partitioning*>& mine,
-                             const cluster_view& view, const std::set<std::string>& canary_nodes) {
+                             const cluster_view& view, const std::set<std::string>& canary_nodes,
+                             const std::map<std::string, std::string>& create_errors) {
   item_changes out;
   std::map<std::string, std::string> hashes;
   for (const auto& sel : resolution.selected) {
     auto want = desired_item(plan, sel, view, hashes, canary_nodes);
-    const auto& name = want.metadata.name;
+    const auto* have = find_item(mine, plan, sel.node);
+    const auto fresh = have ? std::nullopt : new_item_name(view.items, plan, sel.node);
+    const auto names = item_names_of(plan.metadata.name, sel.node);
+    const std::string name = have ? have->metadata.name : fresh.value_or(names.derived);
+    want.metadata.name = name;
     out.selected.push_back(name);
-    out.keep.insert(name);
-    auto have = mine.find(name);
+    if (have || fresh)
+      out.keep.insert(name);
     // A payload that cannot be read now (its ConfigMap not listed yet, or gone) keeps the
     // hash the item has: only a payload read anew and different is news.
-    if (want.spec.payload_hash.empty() && have != mine.end())
-      want.spec.payload_hash = have->second->spec.payload_hash;
-    if (have == mine.end()) {
-      out.absent.push_back(name);
+    if (want.spec.payload_hash.empty() && have)
+      want.spec.payload_hash = have->spec.payload_hash;
+    if (!have) {
+      const auto error = create_errors.find(name);
+      if (!fresh)
+        out.unmade.push_back({name, sel.node,
+                              "NodePartitionings " + names.plain + " and " + names.derived +
+                                  " both exist and neither is this plan's item for the node"});
+      else if (error != create_errors.end())
+        out.unmade.push_back({name, sel.node, error->second});
+      else
+        out.absent.push_back(name);
       auto node = view.nodes.find(sel.node);
       if (node != view.nodes.end() && (node->second->unschedulable || !node->second->ready))
         out.absent_unavailable.push_back(name);
-      out.create.push_back(std::move(want));
-    } else if (spec_differs(*have->second, want) && !in_flight(*have->second)) {
+      if (fresh)
+        out.create.push_back(std::move(want));
+    } else if (spec_differs(*have, want) && !in_flight(*have)) {
       out.update.push_back(std::move(want));
     } else {
       out.unchanged.push_back(name);

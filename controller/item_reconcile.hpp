@@ -16,7 +16,8 @@
 
 namespace gpu_partitioner::controller {
 
-/// The item `sel` should have: named <plan>-<node>, owned by the plan (blocking its
+/// The item `sel` should have: named <plan>-<node> (reconcile_items names it as
+/// item_name.hpp says: it may take the derived name), owned by the plan (blocking its
 /// deletion) with the operator's finalizer, carrying the plan's drain, verification and
 /// dry run, and the desiredHash of the profile as the view has it (of its name alone when
 /// it does not exist yet: the hash changes once it does). `hashes` memoises the hash per
@@ -34,6 +35,18 @@ std::map<std::string, std::string> wanted_hashes(const protocol::partitioning_pl
 /// Whether an existing item must be updated to match `want`.
 bool spec_differs(const protocol::node_partitioning& have, const protocol::node_partitioning& want);
 
+/// A selected node whose item cannot be made now: both its names are held by other objects,
+/// or its create failed (`why`: the API server's answer). Its create is asked again; it
+/// holds back no other node's turn.
+struct unmade_item {
+  std::string name;
+  std::string node;
+  std::string why;
+  bool operator==(const unmade_item& o) const {
+    return name == o.name && node == o.node && why == o.why;
+  }
+};
+
 struct item_changes {
   /// Items to create, in rollout order.
   std::vector<protocol::node_partitioning> create;
@@ -44,21 +57,27 @@ struct item_changes {
   std::vector<std::string> unchanged;
   /// Every item the plan keeps: the selected ones.
   std::set<std::string> keep;
-  /// The selected items in rollout order; those not created yet; and of those, the ones
-  /// whose node is down (cordoned or NotReady), which count against maxUnavailable.
+  /// The selected items in rollout order; those not created yet (their turn held until
+  /// they are); and of those and the unmade, the ones whose node is down (cordoned or
+  /// NotReady), which count against maxUnavailable.
   std::vector<std::string> selected;
   std::vector<std::string> absent;
   std::vector<std::string> absent_unavailable;
+  /// Selected items that cannot be made now (not in `absent`): reported on the plan.
+  std::vector<unmade_item> unmade;
 };
 
 /// What a live, valid plan's items need, given its resolution and its items now (`mine`,
-/// by name).
-/// `canary_nodes` are the canary's nodes (their items carry canary and its soak).
+/// by name). Each node's item is found by plan and node (find_item); a new one is named by
+/// new_item_name against every item of the view. `canary_nodes` are the canary's nodes
+/// (their items carry canary and its soak). `create_errors`: item name -> why its last
+/// create failed (cleared once one succeeds).
 item_changes reconcile_items(const protocol::partitioning_plan& plan,
                              const plan_resolution& resolution,
                              const std::map<std::string, const protocol::node_partitioning*>& mine,
                              const cluster_view& view,
-                             const std::set<std::string>& canary_nodes = {});
+                             const std::set<std::string>& canary_nodes = {},
+                             const std::map<std::string, std::string>& create_errors = {});
 
 /// Whether the view's node changes can change a plan's node selection (resolve_plan's
 /// answer for any of the view's plans, which see each other's): a node came, went or

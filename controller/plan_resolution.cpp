@@ -1,5 +1,6 @@
 #include "controller/plan_resolution.hpp"
 
+#include "controller/item_name.hpp"
 #include "controller/rollout_gate.hpp"
 
 #include "controller/selector.hpp"
@@ -175,7 +176,7 @@ plan_resolution resolve_plan(const protocol::partitioning_plan& plan,
     out.unmatched.push_back(why);
   }
   for (const auto& sel : out.selected) {
-    const auto item = plan.metadata.name + "-" + sel.node;
+    const auto item = item_names_of(plan.metadata.name, sel.node).plain;
     if (item.size() > max_object_name)
       out.problems.push_back(
           "metadata.name: the NodePartitioning of node " + sel.node + " would be named " +

@@ -37,7 +37,8 @@ struct plan_resolution {
   std::vector<std::string> unmatched;
 };
 
-/// The longest object name Kubernetes accepts; a NodePartitioning is named <plan>-<node>.
+/// The longest object name Kubernetes accepts; a NodePartitioning is named <plan>-<node>
+/// (controller/item_name.hpp).
 inline constexpr std::size_t max_object_name = 253;
 
 /// Resolves `plan` against the observed nodes and every other plan. Control-plane nodes

@@ -1,5 +1,6 @@
 #include "controller/plan_status.hpp"
 
+#include "controller/item_name.hpp"
 #include "controller/short_list.hpp"
 #include "controller/soak.hpp"
 
@@ -59,10 +60,10 @@ void fill_order(protocol::partitioning_plan_status& st, const protocol::partitio
                 const plan_resolution& resolution,
                 const std::map<std::string, const protocol::node_partitioning*>& items) {
   auto to_come = [&](const std::string& node) {
-    const auto it = items.find(plan.metadata.name + "-" + node);
-    if (it == items.end() || it->second->metadata.deletion_timestamp)
+    const auto* item = find_item(items, plan, node);
+    if (!item || item->metadata.deletion_timestamp)
       return true;
-    const auto phase = it->second->status.phase.value_or(node_phase::pending);
+    const auto phase = item->status.phase.value_or(node_phase::pending);
     return phase != node_phase::succeeded && phase != node_phase::failed;
   };
   std::size_t count = 0;
@@ -87,7 +88,8 @@ protocol::partitioning_plan_status
 aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolution& resolution,
                       const std::map<std::string, const protocol::node_partitioning*>& items,
                       const protocol::partitioning_plan_status& previous,
-                      protocol::wall_clock::time_point now, const gate_decision& gate) {
+                      protocol::wall_clock::time_point now, const gate_decision& gate,
+                      const std::vector<unmade_item>& unmade) {
   protocol::partitioning_plan_status st;
   st.window = gate.window;
   st.canary = gate.canary;
@@ -212,13 +214,29 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
   } else {
     drop_condition(st, protocol::plan_condition::canary);
   }
+  // A node without its item is neither done nor on its way: say which, and why, until each
+  // has one (the condition stays, True, once it appeared).
+  if (!unmade.empty()) {
+    std::vector<std::string> which;
+    for (const auto& u : unmade)
+      which.push_back("NodePartitioning " + u.name + " (node " + u.node + "): " + u.why);
+    set_condition(st, protocol::plan_condition::items_created, false, "CreateFailed",
+                  std::to_string(unmade.size()) + " node(s) have no NodePartitioning: " +
+                      listed(which) + "; asked again, and the other nodes go on",
+                  now, gen);
+  } else if (std::any_of(st.conditions.begin(), st.conditions.end(), [](const auto& c) {
+               return c.type == protocol::plan_condition::items_created;
+             })) {
+    set_condition(st, protocol::plan_condition::items_created, true, "ItemsCreated",
+                  "every selected node has its NodePartitioning", now, gen);
+  }
   set_condition(st, protocol::plan_condition::paused, plan.spec.paused,
                 plan.spec.paused ? "Paused" : "Running",
                 plan.spec.paused ? "spec.paused: no node starts; nodes in flight finish"
                                  : "not paused",
                 now, gen);
-  const bool complete =
-      st.nodes.total > 0 && st.nodes.succeeded == st.nodes.total && st.nodes.soaking == 0;
+  const bool complete = st.nodes.total > 0 && st.nodes.succeeded == st.nodes.total &&
+                        st.nodes.soaking == 0 && unmade.empty();
   set_condition(st, protocol::plan_condition::completed, complete,
                 complete ? "AllNodesSucceeded" : "InProgress",
                 std::to_string(st.nodes.succeeded) + "/" + std::to_string(st.nodes.total) +

@@ -4,6 +4,7 @@
 // bounded history of what changed.
 
 #include "controller/cluster_view.hpp"
+#include "controller/item_reconcile.hpp"
 #include "controller/plan_resolution.hpp"
 #include "controller/rollout_gate.hpp"
 #include "protocol/node_partitioning.hpp"
@@ -16,11 +17,14 @@
 
 namespace gpu_partitioner::controller {
 
+/// `unmade`: the selected nodes whose item cannot be made now (reconcile_items): condition
+/// ItemsCreated False names them and why, and the plan is not Completed while there are any.
 protocol::partitioning_plan_status
 aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolution& resolution,
                       const std::map<std::string, const protocol::node_partitioning*>& items,
                       const protocol::partitioning_plan_status& previous,
-                      protocol::wall_clock::time_point now, const gate_decision& gate = {});
+                      protocol::wall_clock::time_point now, const gate_decision& gate = {},
+                      const std::vector<unmade_item>& unmade = {});
 
 /// status.devices: per profile of the resolution, its nodes that publish their GPUs through
 /// DRA and the devices they show of its expectedDevices (profiles without any, or with no

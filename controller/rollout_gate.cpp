@@ -1,5 +1,6 @@
 #include "controller/rollout_gate.hpp"
 
+#include "controller/item_name.hpp"
 #include "controller/selector.hpp"
 #include "controller/short_list.hpp"
 #include "controller/soak.hpp"
@@ -144,8 +145,7 @@ canary_outcome decide_canary(const gate_inputs& in, const protocol::canary_polic
   for (const auto& sel : in.resolution->selected)
     by_node.emplace(sel.node, &sel);
   auto item_of = [&](const std::string& node) -> const protocol::node_partitioning* {
-    auto it = in.items->find(plan.metadata.name + "-" + node);
-    return it == in.items->end() ? nullptr : it->second;
+    return find_item(*in.items, plan, node);
   };
   auto wanted = [&](const selected_node& sel) {
     auto it = in.hashes.find(sel.profile);

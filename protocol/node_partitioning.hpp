@@ -279,8 +279,9 @@ constexpr auto describe(codec::tag<node_partitioning_status>) {
       codec::field("preview", &T::preview), codec::field("dra", &T::dra));
 }
 
-/// The work item for one node of one plan, named `<plan>-<node>` and owned by the plan
-/// (cluster-scoped).
+/// The work item for one node of one plan, named `<plan>-<node>` (or, where another
+/// object holds that, a name derived from it: controller/item_name.hpp) and owned by the
+/// plan (cluster-scoped).
 struct node_partitioning {
   static constexpr std::string_view kind_name = "NodePartitioning";
   static constexpr std::string_view plural = "nodepartitionings";

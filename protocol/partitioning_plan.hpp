@@ -391,6 +391,8 @@ inline constexpr const char* degraded = "Degraded";
 inline constexpr const char* completed = "Completed";
 inline constexpr const char* outside_window = "OutsideWindow";
 inline constexpr const char* canary = "Canary";
+/// False while a selected node's NodePartitioning cannot be made (named, with why).
+inline constexpr const char* items_created = "ItemsCreated";
 } // namespace plan_condition
 
 } // namespace gpu_partitioner::protocol

@@ -352,8 +352,9 @@ struct io_double_state {
   cluster_model cluster;
   std::vector<ga::node_io> node_requests;
   std::vector<ga::item_io> item_requests;
-  /// What item writes answer ("" = done).
+  /// What item writes answer ("" = done), and for some items by name, over that.
   std::string item_error;
+  std::map<std::string, std::string> item_errors;
   /// Hold answers back until deliver_atom (one batch in flight is then observable).
   bool hold = false;
   std::vector<std::tuple<ga::node_io, caf::typed_response_promise<ga::node_io_result>,
@@ -398,7 +399,8 @@ inline io_double_actor::behavior_type io_double(io_double_actor::pointer self,
       },
       [=](ga::io_atom, const ga::item_io& io) -> std::string {
         st->item_requests.push_back(io);
-        return st->item_error;
+        auto named = st->item_errors.find(io.item.metadata.name);
+        return named != st->item_errors.end() ? named->second : st->item_error;
       },
       [=](deliver_atom) {
         auto held = std::move(st->held);
@@ -490,7 +492,8 @@ governor_double(ga::governor_actor::pointer, std::shared_ptr<governor_double_sta
             {item, facts, st->writer ? st->writer->persisted_phases : std::vector<std::string>{}});
       },
       [=](ga::limits_atom, const gc::rollout_limits&, const std::vector<std::string>&,
-          const std::vector<std::string>&, const std::vector<std::string>&) {},
+          const std::vector<std::string>&, const std::vector<std::string>&,
+          const std::vector<std::string>&) {},
   };
 }
 

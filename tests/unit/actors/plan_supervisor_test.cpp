@@ -156,6 +156,48 @@ BOOST_FIXTURE_TEST_CASE(an_item_write_that_failed_is_asked_again, supervisor_fix
   BOOST_TEST(item_requests(create_op).size() == 4u);
 }
 
+// A create refused for good (a webhook's denial, say) is reported on the plan, naming the
+// item and the error, and asked again; the governor is told the item cannot be made, so
+// no other node waits for its turn. Once one goes through, the plan says so.
+BOOST_FIXTURE_TEST_CASE(a_create_that_keeps_failing_is_reported_and_holds_back_no_other,
+                        supervisor_fixture) {
+  const std::string denied = "creating plan-gpu-1: 403 Forbidden: admission webhook denied it";
+  io_state->item_errors["plan-gpu-1"] = denied;
+  start();
+  show_view();
+  for (int i = 0; i < 3; ++i) {
+    BOOST_TEST_REQUIRE(sched.has_pending_timeout());
+    sched.trigger_timeouts();
+    sched.run();
+  }
+  const auto creates = item_requests(create_op);
+  BOOST_TEST(std::count(creates.begin(), creates.end(), "plan-gpu-1") >= 3);
+  BOOST_TEST(std::count(creates.begin(), creates.end(), "plan-gpu-2") == 1);
+  BOOST_TEST_REQUIRE(!written->plan_statuses.empty());
+  const gp::condition* made = nullptr;
+  for (const auto& c : plan_status().conditions)
+    if (c.type == gp::plan_condition::items_created)
+      made = &c;
+  BOOST_TEST_REQUIRE(made != nullptr);
+  BOOST_TEST((made->status == gp::condition_status::false_));
+  BOOST_TEST(made->message.find("NodePartitioning plan-gpu-1 (node gpu-1): " + denied) !=
+             std::string::npos);
+
+  // Created at last (the watch shows it): the condition turns True.
+  io_state->item_errors.clear();
+  sched.trigger_timeouts();
+  sched.run();
+  cluster().put(make_item("gpu-1"));
+  cluster().put(make_item("gpu-2"));
+  show_view();
+  made = nullptr;
+  for (const auto& c : plan_status().conditions)
+    if (c.type == gp::plan_condition::items_created)
+      made = &c;
+  BOOST_TEST_REQUIRE(made != nullptr);
+  BOOST_TEST((made->status == gp::condition_status::true_));
+}
+
 BOOST_FIXTURE_TEST_CASE(writes_plan_status_with_counts_by_phase, supervisor_fixture) {
   auto done = make_item("gpu-1");
   done.status.phase = gp::node_phase::succeeded;

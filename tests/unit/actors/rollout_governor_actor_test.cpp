@@ -82,8 +82,9 @@ struct governor_fixture : actor_fixture {
   }
 
   void set_limits(const gc::rollout_limits& l, const std::vector<std::string>& absent = {},
-                  const std::vector<std::string>& absent_down = {}) {
-    caf::anon_send(governor, ga::limits_atom_v, l, selected, absent, absent_down);
+                  const std::vector<std::string>& absent_down = {},
+                  const std::vector<std::string>& unmade = {}) {
+    caf::anon_send(governor, ga::limits_atom_v, l, selected, absent, absent_down, unmade);
   }
   // The supervisor stops the worker of an item that is gone (user_shutdown); a worker
   // fails with any other reason.
@@ -184,6 +185,26 @@ BOOST_FIXTURE_TEST_CASE(items_not_created_yet_hold_back_only_their_turn, governo
   sched.run();
   const std::vector<std::string> five{node(0), node(1), node(2), node(3), node(4)};
   BOOST_TEST(log->order == five, boost::test_tools::per_element());
+}
+
+// An item whose create fails (another object holds its names, the API server refuses it)
+// may never exist: the nodes after it go on, and its node still counts when it is down.
+BOOST_FIXTURE_TEST_CASE(an_item_that_cannot_be_made_holds_back_no_turn, governor_fixture) {
+  auto l = limits(10);
+  l.max_unavailable = gp::int_or_percent::count(4);
+  set_limits(l, {}, {node(2)}, {node(2)}); // its node cordoned by an admin, say
+  for (int i : {0, 1, 3, 4, 5})
+    want(node(i), asking());
+  sched.run();
+  // Past node(2), and with its down node counted: four unavailable.
+  const std::vector<std::string> three{node(0), node(1), node(3)};
+  BOOST_TEST(log->order == three, boost::test_tools::per_element());
+  // Made at last, and up: it no longer counts, and the next one goes.
+  set_limits(l);
+  want(node(2), finished());
+  sched.run();
+  const std::vector<std::string> four{node(0), node(1), node(3), node(4)};
+  BOOST_TEST(log->order == four, boost::test_tools::per_element());
 }
 
 BOOST_FIXTURE_TEST_CASE(a_node_down_whose_item_is_not_created_yet_counts_as_unavailable,

@@ -1,6 +1,7 @@
 // kubectl-partitioning's pure part: the command line, the status and list text, and
 // which retries and promotions it refuses.
 #include "cli/partitioning_cli.hpp"
+#include "controller/item_name.hpp"
 #include "protocol/json.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -10,6 +11,7 @@
 #include <vector>
 
 namespace cli = gpu_partitioner::cli;
+namespace gc = gpu_partitioner::controller;
 namespace gp = gpu_partitioner::protocol;
 using namespace std::chrono_literals;
 
@@ -384,6 +386,23 @@ BOOST_AUTO_TEST_CASE(what_the_objects_say_reaches_the_terminal_escaped) {
       cli::render_plans({hostile}, now) ==
       "PLAN         PHASE    SUCCEEDED  FAILED  IN FLIGHT  SOAKING  WINDOW  CANARY  AGE\n"
       "evil\\x1b[8m  Pending  0/0        0       0          0        -       -       1h00m\n");
+}
+
+// `retry PLAN NODE` finds the node's item by plan and node: under `<plan>-<node>` only if
+// it is that plan's item for that node, else under its derived name.
+BOOST_AUTO_TEST_CASE(retry_finds_the_item_of_the_plan_and_node_whatever_its_name) {
+  const auto gpu = plan_named("gpu", "gpu-uid");
+  const auto gpu_a = plan_named("gpu-a", "gpu-a-uid");
+  auto theirs = item(gpu, "a-1", gp::node_phase::failed, "2026-11-29T11:00:00Z");
+  auto mine = item(gpu_a, "1", gp::node_phase::failed, "2026-11-29T11:00:00Z");
+  BOOST_TEST(theirs.metadata.name == mine.metadata.name); // both "gpu-a-1"
+  mine.metadata.name = gc::item_names_of("gpu-a", "1").derived;
+  const std::vector<gp::node_partitioning> all{theirs, mine};
+  const auto found = cli::item_of_node(gpu_a, all, "1");
+  BOOST_TEST_REQUIRE(found.has_value());
+  BOOST_TEST(found->metadata.name == mine.metadata.name);
+  BOOST_TEST(cli::item_of_node(gpu, all, "a-1")->metadata.name == "gpu-a-1");
+  BOOST_TEST(!cli::item_of_node(gpu_a, {theirs}, "1"), "the other plan's item is never retried");
 }
 
 BOOST_AUTO_TEST_CASE(only_a_failed_node_is_retried) {

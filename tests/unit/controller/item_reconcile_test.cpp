@@ -5,6 +5,7 @@
 // records of node and budget changes, and which of them can change a selection.
 #include "controller/item_reconcile.hpp"
 
+#include "controller/item_name.hpp"
 #include "controller/node_machine.hpp"
 #include "protocol/desired_hash.hpp"
 
@@ -123,6 +124,95 @@ BOOST_AUTO_TEST_CASE(missing_items_are_created_in_order_and_their_down_nodes_not
   BOOST_TEST(changes.absent == (std::vector<std::string>{"p-a", "p-c"}));
   BOOST_TEST(changes.absent_unavailable == std::vector<std::string>{"p-c"});
   BOOST_TEST(changes.keep.size() == 3u);
+}
+
+// Plan `gpu` with node `a-1` and plan `gpu-a` with node `1` both want `gpu-a-1`. The one
+// whose item exists keeps it; the other's item takes the derived name, and an object under
+// its names that is not its item (another plan's, a deleted namesake's, one for another
+// node) is never taken for it.
+BOOST_AUTO_TEST_CASE(a_name_another_item_holds_is_never_adopted_the_node_gets_the_derived_one) {
+  fixture f;
+  for (const char* n : {"1", "a-1"}) {
+    auto node = std::make_shared<gc::node_info>();
+    node->name = n;
+    f.view.nodes[n] = node;
+  }
+  auto gpu = plan();
+  gpu.metadata.name = "gpu";
+  gpu.metadata.uid = "gpu-uid";
+  auto gpu_a = plan();
+  gpu_a.metadata.name = "gpu-a";
+  gpu_a.metadata.uid = "gpu-a-uid";
+  std::map<std::string, std::string> hashes;
+  auto theirs = gc::desired_item(gpu, {"a-1", "entry", "cpx"}, f.view, hashes);
+  BOOST_TEST(theirs.metadata.name == "gpu-a-1");
+  f.view.items["gpu-a-1"] = std::make_shared<const gp::node_partitioning>(theirs);
+
+  const auto derived = gc::item_names_of("gpu-a", "1").derived;
+  const auto changes = gc::reconcile_items(gpu_a, selects({{"1", "cpx"}}), {}, f.view);
+  BOOST_REQUIRE(changes.create.size() == 1u);
+  BOOST_TEST(changes.create[0].metadata.name == derived);
+  BOOST_TEST(changes.create[0].spec.node_name == "1");
+  BOOST_TEST(changes.absent == std::vector<std::string>{derived});
+  BOOST_TEST(changes.unmade.empty());
+
+  // The first plan's own item stays where it is.
+  const std::map<std::string, const gp::node_partitioning*> gpus{{"gpu-a-1", &theirs}};
+  const auto again = gc::reconcile_items(gpu, selects({{"a-1", "cpx"}}), gpus, f.view);
+  BOOST_TEST(again.create.empty());
+  BOOST_TEST(again.unchanged == std::vector<std::string>{"gpu-a-1"});
+
+  // A namesake of the plan's own, left by an earlier plan of that name (another uid), or
+  // for another node, is not its item either: not kept, so it is removed.
+  auto stale = gc::desired_item(gpu_a, {"1", "entry", "cpx"}, f.view, hashes);
+  stale.spec.plan_ref.uid = "deleted-plan-uid";
+  f.view.items.erase("gpu-a-1");
+  f.view.items[stale.metadata.name] = std::make_shared<const gp::node_partitioning>(stale);
+  const std::map<std::string, const gp::node_partitioning*> mine{{stale.metadata.name, &stale}};
+  const auto fresh = gc::reconcile_items(gpu_a, selects({{"1", "cpx"}}), mine, f.view);
+  BOOST_REQUIRE(fresh.create.size() == 1u);
+  BOOST_TEST(fresh.create[0].metadata.name == derived);
+  BOOST_TEST(gc::items_to_remove(mine, fresh.keep, false, false) ==
+             std::vector<std::string>{"gpu-a-1"});
+}
+
+// A node whose item cannot be made (both names held by other objects, or its create fails)
+// is reported, and holds back no turn: it is not among the absent the governor waits for.
+BOOST_AUTO_TEST_CASE(a_node_whose_item_cannot_be_made_is_unmade_not_absent) {
+  fixture f;
+  auto other = plan();
+  other.metadata.name = "q";
+  other.metadata.uid = "q-uid";
+  std::map<std::string, std::string> hashes;
+  const auto names = gc::item_names_of("p", "a");
+  for (const auto& name : {names.plain, names.derived}) {
+    auto held = gc::desired_item(other, {"x", "entry", "cpx"}, f.view, hashes);
+    held.metadata.name = name;
+    f.view.items[name] = std::make_shared<const gp::node_partitioning>(held);
+  }
+  auto down = std::make_shared<gc::node_info>(*f.view.nodes.at("a"));
+  down->ready = false;
+  f.view.nodes["a"] = down;
+  const std::map<std::string, std::string> errors{
+      {"p-b", "creating p-b: 403 Forbidden: denied by a webhook"}};
+  const auto changes = gc::reconcile_items(
+      plan(), selects({{"a", "cpx"}, {"b", "cpx"}, {"c", "cpx"}}), f.mine(), f.view, {}, errors);
+  BOOST_TEST(changes.selected == (std::vector<std::string>{names.derived, "p-b", "p-c"}));
+  BOOST_TEST(changes.absent == std::vector<std::string>{"p-c"});
+  BOOST_TEST(changes.absent_unavailable == std::vector<std::string>{names.derived});
+  BOOST_REQUIRE(changes.unmade.size() == 2u);
+  BOOST_TEST(changes.unmade[0].name == names.derived);
+  BOOST_TEST(changes.unmade[0].node == "a");
+  BOOST_TEST(changes.unmade[0].why == "NodePartitionings p-a and " + names.derived +
+                                          " both exist and neither is this plan's item for the "
+                                          "node");
+  BOOST_TEST(changes.unmade[1].name == "p-b");
+  BOOST_TEST(changes.unmade[1].why == errors.at("p-b"));
+  // The failed create is asked again; nothing is asked for the node whose names are held.
+  BOOST_REQUIRE(changes.create.size() == 2u);
+  BOOST_TEST(changes.create[0].metadata.name == "p-b");
+  BOOST_TEST(changes.create[1].metadata.name == "p-c");
+  BOOST_TEST(!changes.keep.count(names.derived));
 }
 
 BOOST_AUTO_TEST_CASE(a_changed_spec_is_updated_unless_the_node_is_in_flight) {

@@ -122,6 +122,7 @@ struct items_of {
   items_of& add(gp::node_phase phase, std::int64_t soak = 0) {
     gp::node_partitioning i;
     i.metadata.name = "p-n" + std::to_string(items.size());
+    i.spec.plan_ref.name = "p";
     i.spec.node_name = "n" + std::to_string(items.size());
     i.status.phase = phase;
     if (soak > 0)
@@ -197,6 +198,30 @@ BOOST_AUTO_TEST_CASE(a_failed_canary_whose_node_left_still_degrades_the_plan) {
   BOOST_TEST((degraded->status == gp::condition_status::true_));
   BOOST_TEST(degraded->reason == "CanaryFailed");
   BOOST_TEST(contains(degraded->message, "the canary failed (gone-0)"), degraded->message);
+
+// A selected node whose NodePartitioning cannot be made is named, with why, on the plan;
+// the plan does not complete without it, and says so once it has it.
+BOOST_AUTO_TEST_CASE(a_node_without_its_item_is_reported_and_keeps_the_plan_from_completing) {
+  items_of it;
+  it.add(gp::node_phase::succeeded).add(gp::node_phase::succeeded);
+  const std::vector<gc::unmade_item> unmade{
+      {"p-n2", "n2", "creating p-n2: 403 Forbidden: denied by webhook \"policy\""}};
+  auto st = gc::aggregate_plan_status(plan(), {}, it.by_name(), {}, t0, {}, unmade);
+  const auto* c = condition(st, "ItemsCreated");
+  BOOST_TEST_REQUIRE(c != nullptr);
+  BOOST_TEST((c->status == gp::condition_status::false_));
+  BOOST_TEST(c->reason == "CreateFailed");
+  BOOST_TEST(contains(c->message, "NodePartitioning p-n2 (node n2): creating p-n2: 403"));
+  BOOST_TEST(c->observed_generation.value_or(0) == 3);
+  BOOST_TEST((*st.phase != gp::plan_phase::completed));
+  BOOST_TEST((condition(st, "Completed")->status == gp::condition_status::false_));
+  // Made: the condition turns True, and the plan completes.
+  st = gc::aggregate_plan_status(plan(), {}, it.by_name(), st, t0);
+  BOOST_TEST((condition(st, "ItemsCreated")->status == gp::condition_status::true_));
+  BOOST_TEST((*st.phase == gp::plan_phase::completed));
+  // A plan that never missed one has no such condition.
+  BOOST_TEST(
+      !condition(gc::aggregate_plan_status(plan(), {}, it.by_name(), {}, t0), "ItemsCreated"));
 }
 
 BOOST_AUTO_TEST_CASE(soaking_nodes_are_counted_and_keep_the_plan_from_completing) {
@@ -380,6 +405,7 @@ BOOST_AUTO_TEST_CASE(a_plan_selecting_5000_nodes_lists_the_first_100_to_come_as_
   for (int i = 0; i < fleet; ++i) {
     auto& item = items[i];
     item.metadata.name = "p-" + node_name(i);
+    item.spec.plan_ref.name = "p";
     item.spec.node_name = node_name(i);
     item.status.phase = i < 30    ? gp::node_phase::succeeded
                         : i == 30 ? gp::node_phase::failed

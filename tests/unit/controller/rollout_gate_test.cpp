@@ -61,6 +61,7 @@ struct fleet {
     nodes[node] = std::make_shared<const gc::node_info>(n);
     auto& item = items[plan.metadata.name + "-" + node];
     item.metadata.name = plan.metadata.name + "-" + node;
+    item.spec.plan_ref = {plan.metadata.name, plan.metadata.uid};
     item.spec.node_name = node;
     item.spec.profile_ref.name = profile;
     item.spec.desired_hash = profile == "a" ? hash_a : hash_b;

@@ -1,0 +1,36 @@
+#include "controller/item_name.hpp"
+
+#include "protocol/desired_hash.hpp"
+
+namespace gpu_partitioner::controller {
+
+namespace {
+
+// The longest object name Kubernetes accepts (a DNS subdomain).
+constexpr std::size_t name_limit = 253;
+constexpr std::size_t hash_digits = 10;
+
+} // namespace
+
+item_names item_names_of(const std::string& plan, const std::string& node) {
+  item_names out;
+  out.plain = plan + "-" + node;
+  std::string base = out.plain;
+  if (base.size() > name_limit - 1 - hash_digits)
+    base.resize(name_limit - 1 - hash_digits);
+  // A cut may end a DNS label (".") or leave a dash: the suffix's label must start with a
+  // letter or digit.
+  while (!base.empty() && (base.back() == '-' || base.back() == '.'))
+    base.pop_back();
+  out.derived = base + "-" + protocol::sha256_hex(plan + "/" + node).substr(0, hash_digits);
+  return out;
+}
+
+bool is_item_of(const protocol::node_partitioning& item, const protocol::partitioning_plan& plan,
+                const std::string& node) {
+  const auto& ref = item.spec.plan_ref;
+  return ref.name == plan.metadata.name && item.spec.node_name == node &&
+         (ref.uid.empty() || plan.metadata.uid.empty() || ref.uid == plan.metadata.uid);
+}
+
+} // namespace gpu_partitioner::controller
