@@ -51,19 +51,6 @@ bool run_mark_lost(const node_inputs& in, status_editor& s, node_step& out) {
   return true;
 }
 
-// When the current run entered Applying (the label is written after): DCM's answers to
-// this request are no older. Events carry whole seconds.
-// DCM's answer to this run is newer than the run's start (the cordon): no DCM run for the
-// label this run sets can be older. Not the latest entry into Applying: an operator
-// restarted after the label was set enters Applying again, and DCM may have answered in
-// between; nor the first on record, as the label may go out before Applying is written.
-// In whole seconds, as Events are.
-protocol::wall_clock::time_point run_started_at(const status_editor& s) {
-  if (auto started = protocol::parse_time(s.status.started_at))
-    return std::chrono::time_point_cast<std::chrono::seconds>(*started);
-  return std::chrono::time_point_cast<std::chrono::seconds>(s.entered());
-}
-
 // The pods on the node that hold GPUs (they request an amd.com/ resource), for messages.
 std::string gpu_holders(const node_inputs& in) {
   std::string who;
@@ -242,11 +229,15 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   const std::string& profile = in.profile.dcm_name;
   // The state label is not tied to a request: a run for the previous label may finish
   // and write it after ours was set. DCM's Event names the profile it served: the newest
-  // one for ours since this run's label is DCM's answer.
-  const auto since = run_started_at(s);
+  // one for ours among those the run did not find at its start (the cordon: no DCM run
+  // for the label this run sets can be older) is DCM's answer. Newer by DCM's own clock,
+  // the node's: never compared with ours. Not since the latest entry into Applying: an
+  // operator restarted after the label was set enters Applying again, and DCM may have
+  // answered in between.
+  const auto until = dcm_events_until(s.status);
   const dcm_event_info* answer = nullptr;
   for (const auto& e : in.dcm_events)
-    if (e.profile == profile && e.time >= since && (!answer || e.time >= answer->time))
+    if (until && e.profile == profile && e.time > *until && (!answer || e.time >= answer->time))
       answer = &e;
   const std::string state = in.node->label(dcm_state_label);
   // Without DCM's Events (lost, or not permitted) the state label alone decides, once
@@ -256,6 +247,8 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   const bool unconfirmed_for_long = !answer && in.now - s.entered() >= fallback;
   auto succeed = [&](const std::string& reason, const std::string& message) {
     s.condition(node_condition::operator_succeeded, true, reason, message);
+    // DCM's Events until its answer are this run's: a soak reads only newer ones.
+    s.status.dcm_events_until = dcm_events_mark(in.dcm_events);
     s.enter(node_phase::verifying, "OperatorSucceeded",
             device_rule(s.status).empty()
                 ? "DCM partitioned the GPUs; removing the taint so the device plugin restarts"

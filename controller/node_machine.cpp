@@ -136,6 +136,18 @@ bool labelled_by_this_run(const node_inputs& in, const status_editor& s) {
 
 } // namespace detail
 
+std::string dcm_events_mark(const std::vector<dcm_event_info>& events) {
+  auto newest = protocol::wall_clock::time_point{};
+  for (const auto& e : events)
+    newest = std::max(newest, e.time);
+  return protocol::format_time(newest);
+}
+
+std::optional<protocol::wall_clock::time_point>
+dcm_events_until(const protocol::node_partitioning_status& status) {
+  return protocol::parse_time(status.dcm_events_until);
+}
+
 namespace {
 
 bool has_finalizer(const protocol::node_partitioning& item) {

@@ -95,6 +95,17 @@ inline bool dcm_success_reason(const std::string& reason) {
   return reason == "SuccessfullyPartitioned" || reason == "RequestedPartitionConfigAlreadyExists";
 }
 
+/// DCM stamps its Events with the node's clock, never compared with the operator's: a run
+/// records (status.dcmEventsUntil) the newest of them it has accounted for, and reads as
+/// new only those newer by that same clock. The mark of `events`: the newest one's time,
+/// or the epoch when there is none.
+std::string dcm_events_mark(const std::vector<dcm_event_info>& events);
+
+/// The run's recorded mark; nullopt when its start recorded none (a run started by an
+/// operator that did not): then no Event is taken for new.
+std::optional<protocol::wall_clock::time_point>
+dcm_events_until(const protocol::node_partitioning_status& status);
+
 /// DCM's config ConfigMap as observed.
 struct dcm_config_state {
   std::string ns;

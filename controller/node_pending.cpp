@@ -85,6 +85,7 @@ void on_pending(const node_inputs& in, status_editor& s, node_step& out) {
   s.status.observed_payload_hash = in.profile.payload_hash;
   s.status.started_at = protocol::format_time(in.now);
   s.status.completed_at.clear();
+  s.status.dcm_events_until = dcm_events_mark(in.dcm_events);
   s.status.drain = {};
   s.error("");
   // A node that publishes its GPUs through DRA is verified by its devices (verification.cpp).

@@ -5,12 +5,24 @@
 
 #include "controller/soak.hpp"
 
+#include <algorithm>
+
 namespace gpu_partitioner::controller::detail {
 
 namespace {
 
+// The soak of this success was found healthy at its end: what happens after is not its.
+bool soak_passed(const protocol::node_partitioning_status& st) {
+  return std::any_of(st.conditions.begin(), st.conditions.end(), [](const auto& c) {
+    return c.type == node_condition::soaked && c.status == condition_status::true_ &&
+           c.reason == "Soaked";
+  });
+}
+
 // spec.soakSeconds after a success that changed the node: it holds its token while it
-// stays verified and healthy, and fails (left in service, as it is) if it does not.
+// stays verified and healthy, and fails (left in service, as it is) if it does not. It
+// ends with a look at the node, whenever that comes: an operator that was down when the
+// soak ran out looks first, then declares it passed.
 void soak(const node_inputs& in, status_editor& s, node_step& out) {
   if (in.item.spec.soak_seconds.value_or(0) <= 0) {
     s.drop_condition(node_condition::soaked);
@@ -24,18 +36,19 @@ void soak(const node_inputs& in, status_editor& s, node_step& out) {
                 "the node was already in the target state");
     return;
   }
-  if (in.now >= *end) {
-    s.condition(node_condition::soaked, true, "Soaked",
-                "verified and healthy for " + std::to_string(*in.item.spec.soak_seconds) + " s");
+  if (in.now >= *end && soak_passed(s.status))
     return;
-  }
-  const auto since = *protocol::parse_time(s.status.completed_at);
-  if (const auto problem = soak_problem(in, since); !problem.empty()) {
+  if (const auto problem = soak_problem(in, dcm_events_until(s.status)); !problem.empty()) {
     s.condition(node_condition::soaked, false, problem.reason, problem.message);
     const std::string why = "during its soak: " + problem.text();
     s.error(why);
     s.enter(node_phase::failed, "SoakFailed", why + "; the node is left in service as it is", true);
     out.events.push_back({true, "Warning", "SoakFailed", why});
+    return;
+  }
+  if (in.now >= *end) {
+    s.condition(node_condition::soaked, true, "Soaked",
+                "verified and healthy for " + std::to_string(*in.item.spec.soak_seconds) + " s");
     return;
   }
   s.condition(node_condition::soaked, false, "Soaking",

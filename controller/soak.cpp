@@ -30,7 +30,8 @@ bool success_after_change(const protocol::node_partitioning_status& st) {
 
 } // namespace
 
-finding soak_problem(const node_inputs& in, protocol::wall_clock::time_point since) {
+finding soak_problem(const node_inputs& in,
+                     std::optional<protocol::wall_clock::time_point> dcm_events_until) {
   if (!in.node)
     return {"NodeGone", "the node disappeared"};
   const auto& node = *in.node;
@@ -39,7 +40,7 @@ finding soak_problem(const node_inputs& in, protocol::wall_clock::time_point sin
   if (node.label(dcm_state_label) == "failure")
     return {"DCMFailed", "DCM's state label says failure"};
   for (const auto& e : in.dcm_events)
-    if (e.time > since && !dcm_success_reason(e.reason))
+    if (dcm_events_until && e.time > *dcm_events_until && !dcm_success_reason(e.reason))
       return {"DCMFailed", "DCM reported " + e.reason +
                                (e.profile.empty() ? "" : " for " + e.profile) +
                                (e.message.empty() ? "" : ": " + e.message)};

@@ -260,6 +260,12 @@ struct node_partitioning_status {
   std::string last_error;
   std::string started_at;
   std::string completed_at;
+  /// The time, by the node's clock, of the newest of DCM's Events on the node that this run
+  /// has accounted for: those there when it started, then those up to DCM's answer
+  /// (1970-01-01T00:00:00Z: none). DCM stamps its Events with the node's clock, which is
+  /// never compared with the operator's: DCM's answer, and a soak's DCM trouble, are the
+  /// Events newer than this.
+  std::string dcm_events_until;
   std::optional<dry_run_preview> preview;
   std::optional<dra_run> dra{};
 };
@@ -276,6 +282,7 @@ constexpr auto describe(codec::tag<node_partitioning_status>) {
       codec::field("lastError", &T::last_error),
       codec::field("startedAt", &T::started_at).date_time(),
       codec::field("completedAt", &T::completed_at).date_time(),
+      codec::field("dcmEventsUntil", &T::dcm_events_until).date_time(),
       codec::field("preview", &T::preview), codec::field("dra", &T::dra));
 }
 

@@ -133,6 +133,7 @@ struct worker_fixture : actor_fixture {
     item.status.phase = gp::node_phase::waiting_operator;
     item.status.observed_hash = item.spec.desired_hash;
     item.status.started_at = gp::format_time(clock.now());
+    item.status.dcm_events_until = gc::dcm_events_mark({}); // no Event of DCM's at the start
     item.status.history.push_back(
         {gp::node_phase::waiting_operator, gp::format_time(clock.now()), "ProfileApplied", ""});
     cluster().put(item);

@@ -171,8 +171,16 @@ struct world {
       if (q == p)
         break;
     }
-    if (p != node_phase::pending)
+    if (p != node_phase::pending) {
       st.started_at = gp::format_time(entered);
+      st.dcm_events_until = gc::dcm_events_mark(in.dcm_events); // as the run's start found them
+    }
+    return *this;
+  }
+
+  // DCM's Events so far were there when the run started (the run's mark is their newest).
+  world& dcm_events_before_run() {
+    status().dcm_events_until = gc::dcm_events_mark(in.dcm_events);
     return *this;
   }
 
@@ -1386,7 +1394,7 @@ BOOST_AUTO_TEST_CASE(a_state_label_without_dcms_event_decides_only_after_half_th
     w.in.item.spec.verification.timeout_seconds = 900;
     // An Event from before this run is not its answer.
     w.in.now -= std::chrono::hours(1);
-    w.dcm_event("PartitionFailure", dcm_name, "an old one");
+    w.dcm_event("PartitionFailure", dcm_name, "an old one").dcm_events_before_run();
     w.in.now += std::chrono::hours(1);
     auto first = w.step();
     BOOST_TEST(phase_after(w, first) == "WaitingOperator", state);
@@ -1436,8 +1444,64 @@ BOOST_AUTO_TEST_CASE(dcms_answer_between_a_restarts_reentries_of_applying_counts
   world old;
   old.at(node_phase::waiting_operator, t0 + 10s).cordoned_by_us().tainted().label_ours();
   old.later(5s).dcm_state_only("success").dcm_event("SuccessfullyPartitioned");
-  old.later(11s);
+  old.dcm_events_before_run().later(11s);
   BOOST_TEST(phase_after(old, old.step()) == "WaitingOperator");
+}
+
+// DCM stamps its Events with the node's clock: its answer is told by being newer than what
+// the run found at its start, by that clock, never by comparing it with the operator's.
+BOOST_AUTO_TEST_CASE(dcms_answer_is_told_by_the_nodes_clock_not_the_operators) {
+  // The node's clock two hours behind: its answer looks older than the run's start.
+  world behind;
+  behind.in.now = t0 - 7200s;
+  behind.dcm_event("PartitionFailure", dcm_name, "an earlier run's");
+  behind.in.now = t0;
+  behind.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  behind.in.now = t0 - 7190s;
+  behind.dcm_state_only("success").dcm_event("SuccessfullyPartitioned");
+  behind.in.now = t0 + 10s;
+  auto s = behind.step();
+  BOOST_TEST(phase_after(behind, s) == "Verifying");
+  BOOST_TEST(condition_of(behind, s, "OperatorSucceeded") == "True/DCMSucceeded");
+  // DCM's Events up to its answer are the run's: the soak reads only newer ones.
+  BOOST_TEST(status_after(behind, s).dcm_events_until == gp::format_time(t0 - 7190s));
+  // An hour ahead: a success for the same profile that was there when the run started
+  // looks newer than the start by the operator's clock, and is not this run's answer.
+  world ahead;
+  ahead.in.now = t0 + 3600s;
+  ahead.dcm_state_only("success").dcm_event("SuccessfullyPartitioned");
+  ahead.in.now = t0;
+  ahead.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  ahead.later(10s);
+  BOOST_TEST(phase_after(ahead, ahead.step()) == "WaitingOperator");
+  // A run started by an operator that recorded no mark takes no Event for its answer:
+  // the state label decides, after half the verification timeout.
+  world unmarked;
+  unmarked.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  unmarked.status().dcm_events_until.clear();
+  unmarked.in.item.spec.verification.timeout_seconds = 100;
+  unmarked.later(5s).dcm_says("success");
+  BOOST_TEST(phase_after(unmarked, unmarked.step()) == "WaitingOperator");
+  unmarked.later(50s);
+  auto late = unmarked.step();
+  BOOST_TEST(condition_of(unmarked, late, "OperatorSucceeded") == "True/DCMSucceededUnconfirmed");
+}
+
+// The run's start records the newest of DCM's Events on the node, by its clock.
+BOOST_AUTO_TEST_CASE(a_run_records_dcms_clock_when_it_starts) {
+  world w;
+  w.in.now = t0 - 50s;
+  w.dcm_event("SuccessfullyPartitioned", "spx-nps1");
+  w.in.now = t0;
+  w.in.token = true;
+  w.dcm_config_has_profile();
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Draining");
+  BOOST_TEST(status_after(w, s).dcm_events_until == gp::format_time(t0 - 50s));
+  world none;
+  none.in.token = true;
+  none.dcm_config_has_profile();
+  BOOST_TEST(status_after(none, none.step()).dcm_events_until == "1970-01-01T00:00:00Z");
 }
 
 BOOST_AUTO_TEST_CASE(dcms_event_answers_even_when_its_state_write_was_lost) {
@@ -3576,11 +3640,13 @@ BOOST_AUTO_TEST_SUITE_END()
 
 namespace {
 
-// A node verified at t0 by this run, back in service, soaking for `seconds`.
+// A node verified at t0 by this run (DCM's answer, at t0, accounted for), back in service,
+// soaking for `seconds`.
 world soaking_world(std::int64_t seconds) {
   world w;
   w.in.item.spec.soak_seconds = seconds;
   w.at(node_phase::succeeded).partitioned();
+  w.dcm_event("SuccessfullyPartitioned").dcm_events_before_run();
   w.status().history.back().reason = "Verified";
   w.status().completed_at = gp::format_time(t0);
   return w;
@@ -3722,11 +3788,60 @@ BOOST_AUTO_TEST_CASE(what_does_not_fail_a_soak) {
 
 BOOST_AUTO_TEST_CASE(after_the_soak_a_problem_is_not_the_soaks) {
   auto w = soaking_world(300);
+  w.later(300s);
+  w.in.item.status = status_after(w, w.step()); // looked at when it ended: Soaked
   w.later(301s);
   w.node().ready = false;
+  w.dcm_event("PartitionRetrying");
   auto s = w.step();
   BOOST_TEST(phase_after(w, s) == "Succeeded");
+  BOOST_TEST(condition_of(w, s, "Soaked") == "True/Soaked");
   BOOST_TEST(!s.in_flight);
+}
+
+// The soak ran out while the operator was down (or its worker busy): it is not declared
+// passed before the node is looked at.
+BOOST_DATA_TEST_CASE(a_soak_that_ended_unseen_ends_with_a_look_at_the_node, bdata::make(soak_cases),
+                     c) {
+  auto w = soaking_world(300);
+  w.later(3600s);
+  c.harm(w);
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(last_reason(w, s) == "SoakFailed");
+  BOOST_TEST(condition_of(w, s, "Soaked") == std::string("False/") + c.reason);
+  BOOST_TEST(no_node_writes(s));
+  // Healthy when looked at: passed, and the token goes back.
+  auto healthy = soaking_world(300);
+  healthy.later(3600s);
+  auto passed = healthy.step();
+  BOOST_TEST(condition_of(healthy, passed, "Soaked") == "True/Soaked");
+  BOOST_TEST(!passed.in_flight);
+}
+
+// DCM stamps its Events with the node's clock. Whether an Event is new to a run is told by
+// DCM's own clock (the run's mark), never by comparing it with the operator's.
+BOOST_AUTO_TEST_CASE(dcm_events_are_new_by_the_nodes_clock_not_the_operators) {
+  // The node's clock an hour behind: a failure DCM sends during the soak is still new.
+  auto behind = soaking_world(300);
+  behind.status().dcm_events_until = gp::format_time(t0 - 3600s);
+  behind.in.dcm_events.back().time = t0 - 3600s; // DCM's answer, by the node's clock
+  behind.later(60s);
+  behind.in.now -= 3600s;
+  behind.dcm_event("PartitionRetrying"); // at t0 + 60 s - 1 h by the node's clock
+  behind.in.now += 3600s;
+  auto s = behind.step();
+  BOOST_TEST(phase_after(behind, s) == "Failed");
+  BOOST_TEST(condition_of(behind, s, "Soaked") == "False/DCMFailed");
+  // An hour ahead: the run's own PartitionRetrying before DCM's success (both there at the
+  // answer) is not soak trouble, however late after the completion it looks by the
+  // operator's clock.
+  auto ahead = soaking_world(300);
+  ahead.in.dcm_events.back().time = t0 + 3600s;
+  ahead.in.now = t0 + 3590s;
+  ahead.dcm_event("PartitionRetrying").dcm_events_before_run(); // at the answer, by its clock
+  ahead.later(60s);
+  BOOST_TEST(phase_after(ahead, ahead.step()) == "Succeeded");
 }
 
 BOOST_AUTO_TEST_CASE(a_new_run_forgets_the_last_runs_soak) {
