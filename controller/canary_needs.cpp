@@ -1,5 +1,6 @@
 #include "controller/canary_needs.hpp"
 
+#include "controller/item_name.hpp"
 #include "controller/item_reconcile.hpp"
 #include "controller/preflight.hpp"
 #include "controller/verification.hpp"
@@ -19,9 +20,9 @@ node_need canary_needs::operator()(const selected_node& sel) {
   // The item as the plan wants it now, with what its last run recorded (the payload DCM
   // was given, its DRA run, a failure).
   auto want = desired_item(plan_, sel, view_, hashes_);
-  const protocol::node_partitioning* have = nullptr;
-  if (auto it = view_.items.find(want.metadata.name); it != view_.items.end()) {
-    have = it->second.get();
+  const auto* have = find_item(view_.items, plan_, sel.node);
+  if (have) {
+    want.metadata.name = have->metadata.name;
     want.status = have->status;
   }
   want.spec.dry_run = false;

@@ -198,6 +198,7 @@ BOOST_AUTO_TEST_CASE(a_failed_canary_whose_node_left_still_degrades_the_plan) {
   BOOST_TEST((degraded->status == gp::condition_status::true_));
   BOOST_TEST(degraded->reason == "CanaryFailed");
   BOOST_TEST(contains(degraded->message, "the canary failed (gone-0)"), degraded->message);
+}
 
 // A selected node whose NodePartitioning cannot be made is named, with why, on the plan;
 // the plan does not complete without it, and says so once it has it.
