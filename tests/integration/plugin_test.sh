@@ -119,7 +119,8 @@ retry_of_a_failed_node_sets_the_annotation() {
 errors_name_the_problem() {
   expect_fail_with 'NotFound \(404\).*no-such-plan' kubectl partitioning status no-such-plan
   expect_fail_with 'NotFound \(404\).*no-such-plan' kubectl partitioning pause no-such-plan
-  expect_fail_with "NotFound \(404\).*$plan-node-z" kubectl partitioning retry "$plan" node-z
+  # Items are found by plan and node (their names may be derived): the plugin says which.
+  expect_fail_with "plan $plan has no NodePartitioning for node node-z" kubectl partitioning retry "$plan" node-z
   expect_fail_with 'unknown command "stauts"' kubectl partitioning stauts "$plan"
   expect_fail_with 'kubeconfig "/nonexistent"|/nonexistent' kubectl partitioning --kubeconfig /nonexistent list
 }
