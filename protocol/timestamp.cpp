@@ -67,7 +67,15 @@ std::optional<wall_clock::time_point> parse_time(const std::string& text) {
   tm.tm_hour = hour;
   tm.tm_min = minute;
   tm.tm_sec = second;
-  return wall_clock::from_time_t(::timegm(&tm) - offset);
+  const std::time_t secs = ::timegm(&tm) - offset;
+  // The wall clock counts nanoseconds in 64 bits (years 1678 to 2262): a time outside that
+  // range cannot be represented, and converting it would overflow.
+  using std::chrono::seconds;
+  const auto lowest = std::chrono::duration_cast<seconds>(wall_clock::duration::min()).count();
+  const auto highest = std::chrono::duration_cast<seconds>(wall_clock::duration::max()).count();
+  if (secs <= lowest || secs >= highest)
+    return std::nullopt;
+  return wall_clock::from_time_t(secs);
 }
 
 } // namespace gpu_partitioner::protocol

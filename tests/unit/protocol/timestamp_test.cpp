@@ -55,6 +55,12 @@ const timestamp_case timestamp_cases[] = {
     {"2026-02-30T00:00:00Z", std::nullopt},
     {"2026-11-29T15:20:00+24:00", std::nullopt},
     {"2026-11-29T15:20:00+02:0", std::nullopt},
+    // Outside what a 64-bit count of nanoseconds holds: refused, not overflowed.
+    {"1013-01-15T08:00:00Z", std::nullopt},
+    {"-999-01-15T08:00:00Z", std::nullopt},
+    {"9999-12-31T23:59:59Z", std::nullopt},
+    {"1900-01-01T00:00:00Z", -2208988800},
+    {"2200-01-01T00:00:00Z", 7258118400},
 };
 
 } // namespace
