@@ -58,8 +58,10 @@ struct observation {
   std::shared_ptr<const controller::resource_slice_info> slice;
   std::shared_ptr<const controller::resource_claim_info> claim;
   std::shared_ptr<const controller::device_taint_rule_info> taint_rule;
-  /// An object that did not decode: the field and the problem.
+  /// An object that did not decode: the field and the problem, and its
+  /// metadata.generation (0 if unreadable).
   std::string problem;
+  std::int64_t generation = 0;
   /// When the watch delivered it (the start of a reaction to it).
   protocol::wall_clock::time_point received{};
 };

@@ -202,11 +202,14 @@ void apply(root_state& s, const observation& o) {
       v.shared_changed = s.plans_changed = true;
     v.plans.erase(o.key);
     v.invalid_plans.erase(o.key);
+    v.invalid_plan_generations.erase(o.key);
     if (!o.deleted) {
-      if (o.plan)
+      if (o.plan) {
         v.plans[o.key] = o.plan;
-      else
+      } else {
         v.invalid_plans[o.key] = o.problem;
+        v.invalid_plan_generations[o.key] = o.generation;
+      }
     }
     break;
   }

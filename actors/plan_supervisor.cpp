@@ -200,8 +200,11 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           keep_items.clear();
           resolution = {};
           // Never act on a half-valid plan: say why, touch nothing.
-          auto status = controller::invalid_plan_status(s->last_status, invalid->second,
-                                                        protocol::wall_clock::now());
+          const auto judged = view->invalid_plan_generations.find(config.plan);
+          auto status = controller::invalid_plan_status(
+              s->last_status, invalid->second,
+              judged == view->invalid_plan_generations.end() ? 0 : judged->second,
+              protocol::wall_clock::now());
           if (!s->wrote_status || !(status == s->last_status)) {
             s->last_status = status;
             s->wrote_status = true;

@@ -105,6 +105,8 @@ private:
     auto decoded = protocol::from_json_value<T>(v);
     if (!decoded) {
       o.problem = decoded.error().message();
+      if (const auto* g = kube::find_path(v, {"metadata", "generation"}); g && g->IsInt64())
+        o.generation = g->GetInt64();
       return nullptr;
     }
     return std::make_shared<const T>(std::move(decoded).value());

@@ -64,8 +64,10 @@ struct cluster_view {
   by_key<pod_info>& pods_to_edit(const std::string& node) { return edit(pods_by_node, node); }
   shared_map<pdb_info> pdbs;
   by_key<protocol::partitioning_plan> plans;
-  /// Plans that exist but did not decode: name -> why.
+  /// Plans that exist but did not decode: name -> why; and the generation judged (the
+  /// one their status's observedGeneration names).
   std::map<std::string, std::string> invalid_plans;
+  std::map<std::string, std::int64_t> invalid_plan_generations;
   by_key<protocol::partitioning_profile> profiles;
   std::map<std::string, std::string> invalid_profiles;
   shared_map<protocol::node_partitioning> items;

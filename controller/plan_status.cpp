@@ -266,10 +266,11 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
 
 protocol::partitioning_plan_status
 invalid_plan_status(const protocol::partitioning_plan_status& previous, const std::string& problem,
-                    protocol::wall_clock::time_point now) {
+                    std::int64_t generation, protocol::wall_clock::time_point now) {
   protocol::partitioning_plan_status st = previous;
+  st.observed_generation = generation;
   set_condition(st, protocol::plan_condition::invalid, true, "InvalidSpec",
-                problem + "; the plan is not acted on", now, 0);
+                problem + "; the plan is not acted on", now, generation);
   st.phase = plan_phase::degraded;
   remember(st, previous, now);
   return st;

@@ -32,9 +32,10 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
 std::vector<protocol::profile_devices> devices_by_profile(const plan_resolution& resolution,
                                                           const cluster_view& view);
 
-/// The status of a plan that did not decode: an Invalid condition naming the problem.
+/// The status of a plan that did not decode: an Invalid condition naming the problem, both
+/// it and status.observedGeneration naming `generation`, the one judged.
 protocol::partitioning_plan_status
 invalid_plan_status(const protocol::partitioning_plan_status& previous, const std::string& problem,
-                    protocol::wall_clock::time_point now);
+                    std::int64_t generation, protocol::wall_clock::time_point now);
 
 } // namespace gpu_partitioner::controller

@@ -458,6 +458,22 @@ BOOST_FIXTURE_TEST_CASE(a_plan_that_turns_invalid_keeps_its_items_and_starts_no_
   BOOST_TEST(invalid);
 }
 
+// A plan edited into one that does not decode: its status is about that generation.
+BOOST_FIXTURE_TEST_CASE(an_undecodable_plan_reports_the_generation_it_was_judged_at,
+                        supervisor_fixture) {
+  start();
+  show_view();
+  BOOST_TEST_REQUIRE(!written->plan_statuses.empty());
+  cluster().view.plans.erase(plan_name);
+  cluster().view.invalid_plans[plan_name] = "spec.rollout.maxParallel: must be at least 1";
+  cluster().view.invalid_plan_generations[plan_name] = 4;
+  show_view();
+  BOOST_TEST(plan_status().observed_generation == 4);
+  for (const auto& c : plan_status().conditions)
+    if (c.type == "Invalid")
+      BOOST_TEST(c.observed_generation.value_or(-1) == 4);
+}
+
 BOOST_FIXTURE_TEST_CASE(an_item_made_by_hand_for_no_live_plan_is_left_alone, supervisor_fixture) {
   auto plan = make_plan(1, false);
   cluster().put(plan);

@@ -72,6 +72,21 @@ BOOST_AUTO_TEST_CASE(an_invalid_plan_says_nothing_starts) {
   BOOST_TEST((*st.phase == gp::plan_phase::degraded));
 }
 
+// A plan that does not decode is judged at a generation: its status says which, not the
+// last generation that did decode.
+BOOST_AUTO_TEST_CASE(an_undecodable_plans_status_names_the_generation_judged) {
+  gp::partitioning_plan_status previous;
+  previous.observed_generation = 2;
+  previous.phase = gp::plan_phase::progressing;
+  const auto st =
+      gc::invalid_plan_status(previous, "spec.rollout.maxParallel: must be at least 1", 5, t0);
+  BOOST_TEST(st.observed_generation == 5);
+  const auto* c = condition(st, "Invalid");
+  BOOST_TEST_REQUIRE(c != nullptr);
+  BOOST_TEST(c->observed_generation.value_or(-1) == 5);
+  BOOST_TEST((*st.phase == gp::plan_phase::degraded));
+}
+
 BOOST_AUTO_TEST_CASE(thousands_of_conflicts_fit_one_condition_message) {
   gc::plan_resolution r;
   for (int i = 0; i < 5000; ++i)
