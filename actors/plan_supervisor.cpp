@@ -5,6 +5,7 @@
 #include "actors/node_worker.hpp"
 #include "actors/operator_metrics.hpp"
 #include "controller/canary_needs.hpp"
+#include "controller/gate_wake.hpp"
 #include "controller/item_reconcile.hpp"
 #include "controller/plan_items.hpp"
 #include "controller/plan_resolution.hpp"
@@ -69,7 +70,7 @@ struct supervisor_state {
   };
   std::optional<governor_orders> told;
   /// The pending wake-up for the gate (a window opening or closing, a soak ending).
-  std::optional<protocol::wall_clock::time_point> wake_at;
+  controller::gate_wake wake;
   bool gate_due = false;
 };
 
@@ -139,25 +140,20 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             },
             [=](caf::error&) { failed("creating " + name + ": the io executor did not answer"); });
   };
-  // The gate's next decision is due at `at` even if nothing changes: a tick then.
+  // The gate's next decision is due at `at` even if nothing changes: a tick then (again,
+  // if the wall clock was set back while the timer ran: controller/gate_wake).
   auto wake_at = [=](protocol::wall_clock::time_point at) {
-    if (s->wake_at && *s->wake_at <= at && *s->wake_at > protocol::wall_clock::now())
-      return;
-    s->wake_at = at;
-    const auto delay = std::max(at - protocol::wall_clock::now(),
-                                protocol::wall_clock::duration(std::chrono::milliseconds(1)));
-    self->delayed_send(self,
-                       std::chrono::duration_cast<std::chrono::milliseconds>(delay) +
-                           std::chrono::milliseconds(5),
-                       tick_atom_v);
+    if (auto delay = s->wake.arm(at, protocol::wall_clock::now(), self->clock().now()))
+      self->delayed_send(self, *delay, tick_atom_v);
   };
   return {
       [=](tick_atom) {
         s->retry_pending = false;
-        if (s->wake_at && *s->wake_at <= protocol::wall_clock::now()) {
-          s->wake_at.reset();
+        const auto woke = s->wake.tick(protocol::wall_clock::now(), self->clock().now());
+        if (woke.due)
           s->gate_due = true;
-        }
+        if (woke.again)
+          self->delayed_send(self, *woke.again, tick_atom_v);
         if (auto view = s->latest)
           self->send(self, view_atom_v, std::move(view));
       },
