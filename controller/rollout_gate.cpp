@@ -362,8 +362,11 @@ gate_decision decide_gate(const gate_inputs& in) {
     out.wake = w.next_change;
     for (auto i : w.too_short)
       out.warnings.push_back("spec.rollout.windows[" + std::to_string(i) +
-                             "] is never open for minWindowRemainingSeconds (" +
-                             std::to_string(guard.count()) + " s): no node starts in it");
+                             "] lets no node start: whenever it opens, no more than "
+                             "minWindowRemainingSeconds (" +
+                             std::to_string(guard.count()) +
+                             " s) is left of the windows it is open with (those it "
+                             "overlaps or touches count as one)");
     if (!w.may_start) {
       out.only = std::set<std::string>{};
       out.outside_window =

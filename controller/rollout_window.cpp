@@ -106,12 +106,11 @@ window_state evaluate_windows(const std::vector<window_spec>& windows,
   // A merged interval lets a node start when it is longer than the guard.
   const auto long_enough = [&](const occurrence& o) { return o.close - o.open > min_remaining; };
 
+  std::vector<std::vector<occurrence>> of_window;
   std::vector<occurrence> all;
-  for (std::size_t i = 0; i < windows.size(); ++i) {
-    const std::vector<occurrence> mine = occurrences_of(windows[i], now);
-    if (std::none_of(mine.begin(), mine.end(), long_enough))
-      state.too_short.push_back(i);
-    all.insert(all.end(), mine.begin(), mine.end());
+  for (const auto& window : windows) {
+    of_window.push_back(occurrences_of(window, now));
+    all.insert(all.end(), of_window.back().begin(), of_window.back().end());
   }
 
   // The union: overlapping or touching occurrences become one interval. Consecutive merged
@@ -125,6 +124,19 @@ window_state evaluate_windows(const std::vector<window_spec>& windows,
     else
       merged.push_back(o);
   }
+
+  // A window lets a node start if one of its occurrences begins before its merged interval
+  // has no more than min_remaining left: windows that join count as one opening, so one too
+  // short alone may start nodes where it runs into the next.
+  const auto lets_start = [&](const occurrence& o) {
+    const auto in = std::upper_bound(
+        merged.begin(), merged.end(), o.open,
+        [](window_clock::time_point at, const occurrence& m) { return at < m.open; });
+    return in != merged.begin() && o.open < std::prev(in)->close - min_remaining;
+  };
+  for (std::size_t i = 0; i < windows.size(); ++i)
+    if (std::none_of(of_window[i].begin(), of_window[i].end(), lets_start))
+      state.too_short.push_back(i);
 
   // Each interval changes the state at its open, at close - min_remaining (may_start ends)
   // when it is long enough, and at its close; between them nothing changes.

@@ -70,8 +70,9 @@ struct window_state {
   /// The next instant > now at which open or may_start changes; nullopt if none within the
   /// lookahead (the caller looks again then).
   std::optional<window_clock::time_point> next_change;
-  /// Windows (by index) none of whose occurrences in the lookahead is longer than
-  /// min_remaining: they never let a node start on their own (for a warning).
+  /// Windows (by index) in none of whose occurrences in the lookahead a node may start: each
+  /// begins when its merged interval (joined with the windows it overlaps or touches) has
+  /// min_remaining or less left (for a warning).
   std::vector<std::size_t> too_short;
 };
 
