@@ -1308,4 +1308,42 @@ BOOST_AUTO_TEST_CASE(a_node_selected_by_two_plans_is_left_alone_and_both_report_
   E2E_NOTE("conflict: " << seconds_since(t0) << " s");
 }
 
+// Plan P with node Q-X and plan P-Q with node X both want the item name P-Q-X. The first
+// item made keeps it; the other plan's item takes a derived name, and both plans complete.
+// (Before: the second create met AlreadyExists for ever, and its plan never started.)
+BOOST_AUTO_TEST_CASE(two_plans_whose_item_names_meet_both_complete, *utf::timeout(240)) {
+  const auto t0 = clock_type::now();
+  e2e_cluster c;
+  // Nodes <id>-q-<id>-x (training) and <id>-x (inference); plans <id>-p and <id>-p-<id>-q.
+  c.add_nodes({{"q-" + c.id + "-x", training()}, {"x", inference()}});
+  c.start_simulator();
+  c.start_operator();
+  const auto& first_node = c.nodes[0];
+  const auto& second_node = c.nodes[1];
+  const auto cpx = c.create_profile("cpx", profile_spec(c, cpx_payload, "cpx-nps4", 64));
+  const auto spx = c.create_profile("spx", profile_spec(c, spx_payload, "spx-nps1", 8));
+  plan_options first;
+  first.entries = {{"training", c.selector({{"nodepool", "training-gpu"}}), cpx}};
+  const auto plan_first = c.create_plan("p", plan_spec(first));
+  const std::string shared_name = plan_first + "-" + first_node;
+  E2E_REQUIRE(eventually([&] { return c.get(items, shared_name).has_value(); }, 30s, 200ms),
+              c.describe(plan_first));
+  plan_options second;
+  second.entries = {{"inference", c.selector({{"nodepool", "inference-gpu"}}), spx}};
+  const auto plan_second = c.create_plan("p-" + c.id + "-q", plan_spec(second));
+  BOOST_TEST_REQUIRE(plan_second + "-" + second_node == shared_name);
+  E2E_REQUIRE(c.await_plan_phase(plan_first, "Completed", 90s), c.describe(plan_first));
+  E2E_REQUIRE(c.await_plan_phase(plan_second, "Completed", 90s), c.describe(plan_second));
+  const auto mine = c.item(plan_first, first_node);
+  BOOST_TEST_REQUIRE(mine.has_value());
+  BOOST_TEST(mine->name == shared_name);
+  const auto theirs = c.item(plan_second, second_node);
+  BOOST_TEST_REQUIRE(theirs.has_value());
+  BOOST_TEST(theirs->name != shared_name);
+  BOOST_TEST(theirs->name.rfind(shared_name + "-", 0) == 0u, theirs->name);
+  expect_partitioned(c, first_node, "cpx-nps4", 64);
+  expect_partitioned(c, second_node, "spx-nps1", 8);
+  E2E_NOTE("names that meet: " << seconds_since(t0) << " s");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1044,10 +1044,17 @@ std::vector<item_view> e2e_cluster::plan_items(const std::string& plan) {
 }
 
 std::optional<item_view> e2e_cluster::item(const std::string& plan, const std::string& node) {
-  auto got = get(items, plan + "-" + node);
-  if (!got)
-    return std::nullopt;
-  return to_item_view(*got);
+  // Named <plan>-<node> unless another plan's item held that name when it was made: then
+  // found by plan and node (controller/item_name.hpp).
+  if (auto got = get(items, plan + "-" + node)) {
+    auto v = to_item_view(*got);
+    if (v.plan == plan && v.node == node)
+      return v;
+  }
+  for (auto& v : plan_items(plan))
+    if (v.node == node)
+      return v;
+  return std::nullopt;
 }
 
 std::string e2e_cluster::plan_phase(const std::string& plan) {

@@ -326,6 +326,7 @@ public:
                        std::chrono::milliseconds timeout = std::chrono::seconds(10));
   std::vector<node_view> test_nodes();
   std::vector<item_view> plan_items(const std::string& plan);
+  /// The item of `node` in `plan`, under whatever name it has.
   std::optional<item_view> item(const std::string& plan, const std::string& node);
   /// status.phase of a plan, "" if none.
   std::string plan_phase(const std::string& plan);
