@@ -423,10 +423,11 @@ BOOST_FIXTURE_TEST_CASE(an_unhealthy_pod_under_its_budget_and_a_failed_node_give
 }
 
 // A pod stuck terminating is waited for while its node is Ready; once the node's kubelet
-// stops (NotReady, deletions never confirmed), pods deleted longer ago than
-// skipWaitForDeleteTimeoutSeconds are not, and the drain goes on.
+// stops (NotReady once the node-lifecycle controller's 40 s grace has passed, deletions
+// never confirmed), pods deleted longer ago than skipWaitForDeleteTimeoutSeconds are not,
+// and the drain goes on.
 BOOST_FIXTURE_TEST_CASE(a_not_ready_node_does_not_wait_for_pods_deleted_long_ago, fixture,
-                        *utf::timeout(300)) {
+                        *utf::timeout(360)) {
   start();
   const auto a = c.nodes[0];
   bare_pod(c, "stuck", a, R"(,"finalizers":["e2e.gpu-partitioner.io/hold"])");
@@ -445,7 +446,7 @@ BOOST_FIXTURE_TEST_CASE(a_not_ready_node_does_not_wait_for_pods_deleted_long_ago
                     auto i = c.item(plan, a);
                     return i && i->phase != "Draining" && i->phase != "Pending";
                   },
-                  60s, 200ms),
+                  120s, 200ms),
               c.describe(plan));
   auto item = c.item(plan, a);
   BOOST_REQUIRE(item);
