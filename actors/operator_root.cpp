@@ -226,11 +226,15 @@ void apply(root_state& s, const observation& o) {
     break;
   case k::resource_slice:
     file_under(v.slices_by_node, s.slice_nodes, v, o, o.slice, o.slice ? o.slice->node : "");
+    // A node's free DRA devices: where a pod holding GPUs through claims may run.
+    v.schedulability_changed = true;
     break;
   case k::resource_claim: {
     // Only claims on some node's GPUs matter: their pods hold the GPUs.
     const bool on_gpus = o.claim && !controller::gpu_claims({*o.claim}).empty();
+    const bool was_on_gpus = s.claim_nodes.count(o.key) > 0;
     file_under(v.claims_by_node, s.claim_nodes, v, o, o.claim, on_gpus ? o.claim->node : "");
+    v.schedulability_changed = v.schedulability_changed || on_gpus || was_on_gpus;
     break;
   }
   case k::device_taint_rule:

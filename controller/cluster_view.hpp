@@ -127,8 +127,9 @@ struct cluster_view {
   std::set<std::string> relabelled_keys;
   /// A node came or went, or became or stopped being a control-plane node.
   bool nodes_came_or_went = false;
-  /// A node came or went, or its cordon, taints, readiness or GPU resources changed: where
-  /// an evicted pod's replacement may run may differ (a draining node's deadlock check).
+  /// A node came or went, or its cordon, taints, readiness or GPU resources changed (its
+  /// extended resources, or its DRA devices and the claims on them): where an evicted pod's
+  /// replacement may run may differ (a draining node's deadlock check).
   bool schedulability_changed = false;
   /// Whether nodes' values of `key` may differ from the previous snapshot's.
   bool relabelled(const std::string& key) const {

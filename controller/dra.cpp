@@ -4,6 +4,8 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 namespace gpu_partitioner::controller {
 
@@ -250,6 +252,20 @@ std::map<std::string, int> claim_holders(const std::vector<resource_claim_info>&
       out[uid] += static_cast<int>(n);
   }
   return out;
+}
+
+std::int64_t free_gpu_devices(const std::vector<resource_slice_info>& slices,
+                              const std::vector<resource_claim_info>& claims) {
+  std::set<std::pair<std::string, std::string>> held; // pool, device
+  for (const auto& c : claims)
+    for (const auto& d : c.devices)
+      if (d.driver == protocol::amd_dra_driver)
+        held.emplace(d.pool, d.name);
+  std::int64_t n = 0;
+  for (const auto* s : publication_of(slices, protocol::amd_dra_driver).current)
+    for (const auto& d : s->devices)
+      n += held.count({s->pool, d.name}) ? 0 : 1;
+  return n;
 }
 
 std::string device_taint_rule_name(const std::string& node) {

@@ -130,6 +130,13 @@ std::vector<const resource_claim_info*> gpu_claims(const std::vector<resource_cl
 /// devices each holds.
 std::map<std::string, int> claim_holders(const std::vector<resource_claim_info>& claims);
 
+/// The devices of AMD's DRA driver a node publishes (its pools' newest generations) that
+/// none of the claims allocated on the node holds: what a new claim could be given there.
+/// Devices that draw on shared counters are each counted, so a driver that partitions GPUs
+/// itself shows more than it could give at once.
+std::int64_t free_gpu_devices(const std::vector<resource_slice_info>& slices,
+                              const std::vector<resource_claim_info>& claims);
+
 // -- drainPolicy.cordon Devices: the GPUs cordoned, not the node (KEP-5055, device taints) --
 
 /// The plural the API server serves DeviceTaintRules under (resource.k8s.io/v1alpha3).

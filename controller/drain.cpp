@@ -84,35 +84,73 @@ bool deletion_not_awaited(const pod_info& pod, const protocol::drain_policy& dra
          context.now - *pod.deletion_deadline >= std::chrono::seconds(drain.skip_wait_seconds());
 }
 
+namespace {
+
+bool tolerated(const pod_info& pod, const taint& t) {
+  return std::any_of(pod.tolerations.begin(), pod.tolerations.end(),
+                     [&](const toleration& tol) { return tolerates(tol, t); });
+}
+
+// The node-lifecycle controller marks it not Ready: no kubelet there starts a replacement,
+// whatever the pod tolerates.
+bool marked_down(const node_info& node) {
+  return std::any_of(node.taints.begin(), node.taints.end(), [](const taint& t) {
+    return t.key == not_ready_taint_key || t.key == unreachable_taint_key;
+  });
+}
+
+// The GPUs a replacement would ask for: through claims, as many devices of AMD's DRA driver
+// free; else some amd.com/ resource.
+bool gpus_fit(const pod_info& pod, const std::string& name, const node_info& node,
+              const drain_context& context) {
+  if (pod.gpus <= 0)
+    return true;
+  if (pod.gpu_claims) {
+    if (context.free_gpu_devices == nullptr)
+      return false;
+    auto free = context.free_gpu_devices->find(name);
+    return free != context.free_gpu_devices->end() && free->second >= pod.gpus;
+  }
+  return std::any_of(node.allocatable.begin(), node.allocatable.end(), [](const auto& r) {
+    return r.first.rfind("amd.com/", 0) == 0 && r.second != "0";
+  });
+}
+
+} // namespace
+
 replacement_room room_for_replacement(const pod_info& pod, const drain_context& context) {
   replacement_room room;
   if (context.nodes == nullptr)
     return room;
+  const taint cordon_taint{unschedulable_taint_key, "", "NoSchedule"};
+  const bool tolerates_cordon = tolerated(pod, cordon_taint);
   for (const auto& [name, node] : *context.nodes) {
-    if (name == context.node || !node->ready)
+    if (name == context.node || !node->ready || marked_down(*node))
       continue;
     bool fits = true;
     for (const auto& [key, value] : pod.node_selector)
       fits = fits && node->label(key) == value;
-    // Its taints, but ours and the cordon's: those are what holds the node.
+    // Its taints, but ours and the cordon's (as the node-lifecycle controller shows it too):
+    // those are what holds the node.
+    bool cordoned = node->unschedulable;
     for (const auto& t : node->taints) {
-      if (!fits || t.effect == "PreferNoSchedule" || t.key == dcm_taint_key)
+      if (t.key == unschedulable_taint_key) {
+        cordoned = true;
         continue;
-      fits = std::any_of(pod.tolerations.begin(), pod.tolerations.end(),
-                         [&](const toleration& tol) { return tolerates(tol, t); });
+      }
+      if (fits && t.effect != "PreferNoSchedule" && t.key != dcm_taint_key)
+        fits = tolerated(pod, t);
     }
-    if (fits && pod.gpus > 0)
-      fits = std::any_of(node->allocatable.begin(), node->allocatable.end(), [](const auto& r) {
-        return r.first.rfind("amd.com/", 0) == 0 && r.second != "0";
-      });
-    if (!fits)
+    if (!fits || !gpus_fit(pod, name, *node, context))
       continue;
     room.candidates.push_back(name);
+    // A pod that tolerates the cordon may be scheduled on a cordoned node.
+    const bool closed = cordoned && !tolerates_cordon;
     const bool ours = node->annotations.count(was_unschedulable_annotation) > 0 &&
-                      (node->unschedulable || node->has_dcm_taint());
+                      (closed || node->has_dcm_taint());
     if (ours)
       room.held.push_back(name);
-    else if (!node->unschedulable)
+    else if (!closed)
       room.open.push_back(name);
   }
   return room;

@@ -75,12 +75,18 @@ struct drain_context {
   std::string node;
   const shared_map<node_info>* nodes = nullptr;
   const std::set<std::string>* plan_nodes = nullptr;
+  /// Per node, the devices of AMD's DRA driver no claim holds (free_gpu_devices): where a
+  /// pod holding GPUs through claims may find room. Without it, such a pod finds none.
+  const std::map<std::string, std::int64_t>* free_gpu_devices = nullptr;
 };
 
 /// Where a replacement of a pod (from the same template) could run, other than the node
 /// drained: a superset of the scheduler's choice (its nodeSelector, the taints it
-/// tolerates, a GPU resource if it holds GPUs; not affinity or free capacity), so a
-/// deadlock is never claimed where there is none.
+/// tolerates, a GPU resource if it holds GPUs: an amd.com/ one, or for a pod holding them
+/// through claims as many free DRA devices; not affinity or other free capacity), so a
+/// deadlock is never claimed where there is none. Nodes are read as a real cluster shows
+/// them: the node-lifecycle controller's unschedulable taint is the cordon, and a node it
+/// taints not-ready or unreachable is no room.
 struct replacement_room {
   /// Ready nodes it could run on, were nothing cordoned.
   std::vector<std::string> candidates;

@@ -211,6 +211,27 @@ std::shared_ptr<const shared_map<node_info>> view_slicer::all_nodes() {
   return all_nodes_;
 }
 
+std::shared_ptr<const std::map<std::string, std::int64_t>> view_slicer::free_gpu_devices() {
+  if (!free_gpu_devices_) {
+    std::map<std::string, std::int64_t> all;
+    for (const auto& [node, slices] : view_.slices_by_node) {
+      if (!slices)
+        continue;
+      std::vector<resource_slice_info> published;
+      for (const auto& [name, s] : *slices)
+        published.push_back(*s);
+      std::vector<resource_claim_info> claims;
+      if (auto on = view_.claims_by_node.find(node); on != view_.claims_by_node.end() && on->second)
+        for (const auto& [key, c] : *on->second)
+          claims.push_back(*c);
+      if (publishes_gpus(published))
+        all[node] = controller::free_gpu_devices(published, claims);
+    }
+    free_gpu_devices_ = std::make_shared<const std::map<std::string, std::int64_t>>(std::move(all));
+  }
+  return free_gpu_devices_;
+}
+
 std::shared_ptr<const std::set<std::string>> view_slicer::plan_nodes(const std::string& plan) {
   auto& nodes = plan_nodes_[plan];
   if (!nodes) {
@@ -247,8 +268,10 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
   out.pdbs = budgets(out);
   // Also before the drain: the view's item may not show the Draining its worker wrote.
   if (reads_every_node(item) ||
-      item.status.phase.value_or(protocol::node_phase::pending) == protocol::node_phase::pending)
+      item.status.phase.value_or(protocol::node_phase::pending) == protocol::node_phase::pending) {
     out.all_nodes = all_nodes();
+    out.free_gpu_devices = free_gpu_devices();
+  }
   if (item.spec.dry_run)
     out.plan_nodes = plan_nodes(item.spec.plan_ref.name);
   out.profile = profile(item.spec.profile_ref.name);
@@ -336,8 +359,10 @@ slice_update view_slicer::update(const protocol::node_partitioning& item,
     return {};
   auto next = std::make_shared<node_slice>(*last);
   next->pdbs = std::move(pdbs);
-  if (rescheduled)
+  if (rescheduled) {
     next->all_nodes = all_nodes();
+    next->free_gpu_devices = free_gpu_devices();
+  }
   next->dcm_name_labelled = std::move(labelled);
   next->node_changed_at.reset();
   return {holders ? slice_news::own : slice_news::budgets_only, std::move(next)};
@@ -384,6 +409,7 @@ node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partiti
     in.dcm = *slice.dcm;
   if (reads_every_node(in.item)) {
     in.cluster_nodes = slice.all_nodes;
+    in.free_gpu_devices = slice.free_gpu_devices;
     in.plan_nodes = slice.plan_nodes;
   }
   in.token = facts.token;

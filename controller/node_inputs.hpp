@@ -91,8 +91,10 @@ struct node_slice {
   /// When the view saw the node, its pods or its DCM Events change, if it did: the start
   /// of the reaction to it.
   std::optional<protocol::wall_clock::time_point> node_changed_at;
-  /// Every node, for items that read them (reads_every_node); null for the others.
+  /// Every node, for items that read them (reads_every_node); null for the others. With
+  /// it, the devices of AMD's DRA driver no claim holds, per node that publishes some.
   std::shared_ptr<const shared_map<node_info>> all_nodes;
+  std::shared_ptr<const std::map<std::string, std::int64_t>> free_gpu_devices;
   /// The nodes of the item's plan, for a dry run's deadlock warning; null otherwise.
   std::shared_ptr<const std::set<std::string>> plan_nodes;
 };
@@ -151,6 +153,7 @@ private:
 
   const dcm_config_state& dcm();
   std::shared_ptr<const shared_map<node_info>> all_nodes();
+  std::shared_ptr<const std::map<std::string, std::int64_t>> free_gpu_devices();
   std::shared_ptr<const std::set<std::string>> plan_nodes(const std::string& plan);
 
   const cluster_view& view_;
@@ -159,6 +162,7 @@ private:
   slice_memo& memo_;
   /// This view's nodes and plans' nodes, made once when first asked for.
   std::shared_ptr<const shared_map<node_info>> all_nodes_;
+  std::shared_ptr<const std::map<std::string, std::int64_t>> free_gpu_devices_;
   std::map<std::string, std::shared_ptr<const std::set<std::string>>> plan_nodes_;
 };
 

@@ -147,6 +147,8 @@ struct node_inputs {
   /// null when not given.
   std::shared_ptr<const shared_map<node_info>> cluster_nodes;
   std::shared_ptr<const std::set<std::string>> plan_nodes;
+  /// With cluster_nodes: per node, the devices of AMD's DRA driver no claim holds.
+  std::shared_ptr<const std::map<std::string, std::int64_t>> free_gpu_devices;
   /// The plan's RolloutGovernor granted this node a token.
   bool token = false;
   /// Keyed by "namespace/name".

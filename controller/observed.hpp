@@ -19,6 +19,13 @@ namespace gpu_partitioner::controller {
 inline constexpr const char* dcm_taint_key = "amd-dcm";
 inline constexpr const char* dcm_taint_value = "up";
 
+/// The taints kube-controller-manager's node-lifecycle controller keeps on nodes: the
+/// cordon (spec.unschedulable) shown as a taint, and a Ready condition that is False
+/// (not-ready) or Unknown (unreachable: the kubelet stopped renewing its Lease).
+inline constexpr const char* unschedulable_taint_key = "node.kubernetes.io/unschedulable";
+inline constexpr const char* not_ready_taint_key = "node.kubernetes.io/not-ready";
+inline constexpr const char* unreachable_taint_key = "node.kubernetes.io/unreachable";
+
 struct taint {
   std::string key;
   std::string value;

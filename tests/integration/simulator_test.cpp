@@ -1,8 +1,8 @@
 // gpu-sim against the real local control plane: DCM's label-driven runs and their
 // answers (state label and Events), DCM's validation, injected faults, the device plugin
 // under the amd-dcm taint, AMD's DRA driver (its ResourceSlice, kubelet's wipe, pods whose
-// claims the real scheduler allocates), GPU pods blocking a run, and kubelet for pods that
-// the real kube-scheduler places. Each case runs its own gpu-sim (posix_spawn, SIGTERM at the end)
+// claims the real scheduler allocates), GPU pods blocking a run, kubelet for pods that the
+// real kube-scheduler places, and kubelet's heartbeats for the node-lifecycle controller. Each case runs its own gpu-sim (posix_spawn, SIGTERM at the end)
 // over its own nodes (label simtest=<id>, kept to themselves by a simtest=<id>:NoSchedule
 // taint) and its own DCM ConfigMap in its own namespace, so cases can run side by side
 // with anything else on the cluster.
@@ -851,11 +851,18 @@ BOOST_AUTO_TEST_CASE(the_mixed_strategy_names_resources_by_style, *boost::unit_t
   BOOST_TEST(style("amd.com/spx_nps1") == 0);
 }
 
-BOOST_AUTO_TEST_CASE(a_stopped_kubelet_makes_the_node_not_ready, *boost::unit_test::timeout(150)) {
-  sim_cluster c{"kubelet-stopped"};
+// kubelet's heartbeats on the real control plane: each node's Lease in kube-node-lease,
+// held by the node, owned by it and renewed. When the kubelet stops, the node-lifecycle
+// controller marks the node Unknown after its grace period and taints it unreachable
+// (NoSchedule at once, NoExecute through its eviction queue: the second node, Ready, keeps
+// the zone out of full disruption, where that queue stops). When the kubelet is back, the
+// node is Ready again and the taints go.
+BOOST_AUTO_TEST_CASE(a_stopped_kubelet_makes_the_node_unreachable,
+                     *boost::unit_test::timeout(240)) {
+  sim_cluster c{"", ""};
   const auto& n = c.nodes[0];
-  auto ready = [&] {
-    auto v = c.node(n);
+  auto ready = [&](const std::string& name) {
+    auto v = c.node(name);
     const auto* conds = v ? kube::find_path(*v, {"status", "conditions"}) : nullptr;
     if (conds != nullptr && conds->IsArray())
       for (const auto& cond : conds->GetArray())
@@ -863,9 +870,74 @@ BOOST_AUTO_TEST_CASE(a_stopped_kubelet_makes_the_node_not_ready, *boost::unit_te
           return kube::string_at(cond, "status");
     return std::string();
   };
-  E2E_CHECK(eventually([&] { return ready() == "Unknown"; }), "Ready=" << ready());
+  auto taints = [&] {
+    std::set<std::string> out;
+    auto v = c.node(n);
+    const auto* list = v ? kube::find_path(*v, {"spec", "taints"}) : nullptr;
+    if (list != nullptr && list->IsArray())
+      for (const auto& t : list->GetArray())
+        out.insert(kube::string_at(t, "key") + ":" + kube::string_at(t, "effect"));
+    return out;
+  };
+  auto shown = [&] {
+    std::string out;
+    for (const auto& t : taints())
+      out += (out.empty() ? "" : ", ") + t;
+    return out;
+  };
+  auto lease = [&] { return c.api.get(kube::resources::leases(), "kube-node-lease", n); };
+  auto renewed_at = [&] {
+    auto l = lease();
+    return l ? kube::string_at(l.value()["spec"], "renewTime") : std::string();
+  };
+  E2E_REQUIRE(eventually([&] { return lease().ok(); }, 30s), "no Lease for " << n);
+  {
+    auto l = lease();
+    BOOST_REQUIRE(l);
+    const auto& spec = l.value()["spec"];
+    BOOST_TEST(kube::string_at(spec, "holderIdentity") == n);
+    BOOST_TEST(spec["leaseDurationSeconds"].GetInt64() == 40);
+    const auto* owners = kube::find_path(l.value(), {"metadata", "ownerReferences"});
+    BOOST_REQUIRE((owners != nullptr && owners->IsArray() && owners->Size() == 1u));
+    const auto& owner = (*owners)[0];
+    BOOST_TEST(kube::string_at(owner, "kind") == "Node");
+    BOOST_TEST(kube::string_at(owner, "name") == n);
+    auto node = c.node(n);
+    BOOST_REQUIRE(node);
+    BOOST_TEST(kube::string_at(owner, "uid") == kube::string_at((*node)["metadata"], "uid"));
+  }
+  const auto first = renewed_at();
+  E2E_CHECK(eventually([&] { return renewed_at() != first; }, 15s),
+            "the Lease was not renewed within 15 s: " << first);
+  BOOST_TEST(ready(n) == "True");
+  BOOST_TEST(!taints().count("node.kubernetes.io/not-ready:NoSchedule"),
+             "TaintNodesByCondition's taint, lifted once the node reported Ready");
+
+  c.set_labels(n, {{fault_label, "kubelet-stopped"}});
+  const auto stopped = std::chrono::steady_clock::now();
+  const auto unreachable = [&] {
+    const auto t = taints();
+    return ready(n) == "Unknown" && t.count("node.kubernetes.io/unreachable:NoSchedule") &&
+           t.count("node.kubernetes.io/unreachable:NoExecute");
+  };
+  E2E_CHECK(eventually(unreachable, 90s), "Ready=" << ready(n) << ", taints: " << shown() << "\n"
+                                                   << c.sim->log());
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  BOOST_TEST(took > 20.0, "Unknown only once the grace period has passed: " << took << " s");
+  BOOST_TEST(ready(c.nodes[1]) == "True", "the other node renews on");
+
   c.set_labels(n, {{fault_label, std::nullopt}});
-  E2E_CHECK(eventually([&] { return ready() == "True"; }), "Ready=" << ready());
+  E2E_CHECK(eventually(
+                [&] {
+                  const auto t = taints();
+                  return ready(n) == "True" &&
+                         !t.count("node.kubernetes.io/unreachable:NoSchedule") &&
+                         !t.count("node.kubernetes.io/unreachable:NoExecute");
+                },
+                60s),
+            "Ready=" << ready(n) << ", taints: " << shown());
+  E2E_NOTE("a stopped kubelet's node Unknown and tainted unreachable " << took << " s after");
 }
 
 // -- GPU pods --

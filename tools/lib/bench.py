@@ -352,9 +352,10 @@ class Bench:
         if pid:
             stop(pid)
         shutil.copy2(os.path.join(self.state, "gpu-sim"), self.sim_exe)
-        # As tools/sim starts it (its README says why each flag).
+        # As tools/sim starts it (its README says why each flag); without heartbeats, on a
+        # cluster without the node-lifecycle controller (tools/bench says why).
         p = start([self.sim_exe, "--kubeconfig", os.environ["KUBECONFIG"], "--time-scale", repr(scale),
-                   "--ready-label", "amd.com/gpu.ready=true"],
+                   "--ready-label", "amd.com/gpu.ready=true", "--no-heartbeats"],
                   os.path.join(self.args.sim_state, "gpu-sim.log"), own=False)
         with open(self.sim_pidfile + ".tmp", "w") as f:
             f.write(str(p.pid))
@@ -1052,7 +1053,9 @@ class Bench:
                  "etcd, the controller manager, the scheduler, gpu-sim (every simulated node's DCM, "
                  "device plugin and kubelet) and the operator at once, and is shared with other work: "
                  "the figures are what this machine did, not what the operator needs alone. "
-                 "bench/README.md explains each figure.")
+                 "The control plane runs without the node-lifecycle controller and gpu-sim without "
+                 "node heartbeats (Leases, status reports): at this scale their writes would "
+                 "outweigh the operator's. bench/README.md explains each figure.")
         L.append("")
         spaces = len(self.workload_namespaces())
         layout = ("all in one namespace (an eviction lists every budget of its pod's namespace)"

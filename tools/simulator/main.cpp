@@ -1,13 +1,15 @@
 // gpu-sim: the AMD GPU stack for simulated nodes, on a real API server. It plays
 // AMD's Device Config Manager (DCM), the device plugin or the DRA driver, the node labeller,
-// and kubelet, for every node matching --node-selector. The decisions are in node_model,
-// dra_model and kubelet_model; this file only watches, ticks and writes.
+// and kubelet (its pods, and its node's Lease and Ready heartbeats), for every node matching
+// --node-selector. The decisions are in node_model, dra_model, kubelet_model and
+// heartbeat_model; this file only watches, ticks and writes.
 #include "kube/client.hpp"
 #include "kube/config.hpp"
 #include "kube/event_recorder.hpp"
 #include "kube/list_watch.hpp"
 #include "protocol/timestamp.hpp"
 #include "tools/simulator/dra_model.hpp"
+#include "tools/simulator/heartbeat_model.hpp"
 #include "tools/simulator/kubelet_model.hpp"
 #include "tools/simulator/node_model.hpp"
 
@@ -59,7 +61,14 @@ struct options {
   /// Parallel connections for writes, each with its own thread (a node's writes stay in
   /// order).
   int writers = 32;
+  /// kubelet's heartbeats (node Leases, the Ready condition's): off for a control plane
+  /// without the node-lifecycle controller (tools/bench), where gpu-sim marks a stopped
+  /// kubelet's node Unknown itself.
+  bool heartbeats = true;
 };
+
+/// Connections of their own for the Leases: a renewal never waits behind a node's writes.
+constexpr int lease_writers = 2;
 
 void log_line(const std::string& what) {
   char ts[32];
@@ -75,8 +84,10 @@ void log_line(const std::string& what) {
 struct world_view {
   std::mutex mutex;
   std::map<std::string, observed_node> nodes;
-  /// Nodes whose kubelet has reported (a Ready condition exists).
+  /// Nodes whose kubelet has reported (a Ready condition exists), and the status of that
+  /// condition.
   std::set<std::string> registered;
+  std::map<std::string, std::string> ready;
   /// Nodes deleted since the last tick: their GPU stack's memory goes, even when a node of
   /// the same name is back before the tick (a deleted and re-created machine starts over).
   std::set<std::string> deleted;
@@ -124,6 +135,7 @@ struct node_watch : kube::watch_handler {
     if (d.type == kube::event_type::deleted) {
       view.nodes.erase(d.key.name);
       view.registered.erase(d.key.name);
+      view.ready.erase(d.key.name);
       view.deleted.insert(d.key.name);
       return;
     }
@@ -156,11 +168,16 @@ struct node_watch : kube::watch_handler {
     if (const auto* conds = kube::find_path(*d.object, {"status", "conditions"});
         conds && conds->IsArray())
       for (const auto& c : conds->GetArray())
-        registered = registered || kube::string_at(c, "type") == "Ready";
-    if (registered)
+        if (kube::string_at(c, "type") == "Ready") {
+          registered = true;
+          view.ready[n.name] = kube::string_at(c, "status");
+        }
+    if (registered) {
       view.registered.insert(n.name);
-    else
+    } else {
       view.registered.erase(n.name);
+      view.ready.erase(n.name);
+    }
     view.nodes[n.name] = std::move(n);
   }
   void on_synced() override {
@@ -461,6 +478,51 @@ std::string registration_status(const std::string& name, bool ready) {
          R"("kubeProxyVersion":"","operatingSystem":"linux","architecture":"amd64"}}})";
 }
 
+// kubelet's unchanged status, reported again: a strategic merge of the conditions (keyed by
+// type) that moves only their lastHeartbeatTime.
+std::string heartbeat_status() {
+  const std::string t = now_rfc3339();
+  std::string conds;
+  for (const char* type : {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"})
+    conds += (conds.empty() ? "" : ",") + std::string(R"({"type":")") + type +
+             R"(","lastHeartbeatTime":")" + t + "\"}";
+  return R"({"status":{"conditions":[)" + conds + "]}}";
+}
+
+// The node's Lease as kubelet renews it (pkg/kubelet/nodelease): held by the node, owned by
+// the Node (so the garbage collector removes it with the node).
+std::string lease_spec(const std::string& node, std::chrono::seconds duration) {
+  return R"({"holderIdentity":)" + json_string(node) + R"(,"leaseDurationSeconds":)" +
+         std::to_string(duration.count()) + R"(,"renewTime":")" +
+         gpu_partitioner::protocol::format_time_micro(std::chrono::system_clock::now()) + "\"}";
+}
+
+std::string lease_object(const std::string& node, const std::string& uid,
+                         std::chrono::seconds duration) {
+  return R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":)" +
+         json_string(node) + R"(,"namespace":")" + node_lease_namespace +
+         R"(","ownerReferences":[{"apiVersion":"v1","kind":"Node","name":)" + json_string(node) +
+         R"(,"uid":)" + json_string(uid) + R"(}]},"spec":)" + lease_spec(node, duration) + "}";
+}
+
+// Renews the node's Lease, creating it if it is not there (a new node, or one the garbage
+// collector removed with an older node of the same name). Nothing but the answer: "" when
+// the renewal landed, else why not.
+std::string renew_lease(kube::client& api, const std::string& node, const std::string& uid,
+                        std::chrono::seconds duration) {
+  const auto leases = kube::resources::leases();
+  auto patched = api.patch(leases, node_lease_namespace, node, kube::patch_type::merge,
+                           R"({"spec":)" + lease_spec(node, duration) + "}");
+  if (patched)
+    return {};
+  if (patched.error().kind != kube::error_kind::not_found)
+    return patched.error().describe();
+  auto made = api.create(leases, node_lease_namespace, lease_object(node, uid, duration));
+  // Made meanwhile by someone else (an earlier gpu-sim's write landing late): the retry
+  // patches it.
+  return made ? std::string{} : made.error().describe();
+}
+
 std::string label_or(const observed_node& node, const char* key) {
   auto it = node.labels.find(key);
   return it == node.labels.end() ? std::string{} : it->second;
@@ -711,8 +773,10 @@ int run(const options& opt) {
       }
     }
   };
+  // The writers' lanes, then (with heartbeats) kubelet's heartbeat lanes.
+  const std::size_t writers = static_cast<std::size_t>(std::max(1, opt.writers));
   std::vector<std::unique_ptr<lane>> lanes;
-  for (int i = 0; i < std::max(1, opt.writers); ++i)
+  for (std::size_t i = 0; i < writers + (opt.heartbeats ? lease_writers : 0); ++i)
     lanes.push_back(std::make_unique<lane>(config.value(), opt.dcm_namespace));
   for (auto& l : lanes)
     l->worker = std::thread(
@@ -723,7 +787,13 @@ int run(const options& opt) {
   // side, not one after another behind the same lane.
   std::vector<std::vector<std::function<void(lane&)>>> batches(lanes.size());
   auto lane_of = [&](const std::string& key) -> std::vector<std::function<void(lane&)>>& {
-    return batches[std::hash<std::string>{}(key) % lanes.size()];
+    return batches[std::hash<std::string>{}(key) % writers];
+  };
+  // A node's Lease renewals and status reports, as kubelet's own loops: never behind the
+  // node's other writes.
+  auto heartbeat_lane_of =
+      [&](const std::string& node) -> std::vector<std::function<void(lane&)>>& {
+    return batches[writers + std::hash<std::string>{}(node) % lease_writers];
   };
   std::map<std::string, node_memory> memory;
   std::map<std::string, dra_memory> dra_memories;
@@ -740,6 +810,34 @@ int run(const options& opt) {
   };
   std::map<std::string, sim_time> registering;
   std::set<std::string> stopped_kubelets;
+  const heartbeat_timing heartbeat;
+  std::map<std::string, heartbeat_memory> heartbeat_memories;
+  // Each node's heartbeat writes in flight, and a renewal's failure not yet told to its step
+  // (heartbeat_view). The heartbeat lanes write it, under its mutex.
+  struct heartbeat_flight {
+    bool renewal = false;
+    bool status = false;
+    bool renewal_failed = false;
+    /// Renewals fail since this one was logged: the next success is logged too.
+    bool failing = false;
+  };
+  std::mutex heartbeat_mutex;
+  std::map<std::string, heartbeat_flight> heartbeat_flights;
+  auto heartbeat_answered = [&](const std::string& node, bool renewal, const std::string& error) {
+    std::lock_guard<std::mutex> lock(heartbeat_mutex);
+    auto& f = heartbeat_flights[node];
+    if (!renewal) {
+      f.status = false;
+      return;
+    }
+    f.renewal = false;
+    f.renewal_failed = !error.empty();
+    if (!error.empty() && !f.failing)
+      log_line("node " + node + ": Lease renewal failed (retrying): " + error);
+    else if (error.empty() && f.failing)
+      log_line("node " + node + ": Lease renewed again");
+    f.failing = !error.empty();
+  };
   std::map<std::string, std::string> dcm_pod_names; // node -> its DCM pod, once seen
   int next_ip = 1;
   log_line("started: nodes " + opt.node_selector + ", DCM config " + opt.dcm_namespace + "/" +
@@ -747,13 +845,14 @@ int run(const options& opt) {
            (opt.stack.version == dcm_version::v1_5 ? "1.5" : "1.3") + ", " +
            (opt.stack.strategy == resource_strategy::mixed ? "mixed" : "single") +
            " strategy, GPU API " + gpu_api_name(opt.default_api) + ", time scale " +
-           std::to_string(opt.time_scale));
+           std::to_string(opt.time_scale) + (opt.heartbeats ? "" : ", no heartbeats"));
 
   while (!stopping) {
     std::this_thread::sleep_for(std::chrono::milliseconds(opt.tick_ms));
     std::vector<std::pair<std::string, node_actions>> node_work;
     std::vector<std::tuple<std::string, std::string, std::vector<slice_write>>> slice_work;
     std::vector<std::string> to_register;
+    std::vector<std::tuple<std::string, std::string, heartbeat_actions>> heartbeat_work;
     pod_actions pod_work;
     {
       std::lock_guard<std::mutex> lock(view.mutex);
@@ -794,12 +893,15 @@ int run(const options& opt) {
         it = view.nodes.count(it->first) ? std::next(it) : dra_memories.erase(it);
       for (auto& [name, node] : view.nodes) {
         if (!view.registered.count(name)) {
-          // Play kubelet registering: the GPU stack starts only on a running node. A
-          // stopped kubelet's node registers NotReady.
+          // Play kubelet registering: the GPU stack starts only on a registered node. A node
+          // whose kubelet is stopped when first seen registers as it shows long after its
+          // kubelet stopped: Ready Unknown (the node-lifecycle controller's mark), no Lease.
           if (!registering.count(name) || now - registering[name] > std::chrono::seconds(3)) {
             registering[name] = now;
             if (parse_faults(label_or(node, fault_label)).kubelet_stopped)
               stopped_kubelets.insert(name);
+            else
+              stopped_kubelets.erase(name);
             to_register.push_back(name);
           }
           continue;
@@ -832,17 +934,52 @@ int run(const options& opt) {
         }
         const auto faults = parse_faults(label_or(node, fault_label));
         if (faults.kubelet_stopped != stopped_kubelets.count(name)) {
-          // The kubelet stops posting status: the node goes NotReady (Unknown).
           if (faults.kubelet_stopped)
             stopped_kubelets.insert(name);
           else
             stopped_kubelets.erase(name);
-          to_register.push_back(name);
+          // With heartbeats, a stopped kubelet's renewals and reports stop, and the
+          // node-lifecycle controller marks the node Unknown after its grace period; a
+          // started one reports Ready at once (step_heartbeat). Without, gpu-sim writes
+          // Ready Unknown itself, as that controller would.
+          if (opt.heartbeats)
+            log_line("node " + name +
+                     (faults.kubelet_stopped ? ": kubelet stopped: no more Lease renewals or status"
+                                             : ": kubelet started"));
+          else
+            to_register.push_back(name);
         }
         if (!a.empty())
           node_work.emplace_back(name, std::move(a));
         if (!seen.dcm_pod.empty())
           dcm_pod_names[name] = seen.dcm_pod;
+      }
+      if (opt.heartbeats) {
+        std::lock_guard<std::mutex> lock(heartbeat_mutex);
+        for (auto it = heartbeat_memories.begin(); it != heartbeat_memories.end();)
+          it = view.nodes.count(it->first) ? std::next(it) : heartbeat_memories.erase(it);
+        for (auto it = heartbeat_flights.begin(); it != heartbeat_flights.end();)
+          it = view.nodes.count(it->first) || it->second.renewal || it->second.status
+                   ? std::next(it)
+                   : heartbeat_flights.erase(it);
+        for (const auto& [name, node] : view.nodes) {
+          heartbeat_view hv;
+          hv.kubelet_running = !stopped_kubelets.count(name);
+          if (auto ready = view.ready.find(name); ready != view.ready.end())
+            hv.ready = ready->second;
+          auto& flight = heartbeat_flights[name];
+          hv.renewal_waiting = flight.renewal;
+          hv.status_waiting = flight.status;
+          hv.renewal_failed = flight.renewal_failed;
+          flight.renewal_failed = false;
+          const auto h =
+              step_heartbeat(heartbeat_memories[name], hv, now, heartbeat_phase(name), heartbeat);
+          if (!h.renew_lease && h.status == heartbeat_actions::status_post::none)
+            continue;
+          flight.renewal = flight.renewal || h.renew_lease;
+          flight.status = flight.status || h.status != heartbeat_actions::status_post::none;
+          heartbeat_work.emplace_back(name, node.uid, h);
+        }
       }
       // Only pods the kubelet may act on: being deleted, or not yet running. (A copy of
       // every pod on every tick cost gpu-sim more CPU than the rest of its work.)
@@ -906,6 +1043,30 @@ int run(const options& opt) {
                  (r ? (ready ? ": registered, Ready" : ": kubelet stopped, NotReady")
                     : ": registration failed: " + r.error().describe()));
       });
+    for (const auto& [node_name, uid, h] : heartbeat_work) {
+      if (h.renew_lease)
+        heartbeat_lane_of(node_name).push_back([name = node_name, uid = uid, &heartbeat,
+                                                &heartbeat_answered](lane& l) {
+          heartbeat_answered(name, true, renew_lease(l.api, name, uid, heartbeat.lease_duration));
+        });
+      if (h.status == heartbeat_actions::status_post::none)
+        continue;
+      const bool ready = h.status == heartbeat_actions::status_post::ready;
+      heartbeat_lane_of(node_name).push_back([name = node_name, ready,
+                                              &heartbeat_answered](lane& l) {
+        kube::patch_options status;
+        status.subresource = "status";
+        auto r = ready ? l.api.patch(kube::resources::nodes(), "", name, kube::patch_type::merge,
+                                     registration_status(name, true), status)
+                       : l.api.patch(kube::resources::nodes(), "", name,
+                                     kube::patch_type::strategic, heartbeat_status(), status);
+        if (!r)
+          log_line("node " + name + ": status post failed: " + r.error().describe());
+        else if (ready)
+          log_line("node " + name + ": kubelet posts Ready");
+        heartbeat_answered(name, false, {});
+      });
+    }
     for (auto& [node_name, uid, writes] : slice_work)
       lane_of(node_name).push_back([name = node_name, uid = uid, w = std::move(writes)](lane& l) {
         l.write_slices(name, uid, w);
@@ -959,8 +1120,10 @@ wipes them 30 s after it went), both down while amd-dcm=up:NoExecute (the driver
 also follows its pod, once one was seen: down without it, restarted by a new one),
 the node labeller (AMD's labels), and kubelet for pods on those nodes (a pod with
 ResourceClaims starts once they are allocated and reserved for it and the driver
-is up). A node's label sim.gpu-partitioner.io/gpu-api=device-plugin|dra|dra-dynamic
-chooses its GPU API. Faults per node: label
+is up), with kubelet's heartbeats (a Lease per node in kube-node-lease renewed every
+10 s, the Ready condition): a node whose kubelet stops goes Unknown through the
+node-lifecycle controller. A node's label
+sim.gpu-partitioner.io/gpu-api=device-plugin|dra|dra-dynamic chooses its GPU API. Faults per node: label
 sim.gpu-partitioner.io/fault=dcm-failure,dcm-stuck,wrong-count,slow-plugin,dcm-missing,
 kubelet-stopped,state-lost,gpu-held,plugin-crashloop.
 
@@ -987,6 +1150,10 @@ Flags:
   --writers N               parallel connections for writes, each with a thread of its
                             own (default 32; a node's writes keep their order, as do a
                             pod's, and a tick does not wait for the writes it asked for)
+  --no-heartbeats           no Leases and no status reports: for a control plane
+                            without the node-lifecycle controller (tools/bench, where
+                            they would cost a write per node every 10 s); a stopped
+                            kubelet's node is then marked Ready Unknown by gpu-sim
   --help
 )";
 
@@ -1071,6 +1238,8 @@ int main(int argc, char** argv) {
                      v.c_str());
         return 2;
       }
+    } else if (a == "--no-heartbeats") {
+      opt.heartbeats = false;
     } else if (a == "--time-scale") {
       std::string v = value();
       char* end = nullptr;

@@ -787,13 +787,20 @@ void e2e_cluster::start_simulator(const std::string& time_scale,
               // A node whose kubelet is stopped reports nothing more.
               if (v.label(fault_label).find("kubelet-stopped") != std::string::npos)
                 return true;
+              // Schedulable: the node-lifecycle controller has lifted the not-ready taint
+              // the API server gives every new node (TaintNodesByCondition).
+              if (std::any_of(v.taints.begin(), v.taints.end(), [](const std::string& t) {
+                    return t.rfind("node.kubernetes.io/not-ready=", 0) == 0;
+                  }))
+                return false;
               // A node in DRA mode publishes its GPUs as devices.
               if (v.label(gpu_api_label).rfind("dra", 0) == 0)
                 return !resource_slices(n).empty() && !v.label(ready_label).empty();
               return v.gpus > 0 && !v.label(ready_label).empty();
             },
             60s, 100ms),
-        "node " << n << " never reported amd.com/gpu or ResourceSlices\n"
+        "node " << n
+                << " never reported amd.com/gpu or ResourceSlices, or is still tainted not-ready\n"
                 << sim_->tail());
   // DCM's pod runs on every node (but where a fault keeps it away): the operator's
   // preflight looks for it.

@@ -262,7 +262,8 @@ public:
 
   /// Creates the nodes, named <id>-<suffix> (in this order; names sort as given).
   void add_nodes(const std::vector<std::pair<std::string, node_spec>>& specs);
-  /// gpu-sim over this test's nodes; waits until each reports amd.com/gpu and is ready.
+  /// gpu-sim over this test's nodes; waits until each reports amd.com/gpu and is ready, and
+  /// the node-lifecycle controller has lifted its not-ready taint.
   void start_simulator(const std::string& time_scale = "0.02",
                        const std::vector<std::string>& extra_args = {});
   /// The operator's --dcm-config-sync for the simulator's time scale: gpu-sim's 60 s

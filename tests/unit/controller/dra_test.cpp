@@ -1,6 +1,7 @@
 // controller/dra: what a node publishes through Dynamic Resource Allocation (pools,
 // generations, AMD's driver's dynamic mode), the count of a profile's expected devices,
-// the slices recorded before DCM ran, and the pods that hold GPUs through claims.
+// the slices recorded before DCM ran, the pods that hold GPUs through claims, and the
+// devices no claim holds.
 #include "controller/dra.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -179,6 +180,27 @@ BOOST_AUTO_TEST_CASE(pods_hold_gpus_through_claims_on_the_drivers_devices) {
   BOOST_TEST(holders.at("uid-a") == 2);
   BOOST_TEST(holders.at("uid-b") == 2);
   BOOST_TEST(gc::claim_holders({nic}).empty());
+}
+
+// The devices a new claim could be given on the node: the newest generation's, less those
+// a claim holds (any claim's, whoever it is reserved for); another driver's count nothing.
+BOOST_AUTO_TEST_CASE(free_devices_are_the_published_ones_no_claim_holds) {
+  gc::resource_claim_info held;
+  held.ns = "team";
+  held.name = "train-0-gpu";
+  held.node = "gpu-1";
+  held.devices = {{gp::amd_dra_driver, "gpu-1", partition(0).name},
+                  {gp::amd_dra_driver, "gpu-1", partition(1).name},
+                  {"nic.example.com", "gpu-1", partition(2).name}};
+  BOOST_TEST(gc::free_gpu_devices({slice("a", "1", 64)}, {}) == 64);
+  BOOST_TEST(gc::free_gpu_devices({slice("a", "1", 64)}, {held}) == 62);
+  // An older generation's devices are not counted twice.
+  BOOST_TEST(gc::free_gpu_devices({slice("a", "1", 8, false, 1), slice("b", "2", 64, true, 2)},
+                                  {held}) == 62);
+  auto other = slice("c", "1", 8);
+  other.driver = "nic.example.com";
+  BOOST_TEST(gc::free_gpu_devices({other}, {}) == 0);
+  BOOST_TEST(gc::free_gpu_devices({}, {held}) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_device_class_selects_the_expected_devices_by_string_attributes) {

@@ -5,7 +5,9 @@
 // DaemonSet pods holding GPUs shown, not evicted. The pod policies: every pod class
 // against every combination of deleteEmptyDirData, force, podSelector and
 // waitForCompletion, in the pass and in the dry run; failed evictions backed off; pods
-// stuck terminating told from held ones; long-deleted pods of a NotReady node let go.
+// stuck terminating told from held ones; long-deleted pods of a NotReady node let go. Where
+// a replacement may run, with nodes as a real cluster shows them: the node-lifecycle
+// controller's cordon taint, its not-ready and unreachable taints, DRA devices.
 #include "controller/drain.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -556,6 +558,183 @@ BOOST_AUTO_TEST_CASE(a_budget_held_by_the_operators_own_cordons_is_named_a_deadl
   BOOST_TEST(
       gc::plan_evictions({trainer("t-1")}, {budget("t-pdb", "trainer")}, mem, {}, at).deadlocked ==
       0);
+}
+
+// -- nodes as a real cluster shows them --
+
+namespace {
+
+// As kube-controller-manager's node-lifecycle controller shows a node: `taints` added.
+std::shared_ptr<const gc::node_info> with_taints(std::shared_ptr<const gc::node_info> node,
+                                                 std::vector<gc::taint> taints) {
+  auto n = std::make_shared<gc::node_info>(*node);
+  for (auto& t : taints)
+    n->taints.push_back(std::move(t));
+  return n;
+}
+
+const gc::taint cordon_taint{gc::unschedulable_taint_key, "", "NoSchedule"};
+
+// A DRA node: its GPUs published as devices of AMD's DRA driver, no amd.com/ resource.
+std::shared_ptr<const gc::node_info> dra_node(const std::string& name, bool held = false) {
+  auto n = std::make_shared<gc::node_info>(*(held ? held_by_us(name) : gpu_node(name)));
+  n->allocatable = {{"cpu", "192"}};
+  return n;
+}
+
+// A trainer whose GPUs come from claims on its node's devices.
+gc::pod_info claiming_trainer(const std::string& name, long long devices = 1) {
+  auto p = trainer(name);
+  p.gpus = devices;
+  p.gpu_claims = true;
+  return p;
+}
+
+gc::toleration exists(const std::string& key) {
+  gc::toleration t;
+  t.key = key;
+  t.op = "Exists";
+  return t;
+}
+
+} // namespace
+
+// Table: the cordon as the node-lifecycle controller shows it. Each row: the other nodes'
+// cordons and taints, and whether the drain of `a` is named a deadlock.
+BOOST_AUTO_TEST_CASE(the_lifecycle_controllers_unschedulable_taint_is_the_cordon) {
+  struct row {
+    const char* what;
+    bool b_ours;
+    bool b_taint;
+    bool c_ours;
+    bool c_taint;
+    std::vector<std::string> held;
+    std::vector<std::string> open;
+  };
+  const std::vector<row> rows = {
+      {"held by us, no taint yet", true, false, true, false, {"b", "c"}, {}},
+      {"held by us, tainted as KCM does", true, true, true, true, {"b", "c"}, {}},
+      {"one tainted, one not", true, true, true, false, {"b", "c"}, {}},
+      {"an admin's cordon, tainted: neither ours nor open", true, true, false, true, {"b"}, {}},
+  };
+  for (const auto& r : rows) {
+    gc::shared_map<gc::node_info> nodes;
+    nodes["a"] = held_by_us("a");
+    auto node = [](const char* name, bool ours, bool tainted) {
+      std::shared_ptr<const gc::node_info> n = held_by_us(name);
+      if (!ours) {
+        auto admin = std::make_shared<gc::node_info>(*gpu_node(name));
+        admin->unschedulable = true;
+        n = admin;
+      }
+      return tainted ? with_taints(n, {cordon_taint}) : n;
+    };
+    nodes["b"] = node("b", r.b_ours, r.b_taint);
+    nodes["c"] = node("c", r.c_ours, r.c_taint);
+    gc::drain_context at{t0 + 1s};
+    at.node = "a";
+    at.nodes = &nodes;
+    const auto room = gc::room_for_replacement(trainer("t-1"), at);
+    BOOST_TEST(room.candidates == (std::vector<std::string>{"b", "c"}), r.what);
+    BOOST_TEST(room.held == r.held, r.what);
+    BOOST_TEST(room.open == r.open, r.what);
+    const std::map<std::string, gc::eviction_memory> mem{{"team/t-1", blocked_at(t0)}};
+    const auto pass =
+        gc::plan_evictions({trainer("t-1")}, {budget("t-pdb", "trainer")}, mem, {}, at);
+    BOOST_TEST(pass.deadlocked == 1, r.what);
+  }
+}
+
+// A node uncordoned a moment ago still shows the taint until the controller lifts it: not
+// open yet, and not ours. A pod that tolerates the cordon may go to any cordoned node.
+BOOST_AUTO_TEST_CASE(a_pod_that_tolerates_the_cordon_finds_room_on_cordoned_nodes) {
+  gc::shared_map<gc::node_info> nodes;
+  nodes["b"] = with_taints(held_by_us("b"), {cordon_taint});
+  nodes["c"] = with_taints(gpu_node("c"), {cordon_taint});
+  gc::drain_context at{t0};
+  at.node = "a";
+  at.nodes = &nodes;
+  auto room = gc::room_for_replacement(trainer("t-1"), at);
+  BOOST_TEST(room.held == (std::vector<std::string>{"b"}));
+  BOOST_TEST(room.open.empty(), "c: the taint still there");
+  auto tolerant = trainer("t-2");
+  tolerant.tolerations = {exists(gc::unschedulable_taint_key)};
+  room = gc::room_for_replacement(tolerant, at);
+  BOOST_TEST(room.held.empty());
+  BOOST_TEST(room.open == (std::vector<std::string>{"b", "c"}));
+  BOOST_TEST(gc::deadlock_of(tolerant, at).empty());
+}
+
+// Nodes the lifecycle controller taints not-ready or unreachable give no room, whatever the
+// pod tolerates and whatever the (stale) Ready condition says.
+BOOST_AUTO_TEST_CASE(nodes_tainted_not_ready_or_unreachable_are_no_room) {
+  auto tolerant = trainer("t-1");
+  tolerant.tolerations = {exists(gc::not_ready_taint_key), exists(gc::unreachable_taint_key)};
+  for (const auto* key : {gc::not_ready_taint_key, gc::unreachable_taint_key})
+    for (const auto* effect : {"NoSchedule", "NoExecute"}) {
+      gc::shared_map<gc::node_info> nodes;
+      nodes["b"] = with_taints(held_by_us("b"), {cordon_taint});
+      nodes["z"] = with_taints(gpu_node("z"), {{key, "", effect}});
+      gc::drain_context at{t0 + 1s};
+      at.node = "a";
+      at.nodes = &nodes;
+      const auto room = gc::room_for_replacement(tolerant, at);
+      BOOST_TEST(room.candidates == (std::vector<std::string>{"b"}), key << ":" << effect);
+      BOOST_TEST(room.open.empty(), key << ":" << effect);
+      BOOST_TEST(gc::deadlock_of(tolerant, at).find("(b)") != std::string::npos,
+                 key << ":" << effect);
+    }
+}
+
+// Table: a pod holding GPUs through claims needs as many free devices of AMD's DRA driver;
+// a device plugin's amd.com/ resource is no room for it, as DRA devices are none for a pod
+// requesting amd.com/gpu.
+BOOST_AUTO_TEST_CASE(a_pod_claiming_gpus_finds_room_on_dra_nodes_with_enough_free_devices) {
+  gc::shared_map<gc::node_info> nodes;
+  nodes["b"] = dra_node("b", true);
+  nodes["c"] = dra_node("c", true);
+  nodes["d"] = dra_node("d");
+  nodes["p"] = gpu_node("p"); // a device-plugin node, open
+  struct row {
+    const char* what;
+    long long claimed;
+    std::map<std::string, std::int64_t> free;
+    std::vector<std::string> candidates;
+    bool deadlock;
+  };
+  const std::vector<row> rows = {
+      {"held DRA nodes with free devices: a deadlock", 1, {{"b", 6}, {"c", 6}}, {"b", "c"}, true},
+      {"an open DRA node with enough free devices",
+       2,
+       {{"b", 6}, {"c", 6}, {"d", 2}},
+       {"b", "c", "d"},
+       false},
+      {"an open DRA node with too few", 2, {{"b", 6}, {"c", 6}, {"d", 1}}, {"b", "c"}, true},
+      {"no free device on the held ones either", 1, {{"b", 0}, {"c", 0}, {"d", 0}}, {}, false},
+  };
+  for (const auto& r : rows) {
+    gc::drain_context at{t0 + 1s};
+    at.node = "a";
+    at.nodes = &nodes;
+    at.free_gpu_devices = &r.free;
+    const auto pod = claiming_trainer("t-1", r.claimed);
+    BOOST_TEST(gc::room_for_replacement(pod, at).candidates == r.candidates, r.what);
+    const std::map<std::string, gc::eviction_memory> mem{{"team/t-1", blocked_at(t0)}};
+    BOOST_TEST(gc::plan_evictions({pod}, {budget("t-pdb", "trainer")}, mem, {}, at).deadlocked ==
+                   (r.deadlock ? 1 : 0),
+               r.what);
+  }
+  // A device-plugin pod finds the device-plugin node, not the DRA ones.
+  const std::map<std::string, std::int64_t> free{{"b", 6}, {"c", 6}, {"d", 6}};
+  gc::drain_context at{t0};
+  at.node = "a";
+  at.nodes = &nodes;
+  at.free_gpu_devices = &free;
+  BOOST_TEST(gc::room_for_replacement(trainer("t-2"), at).candidates ==
+             (std::vector<std::string>{"p"}));
+  // Without the devices' count, a claiming pod finds no room: no deadlock is claimed.
+  at.free_gpu_devices = nullptr;
+  BOOST_TEST(gc::room_for_replacement(claiming_trainer("t-3"), at).candidates.empty());
 }
 
 BOOST_AUTO_TEST_CASE(the_dry_run_warns_of_a_budget_only_the_plans_own_nodes_could_satisfy) {

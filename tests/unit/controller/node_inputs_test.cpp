@@ -564,6 +564,42 @@ BOOST_AUTO_TEST_CASE(a_schedulability_change_brings_a_draining_worker_the_views_
   BOOST_TEST(!gc::assemble_node_inputs(*next.slice, verifying, std::nullopt, {}, t0).cluster_nodes);
 }
 
+// With every node, a draining worker reads each DRA node's free devices (a pod holding GPUs
+// through claims finds room there); a claim made on one is news to it.
+BOOST_AUTO_TEST_CASE(a_draining_worker_reads_every_dra_nodes_free_devices) {
+  view_builder b;
+  b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx);
+  b.node("a").node("b").node("c");
+  auto slice = std::make_shared<gc::resource_slice_info>();
+  slice->name = "b-gpu.amd.com-x1";
+  slice->driver = gp::amd_dra_driver;
+  slice->node = "b";
+  slice->pool = "b";
+  slice->generation = 1;
+  for (int i = 0; i < 8; ++i)
+    slice->devices.push_back({"gpu-" + std::to_string(i + 1) + "-" + std::to_string(128 + i), {}});
+  gc::cluster_view::edit(b.v.slices_by_node, "b")[slice->name] = slice;
+  auto it = item("a", "cpx");
+  it.status.phase = gp::node_phase::draining;
+  b.v.items[it.metadata.name] = std::make_shared<const gp::node_partitioning>(it);
+  const auto first = gc::view_slicer(b.v, dcm).update(it, nullptr);
+  BOOST_REQUIRE(first.slice->free_gpu_devices);
+  BOOST_TEST((*first.slice->free_gpu_devices == std::map<std::string, std::int64_t>{{"b", 8}}),
+             "only the node that publishes devices");
+  auto claim = std::make_shared<gc::resource_claim_info>();
+  claim->ns = "team";
+  claim->name = "train-gpu";
+  claim->node = "b";
+  claim->devices = {{gp::amd_dra_driver, "b", "gpu-1-128"}, {gp::amd_dra_driver, "b", "gpu-2-129"}};
+  gc::cluster_view::edit(b.v.claims_by_node, "b")["team/train-gpu"] = claim;
+  b.v.schedulability_changed = true;
+  const auto next = gc::view_slicer(b.v, dcm).update(it, first.slice);
+  BOOST_REQUIRE(next.slice);
+  const auto in = gc::assemble_node_inputs(*next.slice, it, std::nullopt, {}, t0);
+  BOOST_REQUIRE(in.free_gpu_devices);
+  BOOST_TEST(in.free_gpu_devices->at("b") == 6);
+}
+
 BOOST_AUTO_TEST_CASE(budgets_changed_elsewhere_are_not_walked) {
   view_builder b;
   b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx);
