@@ -2,10 +2,10 @@
 // answers (state label and Events), DCM's validation, injected faults, the device plugin
 // under the amd-dcm taint, AMD's DRA driver (its ResourceSlice, kubelet's wipe, pods whose
 // claims the real scheduler allocates), GPU pods blocking a run, kubelet for pods that the
-// real kube-scheduler places, and kubelet's heartbeats for the node-lifecycle controller. Each case runs its own gpu-sim (posix_spawn, SIGTERM at the end)
-// over its own nodes (label simtest=<id>, kept to themselves by a simtest=<id>:NoSchedule
-// taint) and its own DCM ConfigMap in its own namespace, so cases can run side by side
-// with anything else on the cluster.
+// real kube-scheduler places, and kubelet's heartbeats for the node-lifecycle controller. Each case
+// runs its own gpu-sim (posix_spawn, SIGTERM at the end) over its own nodes (label simtest=<id>,
+// kept to themselves by a simtest=<id>:NoSchedule taint) and its own DCM ConfigMap in its own
+// namespace, so cases can run side by side with anything else on the cluster.
 #include "kube/list_watch.hpp"
 #include "tests/integration/support/cluster.hpp"
 #include "tests/support/checks.hpp"
