@@ -56,8 +56,13 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
       for (const auto& ref : owners->GetArray())
         if (const auto* c = find_path(ref, {"controller"}); c && c->IsBool() && c->GetBool()) {
           p.unmanaged = false;
-          if (string_at(ref, "kind") == "DaemonSet")
+          // kubectl drain asks only the kind; the group too, or a CRD of kind DaemonSet
+          // would pass. Whether it exists is checked against the DaemonSets watched.
+          if (string_at(ref, "kind") == "DaemonSet" && string_at(ref, "apiVersion") == "apps/v1") {
             p.daemon_set = true;
+            p.daemon_set_key = p.ns + "/" + string_at(ref, "name");
+            p.daemon_set_uid = string_at(ref, "uid");
+          }
         }
   }
   if (const auto* spec = find_path(o, {"spec"})) {

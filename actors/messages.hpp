@@ -41,7 +41,8 @@ struct observation {
     dcm_event,
     resource_slice,
     resource_claim,
-    device_taint_rule
+    device_taint_rule,
+    daemon_set
   };
   kind what = kind::node;
   bool deleted = false;
@@ -58,6 +59,8 @@ struct observation {
   std::shared_ptr<const controller::resource_slice_info> slice;
   std::shared_ptr<const controller::resource_claim_info> claim;
   std::shared_ptr<const controller::device_taint_rule_info> taint_rule;
+  /// A DaemonSet's metadata.uid (all that is kept of it).
+  std::string uid;
   /// An object that did not decode: the field and the problem, and its
   /// metadata.generation (0 if unreadable).
   std::string problem;
@@ -70,7 +73,7 @@ using controller::in_flight;
 
 /// How many resources the Watcher lists, each answered by one synced_atom: the view is
 /// complete once every one has listed.
-inline constexpr std::size_t watched_resources = 11;
+inline constexpr std::size_t watched_resources = 12;
 using cluster_snapshot = controller::cluster_view;
 using snapshot_ptr = std::shared_ptr<const cluster_snapshot>;
 

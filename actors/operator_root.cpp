@@ -237,6 +237,23 @@ void apply(root_state& s, const observation& o) {
     v.schedulability_changed = v.schedulability_changed || on_gpus || was_on_gpus;
     break;
   }
+  case k::daemon_set: {
+    // Only whether it is there, and its UID: its status changes with every pod it runs.
+    const auto old = v.daemon_sets->find(o.key);
+    const std::string was = old == v.daemon_sets->end() ? std::string{} : old->second;
+    const std::string now = o.deleted ? std::string{} : o.uid;
+    if (was == now)
+      break;
+    auto edited = std::make_shared<controller::daemon_set_uids>(*v.daemon_sets);
+    if (now.empty())
+      edited->erase(o.key);
+    else
+      (*edited)[o.key] = now;
+    v.daemon_sets = std::move(edited);
+    // Which pods on the nodes are a DaemonSet's may differ: every worker looks again.
+    v.shared_changed = true;
+    break;
+  }
   case k::device_taint_rule:
     file_under(v.taint_rules_by_node, s.rule_nodes, v, o, o.taint_rule,
                o.taint_rule && o.taint_rule->ours ? o.taint_rule->node : "");

@@ -152,6 +152,10 @@ private:
       o.taint_rule =
           std::make_shared<const controller::device_taint_rule_info>(decode_device_taint_rule(v));
       break;
+    case k::daemon_set:
+      if (const auto* meta = kube::find_path(v, {"metadata"}))
+        o.uid = kube::string_at(*meta, "uid");
+      break;
     }
   }
 
@@ -247,6 +251,10 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
   add(kube::resources::device_taint_rules(), k::device_taint_rule, {}, {}, true);
   streams.back().options.label_selector =
       std::string(controller::managed_by_label) + "=" + controller::managed_by_value;
+  // DaemonSets, for their UIDs only: a pod is a DaemonSet's (left on a drained node) only
+  // if the DaemonSet its controller reference names is there. Without the right to list
+  // them (RBAC of an older chart), the reference is trusted as kubectl drain's kind check.
+  add(kube::resources::daemon_sets(), k::daemon_set, {}, {}, true);
   if (streams.size() != watched_resources)
     throw std::logic_error("the watcher lists " + std::to_string(streams.size()) +
                            " resources; messages.hpp says " + std::to_string(watched_resources));

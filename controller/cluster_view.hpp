@@ -63,6 +63,9 @@ struct cluster_view {
   /// under its readers; a node has a few pods).
   by_key<pod_info>& pods_to_edit(const std::string& node) { return edit(pods_by_node, node); }
   shared_map<pdb_info> pdbs;
+  /// The DaemonSets there are (namespace/name -> UID), shared by the views until one comes
+  /// or goes. A pod's DaemonSet owner counts only if it is here (resolve_daemon_set_owner).
+  std::shared_ptr<const daemon_set_uids> daemon_sets = std::make_shared<daemon_set_uids>();
   by_key<protocol::partitioning_plan> plans;
   /// Plans that exist but did not decode: name -> why; and the generation judged (the
   /// one their status's observedGeneration names).

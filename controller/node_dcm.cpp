@@ -64,7 +64,7 @@ std::string gpu_holders(const node_inputs& in) {
 // say, on GPUs of mixed styles): the resources will not come. Its pod and restarts, or "".
 std::string crash_looping_plugin(const node_inputs& in) {
   for (const auto& pod : in.pods)
-    if (pod.device_plugin && pod.daemon_set && pod.ns == in.dcm.ns && pod.crash_looping &&
+    if (is_gpu_device_plugin(pod, in.dcm.ns) && pod.crash_looping &&
         pod.restarts >= plugin_crash_restarts)
       return pod.ns + "/" + pod.name + " (CrashLoopBackOff, " + std::to_string(pod.restarts) +
              " restarts)";

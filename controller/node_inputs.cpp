@@ -253,6 +253,8 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
     out.node = it->second;
   if (auto it = view_.pods_by_node.find(node_name); it != view_.pods_by_node.end())
     out.pods = it->second;
+  if (view_.absent_resources.count(kube_daemon_sets_plural) == 0)
+    out.daemon_sets = view_.daemon_sets;
   if (auto it = view_.dcm_events_by_node.find(node_name); it != view_.dcm_events_by_node.end())
     out.dcm_events = it->second;
   if (auto it = view_.slices_by_node.find(node_name); it != view_.slices_by_node.end())
@@ -393,6 +395,8 @@ node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partiti
   if (slice.pods)
     for (const auto& [key, pod] : *slice.pods) {
       in.pods.push_back(*pod);
+      if (slice.daemon_sets)
+        resolve_daemon_set_owner(in.pods.back(), *slice.daemon_sets);
       if (auto h = holders.find(pod->uid); h != holders.end()) {
         in.pods.back().gpus += h->second;
         in.pods.back().gpu_claims = true;

@@ -72,6 +72,9 @@ struct node_slice {
   /// Null when the node is not in the view.
   std::shared_ptr<const node_info> node;
   std::shared_ptr<const cluster_view::by_key<pod_info>> pods;
+  /// The DaemonSets there are, to check the pods' owners by; null when the API server does
+  /// not let the operator list them (the owner's kind is trusted then).
+  std::shared_ptr<const daemon_set_uids> daemon_sets;
   /// The budgets that cover a pod on the node.
   std::vector<std::shared_ptr<const pdb_info>> pdbs;
   std::shared_ptr<const cluster_view::by_key<dcm_event>> dcm_events;

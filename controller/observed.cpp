@@ -54,6 +54,17 @@ bool tolerates(const toleration& t, const taint& taint) {
   return t.value == taint.value;
 }
 
+void resolve_daemon_set_owner(pod_info& p, const daemon_set_uids& daemon_sets) {
+  if (!p.daemon_set)
+    return;
+  const auto it = daemon_sets.find(p.daemon_set_key);
+  if (it != daemon_sets.end() && it->second == p.daemon_set_uid)
+    return;
+  p.daemon_set = false;
+  p.dra_driver = false;
+  p.unmanaged = true;
+}
+
 bool pod_info::tolerates_dcm_taint() const {
   const taint dcm{dcm_taint_key, dcm_taint_value, "NoExecute"};
   return std::any_of(tolerations.begin(), tolerations.end(),

@@ -81,15 +81,22 @@ struct pod_info {
   bool crash_looping = false;
   int restarts = 0;
   /// It has a container named "device-plugin", as the GPU operator's device plugin
-  /// DaemonSet does (ROCm/gpu-operator, internal/plugin).
+  /// DaemonSet does (ROCm/gpu-operator, internal/plugin). Any tenant can name a container
+  /// so: is_gpu_device_plugin says whether it is the plugin.
   bool device_plugin = false;
   /// A pod of AMD's DRA driver's kubelet plugin: a DaemonSet pod running its image
   /// (dra_driver_image), or labelled app.kubernetes.io/component=kubeletplugin as AMD's
   /// chart labels it.
   bool dra_driver = false;
   bool deleting = false;
-  /// Owned by a DaemonSet (its controller would put it back at once).
+  /// Owned by a DaemonSet (its controller would put it back at once): its controller
+  /// reference names an apps/v1 DaemonSet, and (checked where a node's inputs are put
+  /// together, resolve_daemon_set_owners) that DaemonSet exists with that UID. A pod
+  /// whose DaemonSet is not there is unmanaged, as kubectl drain finds it.
   bool daemon_set = false;
+  /// The DaemonSet its controller reference names: namespace/name and UID.
+  std::string daemon_set_key;
+  std::string daemon_set_uid;
   /// A static pod's mirror (kubernetes.io/config.mirror): the API cannot remove it.
   bool mirror = false;
   /// No controller owns it: nothing recreates it once evicted (kubectl drain refuses it
@@ -114,6 +121,22 @@ struct pod_info {
   bool tolerates_dcm_taint() const;
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
 };
+
+/// The GPU operator's device plugin: a pod with its container, run by a DaemonSet in the
+/// GPU operator's namespace (DCM's). A tenant's pod with a container of that name is not.
+inline bool is_gpu_device_plugin(const pod_info& p, const std::string& gpu_operator_ns) {
+  return p.device_plugin && p.daemon_set && p.ns == gpu_operator_ns;
+}
+
+/// DaemonSets, namespace/name -> UID: all a drain needs to know of them.
+using daemon_set_uids = std::map<std::string, std::string>;
+/// Their resource's plural, as cluster_view::absent_resources names it.
+inline constexpr const char* kube_daemon_sets_plural = "daemonsets";
+
+/// Whether the DaemonSet a pod's controller reference names is there (the UID too): if
+/// not, the pod is not a DaemonSet's (daemon_set false, unmanaged), and neither is it
+/// AMD's DRA driver. A forged owner would otherwise keep any pod on a drained node.
+void resolve_daemon_set_owner(pod_info& p, const daemon_set_uids& daemon_sets);
 
 struct pdb_info {
   std::string ns;

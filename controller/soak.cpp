@@ -45,7 +45,8 @@ finding soak_problem(const node_inputs& in,
                                (e.profile.empty() ? "" : " for " + e.profile) +
                                (e.message.empty() ? "" : ": " + e.message)};
   for (const auto& p : in.pods)
-    if (p.crash_looping && p.restarts >= soak_crash_restarts && (p.gpus > 0 || p.device_plugin))
+    if (p.crash_looping && p.restarts >= soak_crash_restarts &&
+        (p.gpus > 0 || is_gpu_device_plugin(p, in.dcm.ns)))
       return {"PodCrashLooping", p.ns + "/" + p.name + " is in CrashLoopBackOff (" +
                                      std::to_string(p.restarts) + " restarts)"};
   if (const auto gap = verification_gap(in); !gap.empty())

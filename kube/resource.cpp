@@ -44,6 +44,9 @@ resource service_accounts() {
 resource leases() {
   return {"coordination.k8s.io", "v1", "leases", true};
 }
+resource daemon_sets() {
+  return {"apps", "v1", "daemonsets", true};
+}
 resource pod_disruption_budgets() {
   return {"policy", "v1", "poddisruptionbudgets", true};
 }

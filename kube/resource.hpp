@@ -31,6 +31,7 @@ struct resource {
 namespace resources {
 resource nodes();
 resource pods();
+resource daemon_sets();
 resource events();
 resource config_maps();
 resource namespaces();

@@ -311,6 +311,7 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
       {"/pods", {"get", "list", "watch"}},
       {"/pods/eviction", {"create"}},
       {"policy/poddisruptionbudgets", {"list", "watch"}},
+      {"apps/daemonsets", {"list", "watch"}},
       {"resource.k8s.io/resourceslices", {"list", "watch"}},
       {"resource.k8s.io/resourceclaims", {"list", "watch"}},
       {"resource.k8s.io/deviceclasses", {"get", "create", "patch"}},

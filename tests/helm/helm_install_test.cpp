@@ -433,7 +433,7 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
     // version a taint was written on had moved on, which a run may never see.)
     for (const auto& expected : std::vector<std::string>{
              "list /nodes", "watch /nodes", "list /pods", "list /configmaps ns:" + c.ns,
-             "list /events ns:" + c.ns, "list policy/poddisruptionbudgets",
+             "list /events ns:" + c.ns, "list policy/poddisruptionbudgets", "list apps/daemonsets",
              "list infrastructure.silogen.ai/partitioningplans", "patch /nodes",
              "create /pods/eviction ns:" + c.ns, "get /configmaps ns:" + c.ns,
              "update /configmaps ns:" + c.ns, "create coordination.k8s.io/leases ns:" + rel.ns,

@@ -116,17 +116,32 @@ BOOST_AUTO_TEST_CASE(a_pod_says_who_recreates_it_what_it_loses_and_when_its_dele
 
   const auto ds = ga::decode_pod(parse(R"({
     "metadata": {"namespace": "kube-amd-gpu", "name": "dcm-x",
-                 "ownerReferences": [{"kind": "DaemonSet", "name": "dcm", "controller": true}]},
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                      "name": "dcm", "uid": "u-1", "controller": true}]},
     "spec": {"nodeName": "gpu-1"}})"));
   BOOST_TEST(ds.daemon_set);
   BOOST_TEST(!ds.unmanaged);
+  BOOST_TEST(ds.daemon_set_key == "kube-amd-gpu/dcm");
+  BOOST_TEST(ds.daemon_set_uid == "u-1");
+  // Kind DaemonSet of another group (a CRD), or with no group: not apps' DaemonSet.
+  for (const char* version : {R"("apiVersion": "evil.example/v1",)", ""}) {
+    const std::string text = std::string(R"({"metadata": {"namespace": "team", "name": "stay",
+                 "ownerReferences": [{)") +
+                             version +
+                             R"("kind": "DaemonSet", "name": "dcm", "controller": true}]},
+      "spec": {"nodeName": "gpu-1"}})";
+    const auto forged = ga::decode_pod(parse(text.c_str()));
+    BOOST_TEST(!forged.daemon_set, version);
+    BOOST_TEST(!forged.unmanaged, "a controller owns it, as far as the pod says");
+  }
   BOOST_TEST(ga::decode_pod(parse(R"({"metadata": {"name": "no-owner"}})")).unmanaged);
 }
 
 BOOST_AUTO_TEST_CASE(a_crash_looping_device_plugin_pod_is_recognised) {
   const auto p = ga::decode_pod(parse(R"({
     "metadata": {"namespace": "kube-amd-gpu", "name": "default-device-plugin-x",
-                 "ownerReferences": [{"kind": "DaemonSet", "name": "d", "controller": true}]},
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d",
+                                      "uid": "u-d", "controller": true}]},
     "spec": {"nodeName": "gpu-1", "containers": [{"name": "device-plugin", "image": "i"}]},
     "status": {"phase": "Running", "containerStatuses": [
       {"name": "device-plugin", "restartCount": 4,
@@ -146,13 +161,15 @@ BOOST_AUTO_TEST_CASE(a_crash_looping_device_plugin_pod_is_recognised) {
 BOOST_AUTO_TEST_CASE(a_pod_of_amds_dra_driver_is_recognised_by_image_or_label) {
   const auto by_image = ga::decode_pod(parse(R"({
     "metadata": {"namespace": "kube-amd-gpu", "name": "default-dra-driver-x",
-                 "ownerReferences": [{"kind": "DaemonSet", "name": "d", "controller": true}]},
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d",
+                                      "uid": "u-d", "controller": true}]},
     "spec": {"containers": [{"name": "plugin", "image": "rocm/k8s-gpu-dra-driver:v1.0.0"}]}})"));
   BOOST_TEST(by_image.dra_driver);
   const auto by_label = ga::decode_pod(parse(R"({
     "metadata": {"name": "r-k8s-gpu-dra-driver-kubeletplugin-x",
                  "labels": {"app.kubernetes.io/component": "kubeletplugin"},
-                 "ownerReferences": [{"kind": "DaemonSet", "name": "d", "controller": true}]},
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d",
+                                      "uid": "u-d", "controller": true}]},
     "spec": {"containers": [{"name": "plugin", "image": "mirror/driver:1"}]}})"));
   BOOST_TEST(by_label.dra_driver);
   // Not a DaemonSet's: a workload running the image by hand is not the driver.

@@ -181,6 +181,41 @@ BOOST_AUTO_TEST_CASE(a_pod_a_gpu_claim_is_reserved_for_holds_gpus_and_the_slices
   BOOST_TEST(in.slices[0].name == "a-gpu.amd.com-x1");
 }
 
+// Issue 38: a pod's DaemonSet owner counts only if that DaemonSet is there, with that UID;
+// otherwise nothing recreates the pod, and the drain treats it as kubectl drain does.
+BOOST_AUTO_TEST_CASE(a_daemon_set_owner_counts_only_if_the_daemon_set_exists) {
+  view_builder b;
+  b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx).node("a");
+  for (const char* name : {"real", "forged", "stale", "driver"})
+    b.pod("a", name, name);
+  auto& pods = b.v.pods_to_edit("a");
+  auto owned = [&](const std::string& name, const std::string& ds, const std::string& uid) {
+    auto p = std::const_pointer_cast<gc::pod_info>(pods.at("team/" + name));
+    p->daemon_set = true;
+    p->daemon_set_key = "team/" + ds;
+    p->daemon_set_uid = uid;
+    return p;
+  };
+  owned("real", "agent", "uid-agent");
+  owned("forged", "nobody", "uid-x");
+  owned("stale", "agent", "uid-of-a-deleted-one");
+  owned("driver", "nobody", "uid-x")->dra_driver = true;
+  b.v.daemon_sets =
+      std::make_shared<gc::daemon_set_uids>(gc::daemon_set_uids{{"team/agent", "uid-agent"}});
+  auto in = assemble(b.v, item("a", "cpx"));
+  BOOST_TEST_REQUIRE(in.pods.size() == 4u);
+  for (const auto& p : in.pods) {
+    BOOST_TEST(p.daemon_set == (p.name == "real"), p.name);
+    BOOST_TEST(p.unmanaged == (p.name != "real"), p.name);
+    BOOST_TEST(!p.dra_driver, p.name);
+  }
+  // Without the right to list DaemonSets the kind is trusted, as kubectl drain's check.
+  b.v.absent_resources.insert(gc::kube_daemon_sets_plural);
+  in = assemble(b.v, item("a", "cpx"));
+  for (const auto& p : in.pods)
+    BOOST_TEST(p.daemon_set, p.name);
+}
+
 BOOST_AUTO_TEST_CASE(the_worker_facts_and_the_node_given_are_what_the_step_reads) {
   view_builder b;
   b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx).node("a");

@@ -3781,6 +3781,18 @@ BOOST_AUTO_TEST_CASE(what_does_not_fail_a_soak) {
   young.crash_looping = true;
   young.restarts = 2;
   w.with(web).with(young);
+  // Issue 38: a tenant's pod with a container named device-plugin, bare or of the tenant's
+  // own DaemonSet, is not the GPU operator's device plugin.
+  auto impostor = pod("impostor", "device-plugin");
+  impostor.device_plugin = true;
+  impostor.crash_looping = true;
+  impostor.restarts = 10;
+  auto tenant_ds = daemon_pod("tenant-plugin");
+  tenant_ds.ns = "team";
+  tenant_ds.device_plugin = true;
+  tenant_ds.crash_looping = true;
+  tenant_ds.restarts = 10;
+  w.with(impostor).with(tenant_ds);
   auto s = w.step();
   BOOST_TEST(phase_after(w, s) == "Succeeded");
   BOOST_TEST(s.soaking);
