@@ -6,6 +6,9 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -56,10 +59,13 @@ election_action decide_election(const election_state& state, const lease_record&
     return election_action::step_down;
   if (lease.holder.empty())
     return election_action::take_over;
-  // The holder's own duration if it set one, else ours.
-  const auto duration = lease.lease_duration_seconds > 0
-                            ? std::chrono::seconds(lease.lease_duration_seconds)
-                            : config.lease_duration;
+  // The holder's own duration if it set one, else ours. The API's field is an int32: a
+  // larger one (a hostile server) is cut to that, which in nanoseconds cannot overflow.
+  const auto duration =
+      lease.lease_duration_seconds > 0
+          ? std::chrono::seconds(std::min<long long>(lease.lease_duration_seconds,
+                                                     std::numeric_limits<std::int32_t>::max()))
+          : config.lease_duration;
   if (state.observed && now - state.observed_at >= duration)
     return election_action::take_over;
   return election_action::wait;

@@ -39,8 +39,9 @@ struct wait_for_completion {
 
 constexpr auto describe(codec::tag<wait_for_completion>) {
   using T = wait_for_completion;
-  return std::make_tuple(codec::field("podSelector", &T::pod_selector).required(),
-                         codec::field("timeoutSeconds", &T::timeout_seconds).required().minimum(1));
+  return std::make_tuple(
+      codec::field("podSelector", &T::pod_selector).required(),
+      codec::field("timeoutSeconds", &T::timeout_seconds).required().minimum(1).seconds());
 }
 
 /// rollout.drainPolicy of a plan, copied into each NodePartitioning.
@@ -82,14 +83,15 @@ constexpr auto describe(codec::tag<drain_policy>) {
   using T = drain_policy;
   return std::make_tuple(
       codec::field("enabled", &T::enabled),
-      codec::field("timeoutSeconds", &T::timeout_seconds).minimum(1),
+      codec::field("timeoutSeconds", &T::timeout_seconds).minimum(1).seconds(),
       codec::field("evictionKind", &T::kind), codec::field("respectPDB", &T::respect_pdb),
       codec::field("deleteEmptyDirData", &T::delete_empty_dir_data),
       codec::field("force", &T::force), codec::field("podSelector", &T::pod_selector),
       codec::field("waitForCompletion", &T::wait),
-      codec::field("gracePeriodSeconds", &T::grace_period_seconds).minimum(0),
+      codec::field("gracePeriodSeconds", &T::grace_period_seconds).minimum(0).seconds(),
       codec::field("skipWaitForDeleteTimeoutSeconds", &T::skip_wait_for_delete_timeout_seconds)
-          .minimum(0),
+          .minimum(0)
+          .seconds(),
       codec::field("cordon", &T::cordon));
 }
 

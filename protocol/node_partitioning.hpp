@@ -65,7 +65,8 @@ constexpr auto describe(codec::tag<node_partitioning_spec>) {
       codec::field("payloadHash", &T::payload_hash).matching(codec::desired_hash_format),
       codec::field("profileRef", &T::profile_ref).required(),
       codec::field("drainPolicy", &T::drain), codec::field("verification", &T::verification),
-      codec::field("dryRun", &T::dry_run), codec::field("soakSeconds", &T::soak_seconds).minimum(0),
+      codec::field("dryRun", &T::dry_run),
+      codec::field("soakSeconds", &T::soak_seconds).minimum(0).seconds(),
       codec::field("canary", &T::canary));
 }
 

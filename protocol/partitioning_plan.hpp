@@ -99,7 +99,7 @@ struct canary_policy {
 constexpr auto describe(codec::tag<canary_policy>) {
   using T = canary_policy;
   return std::make_tuple(codec::field("nodes", &T::nodes), codec::field("selector", &T::selector),
-                         codec::field("soakSeconds", &T::soak_seconds).minimum(0),
+                         codec::field("soakSeconds", &T::soak_seconds).minimum(0).seconds(),
                          codec::field("promotion", &T::promotion));
 }
 
@@ -127,9 +127,11 @@ constexpr auto describe(codec::tag<rollout_policy>) {
       codec::field("maxParallel", &T::max_parallel).minimum(1),
       codec::field("maxUnavailable", &T::max_unavailable), codec::field("drainPolicy", &T::drain),
       codec::field("windows", &T::windows).max_items(32),
-      codec::field("minWindowRemainingSeconds", &T::min_window_remaining_seconds).minimum(0),
+      codec::field("minWindowRemainingSeconds", &T::min_window_remaining_seconds)
+          .minimum(0)
+          .seconds(),
       codec::field("canary", &T::canary),
-      codec::field("nodeSoakSeconds", &T::node_soak_seconds).minimum(0),
+      codec::field("nodeSoakSeconds", &T::node_soak_seconds).minimum(0).seconds(),
       codec::field("maxFailures", &T::max_failures));
 }
 

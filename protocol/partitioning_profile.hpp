@@ -66,7 +66,7 @@ constexpr auto describe(codec::tag<profile_verification>) {
   using T = profile_verification;
   return std::make_tuple(
       codec::field("readyLabel", &T::ready_label).matching(codec::label_key_or_pair),
-      codec::field("timeoutSeconds", &T::timeout_seconds).minimum(1));
+      codec::field("timeoutSeconds", &T::timeout_seconds).minimum(1).seconds());
 }
 
 enum class payload_kind { config_map };

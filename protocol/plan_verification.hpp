@@ -25,7 +25,7 @@ constexpr auto describe(codec::tag<plan_verification>) {
   return std::make_tuple(
       codec::field("gpuReadyLabel", &T::gpu_ready_label).matching(codec::label_key_or_pair),
       codec::field("requirePluginResources", &T::require_plugin_resources),
-      codec::field("timeoutSeconds", &T::timeout_seconds).minimum(1));
+      codec::field("timeoutSeconds", &T::timeout_seconds).minimum(1).seconds());
 }
 
 } // namespace gpu_partitioner::protocol

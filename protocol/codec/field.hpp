@@ -29,6 +29,9 @@
 
 namespace gpu_partitioner::protocol::codec {
 
+/// The longest duration a spec may give, in seconds (365 days): see field::seconds.
+inline constexpr std::int64_t max_seconds = 365LL * 24 * 3600;
+
 /// Selects a table by overload resolution; ADL finds `describe` in T's namespace.
 template <class T>
 struct tag {};
@@ -38,6 +41,7 @@ struct tag {};
 /// patterns to strings, item counts to arrays), as in OpenAPI.
 struct rules {
   std::optional<std::int64_t> minimum;
+  std::optional<std::int64_t> maximum;
   std::optional<std::size_t> min_length; // characters, not bytes
   std::optional<std::size_t> max_length;
   const pattern* match = nullptr;
@@ -76,6 +80,13 @@ struct field {
   constexpr field minimum(std::int64_t v) const {
     return with([v](field& f) { f.rule.minimum = v; });
   }
+  constexpr field maximum(std::int64_t v) const {
+    return with([v](field& f) { f.rule.maximum = v; });
+  }
+  /// A duration in seconds: at most a year. Added to a time the operator keeps, anything
+  /// near the integer's limit would overflow (a drain timeout wrapping negative times out
+  /// every drain at once); no rollout step is meant to last longer.
+  constexpr field seconds() const { return maximum(max_seconds); }
   constexpr field min_length(std::size_t v) const {
     return with([v](field& f) { f.rule.min_length = v; });
   }

@@ -323,6 +323,9 @@ bool check_rules(const T& v, const rules& r, decode_context& cx) {
     if (r.minimum && v < *r.minimum)
       return cx.fail("must be at least " + std::to_string(*r.minimum) + ", got " +
                      std::to_string(v));
+    if (r.maximum && v > *r.maximum)
+      return cx.fail("must be at most " + std::to_string(*r.maximum) + ", got " +
+                     std::to_string(v));
     return true;
   } else if constexpr (is_vector<T>::value) {
     return check_list_rules(v, r, cx);

@@ -3,6 +3,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <limits>
+
 using namespace gpu_partitioner::kube;
 using namespace std::chrono_literals;
 using clock_type = election_state::clock;
@@ -70,6 +72,15 @@ BOOST_AUTO_TEST_CASE(the_holders_own_duration_is_honoured) {
   observe_lease(s, lease, t0);
   BOOST_TEST(decide_election(s, lease, t0 + 30s, config()) == election_action::wait);
   BOOST_TEST(decide_election(s, lease, t0 + 60s, config()) == election_action::take_over);
+}
+
+// Issue 38: a duration no int32 holds (a hostile API server) overflowed on the way to
+// nanoseconds; it is read as the int32's largest, and waited for.
+BOOST_AUTO_TEST_CASE(a_duration_beyond_the_apis_int32_is_cut_not_overflowed) {
+  election_state s;
+  auto lease = held_by("other", "r", "1", std::numeric_limits<long long>::max() / 4);
+  observe_lease(s, lease, t0);
+  BOOST_TEST(decide_election(s, lease, t0 + 24h * 365, config()) == election_action::wait);
 }
 
 BOOST_AUTO_TEST_CASE(a_released_lease_is_taken_at_once) {

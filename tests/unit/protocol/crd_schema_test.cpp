@@ -173,7 +173,7 @@ private:
       same_number(schema, "minimum", r.minimum, path);
       // The API server does not enforce `format: int32`; a maximum makes it refuse what
       // the decoder would refuse.
-      same_number(schema, "maximum", int32_maximum<M>(), path);
+      same_number(schema, "maximum", r.maximum ? r.maximum : int32_maximum<M>(), path);
     } else if constexpr (codec::is_named_enum_v<M>) {
       if (!expect_type(schema, "string", path))
         return;
