@@ -74,9 +74,12 @@ bool has_double(const rapidjson::Value& v) {
   return false;
 }
 
+// A key twice in one object is refused: the operator's reader takes the first, DCM's Go
+// decoder the last, so the two would not agree on what the config holds.
 bool parse_object(const std::string& text, rapidjson::Document& doc) {
   parse(text, doc);
-  return !doc.HasParseError() && doc.IsObject() && within_depth(doc, dcm_json_max_depth);
+  return !doc.HasParseError() && doc.IsObject() && within_depth(doc, dcm_json_max_depth) &&
+         !duplicate_key(doc);
 }
 
 } // namespace
@@ -92,6 +95,27 @@ bool dcm_config_has(const std::string& config_json, const std::string& name,
   auto it = profiles->value.FindMember(name.c_str());
   // rapidjson's == compares objects member by member regardless of order.
   return it != profiles->value.MemberEnd() && it->value == profile;
+}
+
+std::optional<std::string> dcm_config_problem(const std::string& config_json) {
+  rapidjson::Document config;
+  parse(config_json.empty() ? std::string("{}") : config_json, config);
+  if (config.HasParseError())
+    return std::string("is not valid JSON: ") +
+           rapidjson::GetParseError_En(config.GetParseError()) + " at offset " +
+           std::to_string(config.GetErrorOffset());
+  if (!config.IsObject())
+    return std::string("is not a JSON object");
+  if (!within_depth(config, dcm_json_max_depth))
+    return "is nested deeper than " + std::to_string(dcm_json_max_depth) + " levels";
+  if (auto key = duplicate_key(config))
+    return "has the key \"" + *key +
+           "\" twice in one object (DCM would read the last, so which profile it applies "
+           "cannot be told)";
+  if (auto profiles = config.FindMember("gpu-config-profiles");
+      profiles != config.MemberEnd() && !profiles->value.IsObject())
+    return std::string("has gpu-config-profiles that is not an object");
+  return std::nullopt;
 }
 
 bool dcm_config_names(const std::string& config_json, const std::string& name) {

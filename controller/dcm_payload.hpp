@@ -32,6 +32,11 @@ std::optional<std::string> dcm_config_with(const std::string& config_json, const
 /// holding either could be seen to equal it); the problem in words otherwise.
 std::optional<std::string> payload_problem(const std::string& profile_json);
 
+/// What makes DCM's config.json one the operator cannot read as DCM does or write into
+/// (not a JSON object, too deep, a key twice in one object, gpu-config-profiles not an
+/// object), in words after "config.json "; nothing if it can. An empty text is `{}`.
+std::optional<std::string> dcm_config_problem(const std::string& config_json);
+
 /// Whether `config_json` has any entry `gpu-config-profiles.<name>`.
 bool dcm_config_names(const std::string& config_json, const std::string& name);
 

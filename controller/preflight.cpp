@@ -108,10 +108,9 @@ std::vector<finding> preflight(const node_inputs& in) {
   if (!in.dcm.found)
     findings.push_back({"DCMConfigNotFound",
                         "DCM's ConfigMap " + in.dcm.ns + "/" + in.dcm.name + " does not exist"});
-  else if (!dcm_config_with(in.dcm.config_json, profile.dcm_name, "{}"))
+  else if (const auto problem = dcm_config_problem(in.dcm.config_json))
     findings.push_back(
-        {"DCMConfigInvalid", in.dcm.ns + "/" + in.dcm.name +
-                                 " config.json is not a JSON object with gpu-config-profiles"});
+        {"DCMConfigInvalid", in.dcm.ns + "/" + in.dcm.name + " config.json " + *problem});
   if (in.node && profile.spec.target_selector &&
       !matches(*profile.spec.target_selector, in.node->labels))
     findings.push_back({"TargetMismatch", "node " + in.node->name +

@@ -1,8 +1,8 @@
 // DCM's config and a profile's payload (controller/dcm_payload): any text is judged
 // without crashing; every object config can take an object profile unless the result
-// would nest too deeply; a config with a valid payload set holds it, and setting it
-// again changes nothing (unless a number in it is not a 64-bit integer: see
-// dcm_payload.hpp).
+// would nest too deeply or either holds a key twice in one object; a config with a valid
+// payload set holds it, and setting it again changes nothing (unless a number in it is not
+// a 64-bit integer: see dcm_payload.hpp).
 //
 // Input: "NAME\n--\nCONFIG\n--\nPROFILE" (the separator cannot occur in JSON text).
 
@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <string>
 
 namespace {
@@ -83,6 +84,31 @@ bool has_non_object_profiles(const std::string& config) {
   return it != doc.MemberEnd() && !it->value.IsObject();
 }
 
+// Whether an object holds a key twice, at any level (a document nested at most
+// dcm_json_max_depth levels).
+bool duplicated(const rapidjson::Value& v) {
+  if (v.IsObject()) {
+    std::set<std::string> names;
+    for (const auto& m : v.GetObject())
+      if (!names.insert(std::string(m.name.GetString(), m.name.GetStringLength())).second ||
+          duplicated(m.value))
+        return true;
+  } else if (v.IsArray()) {
+    for (const auto& item : v.GetArray())
+      if (duplicated(item))
+        return true;
+  }
+  return false;
+}
+
+bool has_duplicate_key(const std::string& text) {
+  if (depth_of(text) > gc::dcm_json_max_depth)
+    return false;
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseIterativeFlag>(text.c_str(), text.size());
+  return !doc.HasParseError() && duplicated(doc);
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -109,7 +135,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto updated = gc::dcm_config_with(config, name, profile);
   // The profile lands under gpu-config-profiles.NAME: two levels down.
   const bool can = (config.empty() || is_object(config)) && is_object(profile) &&
-                   !has_non_object_profiles(config) &&
+                   !has_non_object_profiles(config) && !has_duplicate_key(config) &&
+                   !has_duplicate_key(profile) &&
                    std::max(depth_of(config), 2 + depth_of(profile)) <= gc::dcm_json_max_depth;
   FUZZ_CHECK(updated.has_value() == can, std::string(can ? "refused" : "accepted") +
                                              ":\n  config: " + fuzz::shown(config) +

@@ -121,6 +121,28 @@ BOOST_AUTO_TEST_CASE(a_payload_with_a_key_twice_is_refused_before_any_node_is_to
              "profile.json has the key \"profiles\" twice in one object");
 }
 
+// Issue 38: in DCM's own config a name twice was read first-wins here and last-wins by
+// DCM's Go decoder: the operator saw its profile where DCM would apply another, and wrote
+// its own into the entry DCM ignores. Such a config is now neither read nor written.
+BOOST_AUTO_TEST_CASE(a_dcm_config_with_a_key_twice_is_neither_read_nor_written) {
+  const std::string twice =
+      R"({"gpu-config-profiles":{"cpx-nps4":)" + cpx + R"(,"cpx-nps4":{"profiles":[]}}})";
+  BOOST_TEST(!gc::dcm_config_has(twice, "cpx-nps4", cpx), "DCM reads the second");
+  BOOST_TEST(!gc::dcm_config_with(twice, "cpx-nps4", cpx).has_value());
+  BOOST_TEST(gc::dcm_config_problem(twice).value() ==
+             "has the key \"cpx-nps4\" twice in one object (DCM would read the last, so which "
+             "profile it applies cannot be told)");
+  BOOST_TEST(
+      gc::dcm_config_problem(R"({"gpu-config-profiles":{},"gpu-config-profiles":{}})").has_value());
+  // What it says of other configs.
+  BOOST_TEST(!gc::dcm_config_problem("").has_value());
+  BOOST_TEST(!gc::dcm_config_problem(R"({"gpu-config-profiles":{"a":{}}})").has_value());
+  BOOST_TEST(gc::dcm_config_problem("[1]").value() == "is not a JSON object");
+  BOOST_TEST(gc::dcm_config_problem(R"({"gpu-config-profiles":[]})").value() ==
+             "has gpu-config-profiles that is not an object");
+  BOOST_TEST(gc::dcm_config_problem("{").value().rfind("is not valid JSON: ", 0) == 0u);
+}
+
 // Found by the fuzzer in DCM's config: numbers that are not 64-bit integers are doubles,
 // which RapidJSON 1.1 does not read back to the value it wrote, so in a payload they
 // would never compare equal either. DCM's profiles hold only whole numbers.
