@@ -287,7 +287,8 @@ int main(int argc, char** argv) {
   actors::log_info(
       "gpu-partitioner " + std::string(gpu_partitioner::version) + " starting as " + identity +
       " against " + connection->server + " (" + connection->origin + ")" +
-      (connection->proxy_url.empty() ? "" : " through proxy " + connection->proxy_url) +
+      (connection->proxy_url.empty() ? ""
+                                     : " through proxy " + kube::shown_url(connection->proxy_url)) +
       (connection->impersonate.user.empty() ? ""
                                             : " impersonating " + connection->impersonate.user));
   if (connection->insecure_skip_tls_verify)

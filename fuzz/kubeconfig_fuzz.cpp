@@ -78,6 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(c.server.rfind("https://", 0) == 0 || c.server.rfind("http://", 0) == 0,
              "server " + fuzz::shown(c.server));
   FUZZ_CHECK(c.server.back() != '/', "a trailing slash: " + fuzz::shown(c.server));
+  // No user name or password, control character, query or bad port in it (issue 38).
+  FUZZ_CHECK(!gk::server_url_problem(c.server), "server " + fuzz::shown(c.server));
   FUZZ_CHECK(c.client_cert_pem.empty() == c.client_key_pem.empty(),
              "a client certificate without its key, or the other way round");
   FUZZ_CHECK(!c.default_namespace.empty(), "no namespace");

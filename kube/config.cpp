@@ -169,6 +169,9 @@ bool impersonation_fields(const YAML::Node& user, impersonation& out, std::strin
 // client-go's proxy schemes; curl would take more, and a kubeconfig that works here must
 // work with kubectl too.
 bool valid_proxy(const std::string& url) {
+  for (unsigned char c : url)
+    if (c <= 0x20 || c >= 0x7f)
+      return false;
   for (const char* scheme : {"http://", "https://", "socks5://"}) {
     const std::size_t n = std::strlen(scheme);
     if (url.compare(0, n, scheme) == 0)
@@ -178,6 +181,57 @@ bool valid_proxy(const std::string& url) {
 }
 
 } // namespace
+
+std::string shown_url(const std::string& url) {
+  const std::size_t scheme = url.find("://");
+  const std::size_t host_at = scheme == std::string::npos ? 0 : scheme + 3;
+  const std::size_t end = url.find_first_of("/?#", host_at);
+  const std::size_t at = url.rfind('@', end == std::string::npos ? std::string::npos : end);
+  if (at == std::string::npos || at < host_at)
+    return url;
+  return url.substr(0, host_at) + "***" + url.substr(at);
+}
+
+std::optional<std::string> server_url_problem(const std::string& server) {
+  // Not shown: such a character would break the line of the message or log it goes to.
+  for (std::size_t i = 0; i < server.size(); ++i)
+    if (static_cast<unsigned char>(server[i]) <= 0x20 ||
+        static_cast<unsigned char>(server[i]) >= 0x7f)
+      return "holds a space, control or non-ASCII character (byte " + std::to_string(i) + ")";
+  const std::string shown = quoted(shown_url(server));
+  if (server.rfind("https://", 0) != 0 && server.rfind("http://", 0) != 0)
+    return shown + " is not an http:// or https:// URL";
+  const std::size_t host_at = server.find("://") + 3;
+  const std::size_t path_at = server.find('/', host_at);
+  const std::string authority =
+      server.substr(host_at, path_at == std::string::npos ? std::string::npos : path_at - host_at);
+  if (authority.find('@') != std::string::npos)
+    return shown + " holds a user name or password; give credentials in the user entry";
+  if (server.find_first_of("?#") != std::string::npos)
+    return shown + " has a query or fragment";
+  if (authority.empty())
+    return shown + " names no host";
+  // host, [v6 address] or either with :port.
+  const std::size_t bracket = authority.rfind(']');
+  const std::size_t colon = authority.rfind(':');
+  const bool has_port =
+      colon != std::string::npos &&
+      (authority.front() != '[' || (bracket != std::string::npos && colon > bracket));
+  const std::string host = has_port ? authority.substr(0, colon) : authority;
+  if (host.empty() || host == "[]")
+    return shown + " names no host";
+  if (host.front() == '[' ? host.back() != ']' || host.find_first_of("[]", 1) != host.size() - 1
+                          : host.find_first_of("[]:") != std::string::npos)
+    return shown + " has a host that is neither a name nor an address";
+  if (has_port) {
+    const std::string port = authority.substr(colon + 1);
+    if (port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
+        std::stoi(port) > 65535)
+      return shown + " has a port that is not a number from 1 to 65535";
+  }
+  return std::nullopt;
+}
 
 bool is_plain_http(const std::string& server) {
   return server.rfind("http://", 0) == 0;
@@ -296,13 +350,9 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
       return fail(cluster_where + ": " + problem);
     if (cfg.server.empty())
       return fail(cluster_where + ": server is missing");
-    if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0)
-      return fail(cluster_where + ": server " + quoted(cfg.server) +
-                  " is not an http:// or https:// URL");
-    // Trailing slashes go; the scheme's own two stay ("https://" is no URL: no host).
-    const std::size_t host_at = cfg.server.find("://") + 3;
-    if (cfg.server.find_first_not_of('/', host_at) == std::string::npos)
-      return fail(cluster_where + ": server " + quoted(cfg.server) + " names no host");
+    if (const auto problem = server_url_problem(cfg.server))
+      return fail(cluster_where + ": server " + *problem);
+    // Trailing slashes go (a host is there: the scheme's own two stay).
     while (cfg.server.back() == '/')
       cfg.server.pop_back();
     if (!insecure.empty() && insecure != "true" && insecure != "false")
@@ -325,7 +375,7 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
                    cfg.ca_pem, problem))
       return fail(cluster_where + ": " + problem);
     if (!cfg.proxy_url.empty() && !valid_proxy(cfg.proxy_url))
-      return fail(cluster_where + ": proxy-url " + quoted(cfg.proxy_url) +
+      return fail(cluster_where + ": proxy-url " + quoted(shown_url(cfg.proxy_url)) +
                   " is not an http://, https:// or socks5:// URL with a host");
 
     if (user_name.empty())
@@ -431,6 +481,11 @@ result<connection_config> in_cluster_config(const std::function<const char*(cons
   if (h.find(':') != std::string::npos && h.front() != '[')
     h = "[" + h + "]";
   cfg.server = "https://" + h + ":" + port;
+  if (const auto problem = server_url_problem(cfg.server))
+    return make_error(error_kind::config,
+                      "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT make the "
+                      "server " +
+                          *problem);
   cfg.token_file = account_dir + "/token";
   auto token = read_file(cfg.token_file);
   if (!token)

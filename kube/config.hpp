@@ -81,6 +81,16 @@ bool has_credentials(const connection_config& config);
 /// Whether the server's URL is plain http://: nothing secret may be sent to it.
 bool is_plain_http(const std::string& server);
 
+/// A URL as it may be shown (logs, messages): a user name and password in it as "***".
+std::string shown_url(const std::string& url);
+
+/// What is wrong with a server URL, in words after "server ": not http:// or https://,
+/// no host, a user name or password in it (credentials belong in the user entry; libcurl
+/// would send them as Basic auth, over plain http too), a control character or space (it
+/// would end the Host header's line and start another), a query or fragment, a port that
+/// is not a number from 1 to 65535. Nothing if it is a URL the client can use.
+std::optional<std::string> server_url_problem(const std::string& server);
+
 /// Reads a kubeconfig file; `context` empty means its current-context. Relative file
 /// paths inside it are resolved against the file's folder, as kubectl does.
 result<connection_config> load_kubeconfig(const std::string& path, const std::string& context = {});

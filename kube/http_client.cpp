@@ -269,6 +269,11 @@ http_client::http_client(connection_config config, std::shared_ptr<credentials> 
   } else if (!config_.ca_pem.empty()) {
     curl_blob ca{config_.ca_pem.data(), config_.ca_pem.size(), CURL_BLOB_COPY};
     curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
+    // The blob replaces only the CA file: libcurl would still load its built-in CA
+    // directory (Debian's /etc/ssl/certs) beside it, and any public certificate for the
+    // server's name would pass. The kubeconfig's CA is the only one trusted.
+    curl_easy_setopt(c, CURLOPT_CAPATH, nullptr);
+    curl_easy_setopt(c, CURLOPT_CAINFO, nullptr);
   }
 }
 

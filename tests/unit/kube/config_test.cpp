@@ -254,6 +254,29 @@ const broken_kubeconfig broken_kubeconfigs[] = {
     // Found by the kubeconfig fuzzer: trailing slashes stripped, "https://" became "https:".
     {"server_without_a_host", config(cluster("server: 'https:///'"), good_user), "",
      where + "cluster \"k\": server \"https:///\" names no host"},
+    // Issue 38: userinfo would be sent as Basic auth (over http:// too) and logged; a
+    // CR/LF would end the Host header's line (tls-server-name makes one of the authority).
+    {"server_with_a_password",
+     config(cluster("server: 'https://admin:hunter2@k:6443/prefix'"), good_user), "",
+     where + "cluster \"k\": server \"https://***@k:6443/prefix\" holds a user name or "
+             "password; give credentials in the user entry"},
+    {"server_with_a_line_break",
+     config(cluster("server: \"https://k:6443\\r\\nX-Injected: 1\", tls-server-name: k"),
+            good_user),
+     "", where + "cluster \"k\": server holds a space, control or non-ASCII character (byte 14)"},
+    {"server_with_a_query", config(cluster("server: 'https://k:6443/?a=b'"), good_user), "",
+     where + "cluster \"k\": server \"https://k:6443/?a=b\" has a query or fragment"},
+    {"server_with_a_bad_port", config(cluster("server: 'https://k:99999'"), good_user), "",
+     where + "cluster \"k\": server \"https://k:99999\" has a port that is not a number from 1 "
+             "to 65535"},
+    {"server_with_an_unbracketed_v6_host", config(cluster("server: 'https://fd00::1'"), good_user),
+     "",
+     where + "cluster \"k\": server \"https://fd00::1\" has a host that is neither a name nor "
+             "an address"},
+    {"proxy_with_a_password_not_echoed",
+     config(cluster("server: 'https://k', proxy-url: 'ftp://u:secret@p:21'"), good_user), "",
+     where + "cluster \"k\": proxy-url \"ftp://***@p:21\" is not an http://, https:// or "
+             "socks5:// URL with a host"},
     {"server_not_a_string", config(cluster("server: {host: x}"), good_user), "",
      where + "cluster \"k\": server: expected a string"},
     {"ca_data_not_base64",
