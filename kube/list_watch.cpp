@@ -34,6 +34,7 @@ void list_watch::run(const std::atomic<bool>& abort) {
       sleep_unless_aborted(next.delay, abort);
       watch_input timer;
       timer.what = watch_input::kind::timer_fired;
+      timer.now = std::chrono::steady_clock::now();
       next = watch_step(state_, timer, options_.backoff);
       break;
     }
@@ -64,6 +65,7 @@ watch_output list_watch::do_list(const std::string& continue_token) {
   const rapidjson::Document& doc = page.value();
   watch_input in;
   in.what = watch_input::kind::list_page;
+  in.now = std::chrono::steady_clock::now();
   in.continue_token = [&] {
     const auto* c = find_path(doc, {"metadata", "continue"});
     return c != nullptr && c->IsString() ? std::string(c->GetString()) : std::string{};
@@ -124,6 +126,7 @@ watch_output list_watch::do_watch(const std::string& resource_version,
         return;
       watch_input in;
       in.what = watch_input::kind::event;
+      in.now = std::chrono::steady_clock::now();
       auto decoded = decode_event(line, event);
       if (!decoded) {
         stop = failed(decoded.error());
@@ -157,6 +160,7 @@ watch_output list_watch::do_watch(const std::string& resource_version,
     return failed(streamed.error());
   watch_input in;
   in.what = watch_input::kind::stream_closed;
+  in.now = std::chrono::steady_clock::now();
   return watch_step(state_, in, options_.backoff);
 }
 
@@ -165,6 +169,7 @@ watch_output list_watch::failed(const failure& error) {
     handler_.on_error(error);
   watch_input in;
   in.what = watch_input::kind::request_failed;
+  in.now = std::chrono::steady_clock::now();
   in.failure = error;
   return watch_step(state_, in, options_.backoff);
 }

@@ -56,6 +56,27 @@ watch_output back_off(watch_state& state, const watch_backoff& backoff, bool rel
   return out;
 }
 
+// 410 Gone: list again, at once unless the server has answered so soon after each list
+// that it may go on doing so (see watch_backoff::quiet).
+watch_output gone(watch_state& state, const watch_input& in, const watch_backoff& backoff,
+                  std::string note) {
+  const bool soon = state.listed_at && in.now - *state.listed_at < backoff.quiet;
+  state.gone_streak = soon ? state.gone_streak + 1 : 0;
+  if (state.gone_streak < 2)
+    return list_from_start(state, std::move(note));
+  state.phase = watch_phase::backing_off;
+  state.relist_after_backoff = true;
+  const int shift = std::min(state.gone_streak - 2, 16);
+  const long long cap = std::min<long long>(backoff.cap.count(), backoff.base.count() << shift);
+  std::uniform_int_distribution<long long> jitter(cap / 2, std::max(cap, 1LL));
+  watch_output out;
+  out.next = watch_output::request::sleep;
+  out.delay = std::chrono::milliseconds(jitter(state.rng));
+  out.note = note + " (" + std::to_string(state.gone_streak) +
+             " in a row soon after a list: relisting after a back-off)";
+  return out;
+}
+
 watch_output on_list_page(watch_state& state, const watch_input& in) {
   watch_output out;
   for (std::size_t i = 0; i < in.items.size(); ++i) {
@@ -88,6 +109,7 @@ watch_output on_list_page(watch_state& state, const watch_input& in) {
   state.listed.clear();
   state.resource_version = in.resource_version;
   state.failures = 0;
+  state.listed_at = in.now;
   out.synced = true;
   auto next = watch_from(state);
   out.next = next.next;
@@ -98,8 +120,9 @@ watch_output on_list_page(watch_state& state, const watch_input& in) {
 watch_output on_event(watch_state& state, const watch_input& in, const watch_backoff& backoff) {
   if (in.event == event_type::error) {
     if (in.code == 410)
-      return list_from_start(state, "resourceVersion " + state.resource_version +
-                                        " is too old (410 Gone): relisting");
+      return gone(state, in, backoff,
+                  "resourceVersion " + state.resource_version +
+                      " is too old (410 Gone): relisting");
     return back_off(state, backoff, false,
                     "watch ERROR event (code " + std::to_string(in.code) + ")");
   }
@@ -158,7 +181,7 @@ watch_output watch_step(watch_state& state, const watch_input& in, const watch_b
     return watch_from(state);
   case k::request_failed:
     if (in.failure.kind == error_kind::gone)
-      return list_from_start(state, "410 Gone: " + in.failure.message);
+      return gone(state, in, backoff, "410 Gone: " + in.failure.message);
     if (in.failure.kind == error_kind::aborted)
       return {};
     if (in.failure.kind == error_kind::too_large) {

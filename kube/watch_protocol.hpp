@@ -68,6 +68,8 @@ struct watch_input {
   item object;
   int code = 0;
   kube::failure failure;
+  /// When the driver saw it (steady clock): how long a watch lasted after its list.
+  std::chrono::steady_clock::time_point now{};
 };
 
 /// What the step function asks for: deliver these changes, then make this request.
@@ -106,6 +108,11 @@ struct watch_state {
   int failures = 0;
   /// What to do once a back-off ends.
   bool relist_after_backoff = true;
+  /// When the last list ended, and how many 410 Gone in a row came within `quiet` of
+  /// the list before them: a server that keeps answering 410 is not listed again at once
+  /// for ever (every list of pods is the whole cluster's).
+  std::optional<std::chrono::steady_clock::time_point> listed_at;
+  int gone_streak = 0;
   /// How often the configured page size has been halved because a page was too large to
   /// read. Never undone: the collection has shown that it holds large objects.
   int page_halvings = 0;
@@ -115,6 +122,11 @@ struct watch_state {
 struct watch_backoff {
   std::chrono::milliseconds base{500};
   std::chrono::milliseconds cap{30000};
+  /// A 410 Gone this long or longer after the list it follows is the ordinary kind (etcd
+  /// compacted past a watch): relisted at once. Sooner, it counts toward a streak; from
+  /// the second in a row the relist waits base, then twice as long each time, up to cap
+  /// (client-go's reflector backs off the same way, resetting after two quiet minutes).
+  std::chrono::milliseconds quiet{60000};
 };
 
 /// The one transition function of the list+watch protocol.

@@ -365,6 +365,58 @@ BOOST_AUTO_TEST_CASE(error_410_event_relists_from_the_first_page_at_once) {
   BOOST_TEST(s.known.size() == 3u);
 }
 
+// Issue 38: a server that answers 410 right after every list had the loop list the whole
+// collection (every pod of the cluster) again and again at once, using up the request
+// budget that evictions and untaints need. From the second 410 in a row within a minute of
+// its list the relist backs off, doubling up to the cap; a watch that lasts resets it.
+BOOST_AUTO_TEST_CASE(a_410_after_every_list_backs_off_and_a_quiet_watch_resets_it) {
+  using namespace std::chrono_literals;
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  auto at = [](watch_input in, std::chrono::steady_clock::time_point t) {
+    in.now = t;
+    return in;
+  };
+  watch_state s;
+  kube::watch_start(s);
+  kube::watch_step(s, at(page({item("a", "10")}, "100"), t0));
+  auto t = t0;
+  std::vector<long long> delays;
+  for (int i = 0; i < 9; ++i) {
+    t += 1s;
+    auto out = kube::watch_step(s, at(error_event(410), t));
+    if (out.next == request::sleep) {
+      delays.push_back(out.delay.count());
+      t += out.delay;
+      const auto relist = kube::watch_step(s, at(timer(), t));
+      BOOST_TEST(relist.next == request::list);
+      BOOST_TEST(relist.relist);
+    } else {
+      BOOST_TEST(out.relist);
+      BOOST_TEST(out.next == request::list);
+      delays.push_back(0);
+    }
+    kube::watch_step(s, at(page({item("a", "10")}, "100"), t));
+  }
+  // At once, then 0.5 s, 1 s, 2 s ... (jittered to half or more), capped at 30 s.
+  BOOST_TEST(delays[0] == 0);
+  for (std::size_t i = 1; i < delays.size(); ++i) {
+    const long long ceiling = std::min(30000LL, 500LL << (i - 1));
+    BOOST_TEST(delays[i] >= ceiling / 2, i);
+    BOOST_TEST(delays[i] <= ceiling, i);
+  }
+  // A watch that ran a quiet minute: the next 410 is the ordinary kind, relisted at once.
+  t += 61s;
+  auto out = kube::watch_step(s, at(error_event(410), t));
+  BOOST_TEST(out.next == request::list);
+  BOOST_TEST(out.delay.count() == 0);
+  // The same through a failed request (410 on the watch's GET).
+  kube::watch_step(s, at(page({item("a", "10")}, "100"), t));
+  kube::watch_step(s, at(failed(kube::error_kind::gone, "too old"), t + 1s));
+  kube::watch_step(s, at(page({item("a", "10")}, "100"), t + 1s));
+  BOOST_TEST(kube::watch_step(s, at(failed(kube::error_kind::gone, "too old"), t + 2s)).next ==
+             request::sleep);
+}
+
 BOOST_AUTO_TEST_CASE(relist_after_410_reports_objects_added_changed_and_deleted_meanwhile) {
   auto s = watching_abc();
   kube::watch_step(s, error_event(410));
