@@ -313,11 +313,20 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
       }
     self->quit(msg.reason);
   });
-  auto synced = [=](const std::string& resource, bool served) {
+  auto synced = [=](const std::string& resource, bool served, bool forbidden) {
     if (!served) {
       s->view.absent_resources.insert(resource);
-      log_info("the API server does not serve " + resource +
-               " (or does not let the operator list them): working without");
+      if (forbidden)
+        s->view.forbidden_resources.insert(resource);
+      if (forbidden)
+        log_warning("the operator may not list " + resource +
+                    " (403: its RBAC lacks the grant): working without them");
+      else
+        log_info("the API server does not serve " + resource + ": working without");
+    } else if (s->view.absent_resources.erase(resource) > 0) {
+      // Listed at last (the grant given, the API turned on): the watch kept trying.
+      s->view.forbidden_resources.erase(resource);
+      log_info("the operator lists " + resource + " now");
     }
     s->synced.insert(resource);
     // DCM's ConfigMap has its own watch among them; the payloads' are listed_atom.
@@ -339,8 +348,10 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
         s->dirty = true;
         schedule();
       },
-      [=](synced_atom, const std::string& resource) { synced(resource, true); },
-      [=](synced_atom, const std::string& resource, bool served) { synced(resource, served); },
+      [=](synced_atom, const std::string& resource) { synced(resource, true, false); },
+      [=](synced_atom, const std::string& resource, bool served, bool forbidden) {
+        synced(resource, served, forbidden);
+      },
       [=](listed_atom, const std::string& config_map, bool listed) {
         if (listed)
           s->view.config_maps_listed.insert(config_map);

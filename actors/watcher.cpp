@@ -65,9 +65,9 @@ public:
       send(listed_atom_v, listed_, true);
   }
 
-  void on_absent() override {
+  void on_absent(bool forbidden) override {
     synced_once_ = true;
-    send(synced_atom_v, resource_, false);
+    send(synced_atom_v, resource_, false, forbidden);
   }
 
   void on_restart(const std::string& note, bool relist) override {

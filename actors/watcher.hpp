@@ -11,12 +11,14 @@
 namespace gpu_partitioner::actors {
 
 /// What the Watcher tells its sink: each change it observes, that a resource has listed
-/// (`synced_atom`, with its plural; and `false` when the API server does not serve it), and that a
+/// (`synced_atom`, with its plural; and `false` when the API server does not serve it, then
+/// `true` if it was a 403, the operator not allowed to list it), and that a
 /// payload ConfigMap's stream has listed, or was closed (`listed_atom`, namespace/name, true or
 /// false).
-using observation_sink = caf::typed_actor<
-    caf::reacts_to<observe_atom, observation>, caf::reacts_to<synced_atom, std::string>,
-    caf::reacts_to<synced_atom, std::string, bool>, caf::reacts_to<listed_atom, std::string, bool>>;
+using observation_sink = caf::typed_actor<caf::reacts_to<observe_atom, observation>,
+                                          caf::reacts_to<synced_atom, std::string>,
+                                          caf::reacts_to<synced_atom, std::string, bool, bool>,
+                                          caf::reacts_to<listed_atom, std::string, bool>>;
 
 /// The Watcher hears of each profile's payload reference (`payload_atom`, the profile's
 /// name and namespace/name of its ConfigMap, "" once none).

@@ -97,8 +97,10 @@ struct cluster_view {
   shared_map<by_key<resource_claim_info>> claims_by_node;
   /// The operator's DeviceTaintRules, by the node they were made for.
   shared_map<by_key<device_taint_rule_info>> taint_rules_by_node;
-  /// Resources the API server does not serve (or does not let us list), by plural.
+  /// Resources the API server does not serve (or does not let us list), by plural; and
+  /// of them, those it refused to let us list (403): served, perhaps in use, but unseen.
   std::set<std::string> absent_resources;
+  std::set<std::string> forbidden_resources;
   /// One node's entry of such a map, to change: a copy in its place.
   template <class T>
   static by_key<T>& edit(shared_map<by_key<T>>& per_node, const std::string& node) {

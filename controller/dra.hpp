@@ -141,6 +141,7 @@ std::int64_t free_gpu_devices(const std::vector<resource_slice_info>& slices,
 
 /// The plural the API server serves DeviceTaintRules under (resource.k8s.io/v1alpha3).
 inline constexpr const char* kube_device_taint_rules_plural = "devicetaintrules";
+inline constexpr const char* kube_resource_claims_plural = "resourceclaims";
 /// The taint the operator's DeviceTaintRules put on a node's GPU devices.
 inline constexpr const char* device_taint_key = "infrastructure.silogen.ai/partitioning";
 /// On a DeviceTaintRule of ours: the node whose devices it taints.

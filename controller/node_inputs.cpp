@@ -264,6 +264,7 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
   if (auto it = view_.taint_rules_by_node.find(node_name); it != view_.taint_rules_by_node.end())
     out.taint_rules = it->second;
   out.device_taints_served = view_.absent_resources.count(kube_device_taint_rules_plural) == 0;
+  out.claims_forbidden = view_.forbidden_resources.count(kube_resource_claims_plural) > 0;
   out.pods_deletable = view_.pods_deletable;
   if (auto it = view_.node_changes.find(node_name); it != view_.node_changes.end())
     out.node_changed_at = it->second;
@@ -388,6 +389,7 @@ node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partiti
     for (const auto& [name, r] : *slice.taint_rules)
       in.taint_rules.push_back(*r);
   in.device_taints_served = slice.device_taints_served;
+  in.claims_forbidden = slice.claims_forbidden;
   in.pods_deletable = slice.pods_deletable;
   // A pod a claim on the node's GPUs is reserved for holds them, as one requesting an
   // amd.com/ resource does: the drain removes it whatever it tolerates.

@@ -83,6 +83,8 @@ struct node_slice {
   std::shared_ptr<const cluster_view::by_key<device_taint_rule_info>> taint_rules;
   /// The API server serves DeviceTaintRules.
   bool device_taints_served = false;
+  /// The operator may not list ResourceClaims (403): who holds a DRA node's GPUs is unseen.
+  bool claims_forbidden = false;
   bool pods_deletable = true;
   std::shared_ptr<const resolved_profile> profile;
   plan_standing plan;

@@ -165,6 +165,9 @@ struct node_inputs {
   /// them (drainPolicy.cordon Devices).
   std::vector<device_taint_rule_info> taint_rules;
   bool device_taints_served = false;
+  /// The operator may not list ResourceClaims (cluster_view::forbidden_resources): pods
+  /// holding a DRA node's GPUs through claims cannot be seen.
+  bool claims_forbidden = false;
   /// The operator's RBAC lets it delete pods (cluster_view::pods_deletable).
   bool pods_deletable = true;
   /// DCM's Events from this node (about its pod here), any order.

@@ -145,6 +145,15 @@ std::vector<finding> preflight(const node_inputs& in) {
                               " publishes its GPUs through DRA (ResourceSlices of " +
                               protocol::amd_dra_driver + "), not extended resources, but " + where +
                               "has no spec.expectedDevices to verify them by"});
+    // Not being allowed to list claims is not their absence: a pod holding the GPUs by a
+    // claim would be taken for one holding none, and left on the node DCM repartitions.
+    if (dra.publishes && in.claims_forbidden)
+      findings.push_back({"ResourceClaimsForbidden",
+                          "node " + in.node->name +
+                              " publishes its GPUs through DRA, but the operator may not "
+                              "list ResourceClaims (403): the pods holding them cannot be "
+                              "seen; grant resource.k8s.io resourceclaims list, watch "
+                              "(the chart's ClusterRole does)"});
   }
   // No AMD component sets a readiness label: one that is named must be a site's own, and
   // a site's labeller has it on the node already. A key the node lacks before the run

@@ -58,7 +58,7 @@ watch_output list_watch::do_list(const std::string& continue_token) {
     if (options_.may_be_absent &&
         (kind == error_kind::not_found || kind == error_kind::forbidden) && !absent_reported_) {
       absent_reported_ = true;
-      handler_.on_absent();
+      handler_.on_absent(kind == error_kind::forbidden);
     }
     return failed(page.error());
   }

@@ -27,9 +27,12 @@ public:
   virtual void on_change(const watch_delivery& change) = 0;
   /// Everything listed so far has been delivered: the view is complete.
   virtual void on_synced() {}
-  /// A stream with may_be_absent whose resource is not served (or not granted): it has
-  /// listed nothing, once. By default the same as a sync.
-  virtual void on_absent() { on_synced(); }
+  /// A stream with may_be_absent whose resource is not served (404), or not granted (403:
+  /// `forbidden`): it has listed nothing, once. By default the same as a sync.
+  virtual void on_absent(bool forbidden) {
+    (void)forbidden;
+    on_synced();
+  }
   /// The loop relisted or backed off; `note` says why.
   virtual void on_restart(const std::string& note, bool relist) {
     (void)note;

@@ -554,10 +554,10 @@ struct root_fixture : actor_fixture {
     profile.profile = std::make_shared<const gp::partitioning_profile>(make_profile());
     observe(profile);
     for (const char* r : {"nodes", "pods", "pdbs", "plans", "profiles", "items", "configmaps",
-                          "events", "resourceslices", "resourceclaims"})
+                          "events", "resourceslices", "resourceclaims", "daemonsets"})
       caf::anon_send(root, ga::synced_atom_v, std::string(r));
     // An API server without DeviceTaintRules: the view is complete all the same.
-    caf::anon_send(root, ga::synced_atom_v, std::string("devicetaintrules"), false);
+    caf::anon_send(root, ga::synced_atom_v, std::string("devicetaintrules"), false, false);
     // The profile's payload ConfigMap has been listed (and is not there).
     caf::anon_send(root, ga::listed_atom_v, std::string(dcm_ns) + "/cpx-nps4", true);
     publish();

@@ -3999,6 +3999,23 @@ BOOST_AUTO_TEST_CASE(a_profile_without_expected_devices_is_refused_on_a_dra_node
   BOOST_TEST(contains(status_after(w, s).last_error, "spec.expectedDevices"));
 }
 
+// Issue 38: a 403 on ResourceClaims was read as "not served": pods holding a DRA node's
+// GPUs through claims counted as holding none. Such a node is not started.
+BOOST_AUTO_TEST_CASE(a_dra_node_is_not_started_when_claims_may_not_be_listed) {
+  auto w = dra_world();
+  w.in.token = true;
+  w.in.claims_forbidden = true;
+  auto s = w.step();
+  BOOST_TEST(condition_of(w, s, "Preflight") == "False/ResourceClaimsForbidden");
+  BOOST_TEST(contains(status_after(w, s).last_error, "may not list ResourceClaims (403)"));
+  BOOST_TEST(no_node_writes(s));
+  // A node whose GPUs are extended resources has no claims on them to see.
+  world plugin_node;
+  plugin_node.in.token = true;
+  plugin_node.in.claims_forbidden = true;
+  BOOST_TEST(gc::preflight(plugin_node.in).empty());
+}
+
 BOOST_AUTO_TEST_CASE(the_drain_evicts_a_claim_holder_that_tolerates_the_taint) {
   auto w = dra_world();
   w.at(node_phase::draining).cordoned_by_us();
