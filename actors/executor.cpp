@@ -34,8 +34,8 @@ std::string string_map_patch(const std::map<std::string, std::optional<std::stri
 } // namespace
 
 executor::executor(io_config c)
-    : config(std::move(c)),
-      http(config.connection, std::make_shared<kube::credentials>(config.connection)), api(http) {
+    : config(std::move(c)), http(config.connection, kube::credentials_for(config.connection)),
+      api(http) {
   manager.field_manager = config.field_manager;
   http.set_observer(process_metrics().api_observer());
 }

@@ -284,6 +284,8 @@ int main(int argc, char** argv) {
   // Every request names the replica: the audit log shows who wrote what, and when.
   connection->user_agent =
       std::string("gpu-partitioner/") + gpu_partitioner::version + " (" + identity + ")";
+  // One set of credentials for every connection: an exec plugin runs once for all.
+  kube::share_credentials(connection.value());
   actors::log_info(
       "gpu-partitioner " + std::string(gpu_partitioner::version) + " starting as " + identity +
       " against " + connection->server + " (" + connection->origin + ")" +
@@ -327,8 +329,7 @@ int main(int argc, char** argv) {
   // refused delete then fails as any refused write does.
   bool pods_deletable = true;
   {
-    kube::http_client http(connection.value(),
-                           std::make_shared<kube::credentials>(connection.value()));
+    kube::http_client http(connection.value(), kube::credentials_for(connection.value()));
     kube::client api(http);
     if (auto may = api.may("delete", "", "pods"); may.ok()) {
       pods_deletable = may.value();
@@ -344,8 +345,7 @@ int main(int argc, char** argv) {
   if (f.dcm_name.empty()) {
     // The ConfigMap the GPU operator mounts into DCM's pods: the one its DeviceConfig
     // names, default-dcm-config when it names none (or there is no DeviceConfig API).
-    kube::http_client http(connection.value(),
-                           std::make_shared<kube::credentials>(connection.value()));
+    kube::http_client http(connection.value(), kube::credentials_for(connection.value()));
     kube::client api(http);
     const kube::resource device_configs{"amd.com", "v1alpha1", "deviceconfigs", true};
     f.dcm_name = "default-dcm-config";
@@ -428,8 +428,8 @@ int main(int argc, char** argv) {
     // queue behind the controllers' writes while the lease runs out.
     kube::connection_config lease_connection = connection.value();
     lease_connection.limiter = nullptr;
-    lease_http = std::make_unique<kube::http_client>(
-        lease_connection, std::make_shared<kube::credentials>(lease_connection));
+    lease_http = std::make_unique<kube::http_client>(lease_connection,
+                                                     kube::credentials_for(lease_connection));
     lease_http->set_observer(m.api_observer());
     lease_api = std::make_unique<kube::client>(*lease_http);
     elector = std::make_unique<kube::leader_elector>(*lease_api, ec);

@@ -203,7 +203,7 @@ std::thread run_stream(const watcher_config& config, stream s, std::shared_ptr<g
   return std::thread([conn = config.connection, sink = config.sink, s = std::move(s),
                       g = std::move(g), listed = std::move(listed), payloads = std::move(payloads),
                       stop = std::move(stop)] {
-    kube::http_client http(conn, std::make_shared<kube::credentials>(conn));
+    kube::http_client http(conn, kube::credentials_for(conn));
     http.set_observer(process_metrics().api_observer());
     kube::client api(http);
     forwarder handler(sink, s.what, s.options.what.plural, g, listed, payloads);

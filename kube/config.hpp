@@ -12,6 +12,7 @@
 namespace gpu_partitioner::kube {
 
 class rate_limiter;
+class credentials;
 
 /// An exec credential plugin (client.authentication.k8s.io ExecCredential): a command
 /// that prints a token or a client certificate on stdout.
@@ -72,6 +73,10 @@ struct connection_config {
   /// The token bucket every request of every client made from this configuration (and
   /// its copies) takes a token from before it goes (kube/rate_limiter.hpp); none: no limit.
   std::shared_ptr<rate_limiter> limiter{};
+  /// The credentials every client made from this configuration (and its copies) shares
+  /// (share_credentials, kube/credentials.hpp): an exec plugin runs once for all of them,
+  /// not once per connection. None: each client is given its own.
+  std::shared_ptr<credentials> shared_credentials{};
 };
 
 /// Whether the configuration sends a credential (a token, a token file, a client

@@ -6,6 +6,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -221,7 +222,21 @@ result<credential_material> run_exec_plugin(const exec_plugin& plugin, const std
   return m;
 }
 
-credentials::credentials(connection_config config) : config_(std::move(config)) {}
+credentials::credentials(connection_config config)
+    : config_([&] {
+        // Its own copy must not hold it: that would be a cycle no one frees.
+        config.shared_credentials = nullptr;
+        return std::move(config);
+      }()) {}
+
+void share_credentials(connection_config& config) {
+  config.shared_credentials = std::make_shared<credentials>(config);
+}
+
+std::shared_ptr<credentials> credentials_for(const connection_config& config) {
+  return config.shared_credentials ? config.shared_credentials
+                                   : std::make_shared<credentials>(config);
+}
 
 result<credential_material> credentials::refresh_locked(clock::time_point now) {
   // Until this refresh succeeds, the next call must try again rather than serve
@@ -264,16 +279,37 @@ result<credential_material> credentials::current() {
   const auto now = clock::now();
   // Refresh a little before the plugin's expiry so a request never carries a token
   // that expires in flight.
-  if (!loaded_ ||
-      (expires_ != clock::time_point::max() && now + std::chrono::seconds(10) >= expires_))
+  if (loaded_ &&
+      (expires_ == clock::time_point::max() || now + std::chrono::seconds(10) < expires_))
+    return material_;
+  if (!config_.exec)
     return refresh_locked(now);
-  return material_;
+  // After a refusal (401) of the current material a second is enough: the server has
+  // said the credential is bad, and a fresh one may already be there.
+  const auto interval =
+      refused_ ? std::min<std::chrono::milliseconds>(min_exec_interval_, std::chrono::seconds(1))
+               : min_exec_interval_;
+  if (last_exec_ && now >= *last_exec_ && now - *last_exec_ < interval) {
+    if (last_exec_error_)
+      return *last_exec_error_;
+    if (material_.generation > 0)
+      return material_;
+  }
+  last_exec_ = now;
+  refused_ = false;
+  auto r = refresh_locked(now);
+  last_exec_error_.reset();
+  if (!r)
+    last_exec_error_ = r.error();
+  return r;
 }
 
-void credentials::invalidate() {
+void credentials::invalidate(std::uint64_t generation) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (config_.exec || !config_.token_file.empty())
+  if ((config_.exec || !config_.token_file.empty()) && generation == material_.generation) {
     loaded_ = false;
+    refused_ = true;
+  }
 }
 
 } // namespace gpu_partitioner::kube

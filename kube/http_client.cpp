@@ -471,7 +471,7 @@ result<std::string> http_client::call(const http_request& req) {
       if (e.kind == error_kind::unauthorized && creds_ && !reauthenticated) {
         // A rotated token or an expired exec credential: fetch fresh ones once.
         reauthenticated = true;
-        creds_->invalidate();
+        creds_->invalidate(loaded_generation_);
         --attempt;
         continue;
       }
@@ -505,7 +505,7 @@ result<int> http_client::stream(const http_request& req,
   if (r->code < 200 || r->code >= 300) {
     auto e = decode_status(r->code, t.error_body);
     if (r->code == 401 && creds_)
-      creds_->invalidate();
+      creds_->invalidate(loaded_generation_);
     return e;
   }
   return r->code;

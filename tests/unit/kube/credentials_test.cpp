@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(static_token_is_returned_unchanged) {
   auto first = current(creds);
   BOOST_TEST(first.token == "abc");
   BOOST_TEST(first.generation == 1u);
-  creds.invalidate();
+  creds.invalidate(first.generation);
   auto second = current(creds);
   BOOST_TEST(second.token == "abc");
   BOOST_TEST(second.generation == 1u);
@@ -188,10 +188,11 @@ BOOST_AUTO_TEST_CASE(token_file_is_not_reread_before_its_period) {
   kube::connection_config c;
   c.token_file = dir.write("token", "first-token\n");
   kube::credentials creds(c);
-  BOOST_TEST(current(creds).token == "first-token");
+  const auto first = current(creds);
+  BOOST_TEST(first.token == "first-token");
   dir.write("token", "rotated-token\n");
   BOOST_TEST(current(creds).token == "first-token");
-  creds.invalidate();
+  creds.invalidate(first.generation);
   BOOST_TEST(current(creds).token == "rotated-token");
 }
 
@@ -386,6 +387,7 @@ BOOST_AUTO_TEST_CASE(expired_credential_reruns_the_plugin_on_next_current) {
   plugin_fixture f;
   f.set_expiry("2001-01-01T00:00:00Z");
   kube::credentials creds(f.config());
+  creds.set_min_exec_interval(0ms);
   auto first = current(creds);
   BOOST_TEST(first.token == "tok-sfx-1");
   auto second = current(creds);
@@ -398,6 +400,7 @@ BOOST_AUTO_TEST_CASE(credential_about_to_expire_is_refreshed_ahead_of_time) {
   plugin_fixture f;
   f.set_expiry(gpu_partitioner::protocol::format_time(clock_type::now() + 5s));
   kube::credentials creds(f.config());
+  creds.set_min_exec_interval(0ms);
   current(creds);
   BOOST_TEST(current(creds).token == "tok-sfx-2");
 }
@@ -405,12 +408,62 @@ BOOST_AUTO_TEST_CASE(credential_about_to_expire_is_refreshed_ahead_of_time) {
 BOOST_AUTO_TEST_CASE(invalidate_reruns_the_plugin) {
   plugin_fixture f;
   kube::credentials creds(f.config());
+  creds.set_min_exec_interval(0ms);
   auto first = current(creds);
-  creds.invalidate();
+  creds.invalidate(first.generation);
   auto second = current(creds);
   BOOST_TEST(second.token == "tok-sfx-2");
   BOOST_TEST(second.generation > first.generation);
   BOOST_TEST(f.runs() == 2);
+}
+
+// Issue 38: every connection sharing the credentials reports the same 401; only the first
+// refusal of a generation runs the plugin again.
+BOOST_AUTO_TEST_CASE(a_refusal_of_material_already_replaced_runs_nothing) {
+  plugin_fixture f;
+  kube::credentials creds(f.config());
+  creds.set_min_exec_interval(0ms);
+  auto first = current(creds);
+  creds.invalidate(first.generation);
+  BOOST_TEST(current(creds).token == "tok-sfx-2");
+  for (int connection = 0; connection < 39; ++connection)
+    creds.invalidate(first.generation);
+  BOOST_TEST(current(creds).token == "tok-sfx-2");
+  BOOST_TEST(f.runs() == 2);
+}
+
+// Issue 38: a plugin that hands out a credential already expired ran before every request.
+// It runs at most once per interval; meanwhile its last credential (or error) serves.
+BOOST_AUTO_TEST_CASE(a_plugin_handing_out_expired_credentials_runs_once_per_interval) {
+  plugin_fixture f;
+  f.set_expiry("2001-01-01T00:00:00Z");
+  kube::credentials creds(f.config());
+  creds.set_min_exec_interval(300ms);
+  for (int request = 0; request < 20; ++request)
+    BOOST_TEST(current(creds).token == "tok-sfx-1");
+  BOOST_TEST(f.runs() == 1);
+  std::this_thread::sleep_for(350ms);
+  BOOST_TEST(current(creds).token == "tok-sfx-2");
+  BOOST_TEST(f.runs() == 2);
+  // A failing plugin's error serves the same way.
+  f.set_mode("fail");
+  std::this_thread::sleep_for(350ms);
+  BOOST_TEST(!creds.current().ok());
+  BOOST_TEST(!creds.current().ok());
+  BOOST_TEST(f.runs() == 3);
+}
+
+// Shared through the configuration: every client of it, and of its copies, the same.
+BOOST_AUTO_TEST_CASE(shared_credentials_are_one_for_every_copy_of_the_configuration) {
+  plugin_fixture f;
+  auto c = f.config();
+  BOOST_TEST(kube::credentials_for(c) != kube::credentials_for(c), "not shared: one each");
+  kube::share_credentials(c);
+  const auto copy = c;
+  BOOST_TEST(kube::credentials_for(copy) == kube::credentials_for(c));
+  current(*kube::credentials_for(c));
+  current(*kube::credentials_for(copy));
+  BOOST_TEST(f.runs() == 1);
 }
 
 BOOST_AUTO_TEST_CASE(plugin_certificate_replaces_the_configured_one) {
@@ -438,6 +491,7 @@ BOOST_AUTO_TEST_CASE(plugin_that_failed_to_refresh_an_expired_token_is_run_again
   plugin_fixture f;
   f.set_expiry("2001-01-01T00:00:00Z");
   kube::credentials creds(f.config());
+  creds.set_min_exec_interval(0ms);
   BOOST_TEST(current(creds).token == "tok-sfx-1");
   f.set_mode("fail");
   BOOST_TEST(!creds.current().ok());
