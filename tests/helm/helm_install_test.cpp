@@ -306,6 +306,7 @@ BOOST_AUTO_TEST_CASE(the_operator_runs_the_seed_plan_under_exactly_the_charts_rb
              {"rolebinding", full + "-dcm-config", c.ns},
              {"service", full + "-metrics", rel.ns},
              {"poddisruptionbudget", full, rel.ns},
+             {"networkpolicy", full, rel.ns},
              {"crd", "partitioningplans.infrastructure.silogen.ai", ""},
              {"crd", "partitioningprofiles.infrastructure.silogen.ai", ""},
              {"crd", "nodepartitionings.infrastructure.silogen.ai", ""}}) {

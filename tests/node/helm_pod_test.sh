@@ -427,7 +427,7 @@ EOF
   # Gone.
   local kind
   for kind in deployment/$full serviceaccount/$full service/$full-metrics poddisruptionbudget/$full \
-    role/$full-leader-election rolebinding/$full-leader-election; do
+    networkpolicy/$full role/$full-leader-election rolebinding/$full-leader-election; do
     absent -n "$ns" "$kind"
   done
   absent clusterrole "$full"
