@@ -41,7 +41,7 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
     p.ns = string_at(*meta, "namespace");
     p.name = string_at(*meta, "name");
     p.uid = string_at(*meta, "uid");
-    p.labels = kube::string_map(find_path(*meta, {"labels"}));
+    p.labels = kube::string_map(find_path(*meta, {"labels"}), controller::pod_list_limit);
     if (const auto* at = find_path(*meta, {"deletionTimestamp"})) {
       p.deleting = true;
       if (at->IsString())
@@ -67,7 +67,11 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
   }
   if (const auto* spec = find_path(o, {"spec"})) {
     p.node_name = string_at(*spec, "nodeName");
-    p.node_selector = kube::string_map(find_path(*spec, {"nodeSelector"}));
+    if (const auto* selector = find_path(*spec, {"nodeSelector"});
+        selector && selector->IsObject() && selector->MemberCount() > controller::pod_list_limit)
+      p.node_selector_cut = true;
+    else
+      p.node_selector = kube::string_map(selector);
     if (const auto* cs = find_path(*spec, {"containers"}); cs && cs->IsArray())
       for (const auto& c : cs->GetArray()) {
         p.device_plugin = p.device_plugin || string_at(c, "name") == "device-plugin";
@@ -92,7 +96,10 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
         tol.effect = string_at(t, "effect");
         if (const auto* secs = find_path(t, {"tolerationSeconds"}); secs && secs->IsNumber())
           tol.bounded = true;
-        p.tolerations.push_back(tol);
+        p.tolerates_dcm = p.tolerates_dcm || controller::tolerates_dcm_without_bound(tol);
+        if (p.tolerations.size() < controller::pod_list_limit &&
+            std::find(p.tolerations.begin(), p.tolerations.end(), tol) == p.tolerations.end())
+          p.tolerations.push_back(std::move(tol));
       }
     // Any amd.com/ resource: amd.com/gpu, or a style's (amd.com/cpx_nps4) under the device
     // plugin's mixed strategy.

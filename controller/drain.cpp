@@ -127,7 +127,7 @@ replacement_room room_for_replacement(const pod_info& pod, const drain_context& 
   for (const auto& [name, node] : *context.nodes) {
     if (name == context.node || !node->ready || marked_down(*node))
       continue;
-    bool fits = true;
+    bool fits = !pod.node_selector_cut;
     for (const auto& [key, value] : pod.node_selector)
       fits = fits && node->label(key) == value;
     // Its taints, but ours and the cordon's (as the node-lifecycle controller shows it too):

@@ -65,10 +65,14 @@ void resolve_daemon_set_owner(pod_info& p, const daemon_set_uids& daemon_sets) {
   p.unmanaged = true;
 }
 
-bool pod_info::tolerates_dcm_taint() const {
+bool tolerates_dcm_without_bound(const toleration& t) {
   const taint dcm{dcm_taint_key, dcm_taint_value, "NoExecute"};
-  return std::any_of(tolerations.begin(), tolerations.end(),
-                     [&](const toleration& t) { return !t.bounded && tolerates(t, dcm); });
+  return !t.bounded && tolerates(t, dcm);
+}
+
+bool pod_info::tolerates_dcm_taint() const {
+  return tolerates_dcm ||
+         std::any_of(tolerations.begin(), tolerations.end(), tolerates_dcm_without_bound);
 }
 
 bool pdb_info::covers(const pod_info& pod) const {

@@ -63,10 +63,24 @@ struct toleration {
   /// For NoExecute: tolerated only this long, then evicted anyway (without regard for
   /// PDBs), so such a pod counts as not tolerating the taint.
   bool bounded = false;
+
+  bool operator==(const toleration& o) const {
+    return key == o.key && op == o.op && value == o.value && effect == o.effect &&
+           bounded == o.bounded;
+  }
 };
 
 /// Whether a toleration tolerates a taint (the rules of core/v1 Toleration).
 bool tolerates(const toleration& t, const taint& taint);
+/// Whether it tolerates the amd-dcm taint for good (no tolerationSeconds).
+bool tolerates_dcm_without_bound(const toleration& t);
+
+/// How many labels, tolerations and nodeSelector entries a pod keeps in the operator's
+/// memory. Real pods carry a few; the API server bounds only the object's size. A pod
+/// with more labels keeps the first (by key): a budget or drainPolicy.podSelector may then
+/// not select it here, which names budgets less well (the Eviction API enforces them all
+/// the same) and holds the pod rather than evicting it.
+inline constexpr std::size_t pod_list_limit = 64;
 
 struct pod_info {
   std::string ns;
@@ -109,9 +123,18 @@ struct pod_info {
   /// grace) and that grace: a pod still here long after is stuck, not held by a budget.
   std::optional<protocol::wall_clock::time_point> deletion_deadline;
   std::optional<long long> deletion_grace_seconds;
+  /// Its tolerations, the first pod_list_limit distinct ones (a pod may carry tens of
+  /// thousands, each kept by every view: a tenant's cheap way to grow the operator).
+  /// Fewer tolerations kept only ever find less room for a replacement; whether it
+  /// tolerates the amd-dcm taint is worked out over all of them (tolerates_dcm).
   std::vector<toleration> tolerations;
-  /// spec.nodeSelector: where it (and a replacement from the same template) may run.
+  /// Some of its tolerations tolerate the amd-dcm taint without bound (read over all).
+  bool tolerates_dcm = false;
+  /// spec.nodeSelector: where it (and a replacement from the same template) may run. One
+  /// with more than pod_list_limit entries is not kept: node_selector_cut, and no node is
+  /// taken for room for it.
   std::map<std::string, std::string> node_selector;
+  bool node_selector_cut = false;
   /// GPUs (any amd.com/ resource) requested by its containers, plus the devices of AMD's
   /// DRA driver its claims hold.
   long long gpus = 0;

@@ -4,6 +4,8 @@
 #include <rapidjson/writer.h>
 
 #include <cstdlib>
+#include <iterator>
+#include <limits>
 
 namespace gpu_partitioner::kube {
 
@@ -22,14 +24,22 @@ std::string string_at(const rapidjson::Value& object, const char* member) {
 }
 
 std::map<std::string, std::string> string_map(const rapidjson::Value* v) {
+  return string_map(v, std::numeric_limits<std::size_t>::max());
+}
+
+std::map<std::string, std::string> string_map(const rapidjson::Value* v, std::size_t limit) {
   std::map<std::string, std::string> out;
-  if (v == nullptr || !v->IsObject())
+  if (v == nullptr || !v->IsObject() || limit == 0)
     return out;
   for (const auto& m : v->GetObject()) {
     if (m.value.IsString())
       out[m.name.GetString()] = m.value.GetString();
     else if (m.value.IsInt64())
       out[m.name.GetString()] = std::to_string(m.value.GetInt64());
+    else
+      continue;
+    if (out.size() > limit)
+      out.erase(std::prev(out.end()));
   }
   return out;
 }

@@ -131,6 +131,8 @@ std::string string_at(const rapidjson::Value& object, const char* member);
 /// The string members of an object (labels, annotations, data); integers are written
 /// out; a missing or non-object value gives an empty map.
 std::map<std::string, std::string> string_map(const rapidjson::Value* object);
+/// The same, keeping at most `limit` entries: those with the first keys in their order.
+std::map<std::string, std::string> string_map(const rapidjson::Value* object, std::size_t limit);
 
 /// A quantity that is a whole number ("8", or 8); 0 when absent or not a number.
 long long whole_number(const rapidjson::Value* value);

@@ -7,7 +7,11 @@
 
 #include <rapidjson/document.h>
 
+#include <algorithm>
+#include <string>
+
 namespace ga = gpu_partitioner::actors;
+namespace gc = gpu_partitioner::controller;
 namespace gp = gpu_partitioner::protocol;
 
 namespace {
@@ -135,6 +139,45 @@ BOOST_AUTO_TEST_CASE(a_pod_says_who_recreates_it_what_it_loses_and_when_its_dele
     BOOST_TEST(!forged.unmanaged, "a controller owns it, as far as the pod says");
   }
   BOOST_TEST(ga::decode_pod(parse(R"({"metadata": {"name": "no-owner"}})")).unmanaged);
+}
+
+// Issue 38: a pod with tens of thousands of tolerations, labels or nodeSelector entries
+// was kept whole by every view. At most pod_list_limit of each is kept; whether it
+// tolerates the amd-dcm taint is read over all of them; a cut nodeSelector is flagged.
+BOOST_AUTO_TEST_CASE(a_pod_keeps_a_bounded_number_of_labels_tolerations_and_selectors) {
+  std::string tolerations, labels, selector;
+  for (int i = 0; i < 20000; ++i) {
+    tolerations += R"({"key":"k)" + std::to_string(i) + R"(","operator":"Exists"},)";
+    labels += R"("l)" + std::to_string(100000 + i) + R"(":"v",)";
+    selector += R"("s)" + std::to_string(i) + R"(":"v",)";
+  }
+  // The one that matters comes last; the same toleration again and again is kept once.
+  const std::string repeated = R"({"key":"same","operator":"Exists"},)";
+  std::string text = R"({"metadata": {"namespace": "team", "name": "fat", "labels": {)" + labels +
+                     R"("app":"web"}}, "spec": {"nodeName": "gpu-1", "nodeSelector": {)" +
+                     selector + R"("last":"v"}, "tolerations": [)";
+  for (int i = 0; i < 10; ++i)
+    text += repeated;
+  text += tolerations + R"({"key":"amd-dcm","operator":"Exists","effect":"NoExecute"}]}})";
+  const auto fat = ga::decode_pod(parse(text.c_str()));
+  BOOST_TEST(fat.tolerations.size() == gc::pod_list_limit);
+  BOOST_TEST(std::count_if(fat.tolerations.begin(), fat.tolerations.end(),
+                           [](const gc::toleration& t) { return t.key == "same"; }) == 1);
+  BOOST_TEST(fat.tolerates_dcm_taint(), "the last of 20,011 tolerations is read");
+  BOOST_TEST(fat.labels.size() == gc::pod_list_limit);
+  // The first keys in their order: app, l100000 ... l100062.
+  BOOST_TEST(fat.labels.count("app") == 1u);
+  BOOST_TEST(fat.labels.rbegin()->first == "l100062");
+  BOOST_TEST(fat.node_selector.empty());
+  BOOST_TEST(fat.node_selector_cut);
+  // An ordinary pod is read whole.
+  const auto thin = ga::decode_pod(parse(R"({"metadata": {"name": "w", "labels": {"app": "web"}},
+    "spec": {"nodeSelector": {"zone": "a"}, "tolerations": [{"key": "x", "operator": "Exists"}]}})"));
+  BOOST_TEST(thin.labels.size() == 1u);
+  BOOST_TEST(thin.node_selector.size() == 1u);
+  BOOST_TEST(!thin.node_selector_cut);
+  BOOST_TEST(thin.tolerations.size() == 1u);
+  BOOST_TEST(!thin.tolerates_dcm_taint());
 }
 
 BOOST_AUTO_TEST_CASE(a_crash_looping_device_plugin_pod_is_recognised) {

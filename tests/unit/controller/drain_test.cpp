@@ -534,6 +534,11 @@ BOOST_AUTO_TEST_CASE(a_replacement_may_run_only_where_its_template_fits) {
   auto tolerant = trainer("t-2");
   tolerant.tolerations = {{"dedicated", "Equal", "x", "NoSchedule", false}};
   BOOST_TEST(gc::room_for_replacement(tolerant, at).candidates.size() == 4u);
+  // A nodeSelector too long to keep: no node is taken for room (nor a deadlock claimed).
+  auto unknown = trainer("t-3");
+  unknown.node_selector_cut = true;
+  BOOST_TEST(gc::room_for_replacement(unknown, at).candidates.empty());
+  BOOST_TEST(gc::deadlock_of(unknown, at).empty());
   nodes["z"] = gpu_node("z");
   BOOST_TEST(gc::deadlock_of(trainer("t-1"), at).empty());
   // Without the nodes, nothing is claimed.
