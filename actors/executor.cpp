@@ -101,6 +101,9 @@ std::string executor::write_dcm(const controller::dcm_config_write& w) {
           else
             doc["data"].AddMember("config.json", text, alloc);
           // When config.json changed, for the label's wait for kubelet's delivery to DCM.
+          // Without its metadata (a server that lies) there is no version to update.
+          if (!doc.HasMember("metadata") || !doc["metadata"].IsObject())
+            return "DCM's ConfigMap " + w.ns + "/" + w.name + " came back without metadata";
           auto& meta = doc["metadata"];
           if (!meta.HasMember("annotations") || !meta["annotations"].IsObject())
             meta.AddMember("annotations", rapidjson::Value(rapidjson::kObjectType), alloc);
@@ -161,7 +164,8 @@ std::string executor::finalizer(const std::string& item, bool add) {
         list += "]";
         const std::string body =
             "{\"metadata\":{\"resourceVersion\":" +
-            json_string(kube::string_at(current.value()["metadata"], "resourceVersion")) +
+            json_string(kube::string_at(kube::find_path(current.value(), {"metadata"}),
+                                        "resourceVersion")) +
             ",\"finalizers\":" + list + "}}";
         auto patched = api.patch(items_resource, "", item, kube::patch_type::merge, body, manager);
         if (patched || patched.error().kind == kube::error_kind::not_found)

@@ -355,8 +355,8 @@ int main(int argc, char** argv) {
         const auto* name = kube::find_path(dc, {"spec", "configManager", "config", "name"});
         if (name != nullptr && name->IsString() && name->GetStringLength() > 0) {
           f.dcm_name = name->GetString();
-          why = "DeviceConfig " + f.dcm_namespace + "/" + kube::string_at(dc["metadata"], "name") +
-                " names it";
+          why = "DeviceConfig " + f.dcm_namespace + "/" +
+                kube::string_at(kube::find_path(dc, {"metadata"}), "name") + " names it";
           break;
         }
       }

@@ -80,7 +80,8 @@ kube::result<std::vector<T>> list_all(kube::client& client, const kube::resource
       out.push_back(std::move(decoded).value());
     else
       std::cerr << "warning: "
-                << protocol::printable(r.plural + " " + kube::string_at(v["metadata"], "name") +
+                << protocol::printable(r.plural + " " +
+                                       kube::string_at(kube::find_path(v, {"metadata"}), "name") +
                                        " could not be read: " + decoded.error().message())
                 << "\n";
   }

@@ -16,6 +16,10 @@ std::string to_json(const rapidjson::Value& value) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
+std::string string_at(const rapidjson::Value* object, const char* member) {
+  return object == nullptr ? std::string{} : string_at(*object, member);
+}
+
 std::string string_at(const rapidjson::Value& object, const char* member) {
   if (!object.IsObject())
     return {};
@@ -128,6 +132,12 @@ result<rapidjson::Document> client::send(http_request req) {
   if (doc.HasParseError())
     return make_error(error_kind::decode, std::string(to_string(req.method)) + " " + req.path +
                                               ": the answer is not JSON");
+  // Every answer of the API (an object, a list, a Status) is an object; what callers read
+  // of it is found by path from there. RapidJSON's member access on anything else is
+  // undefined behaviour in a release build.
+  if (!doc.IsObject())
+    return make_error(error_kind::decode, std::string(to_string(req.method)) + " " + req.path +
+                                              ": the answer is not a JSON object");
   return doc;
 }
 
@@ -160,8 +170,11 @@ result<rapidjson::Document> client::list(const resource& r, const std::string& n
     return first;
   rapidjson::Document all = std::move(first.value());
   auto& alloc = all.GetAllocator();
-  if (!all.HasMember("items") || !all["items"].IsArray())
+  // A list whose items are not a list (only a server that lies sends one) has none.
+  if (!all.HasMember("items"))
     all.AddMember("items", rapidjson::Value(rapidjson::kArrayType), alloc);
+  else if (!all["items"].IsArray())
+    all["items"].SetArray();
   for (;;) {
     const rapidjson::Value* cont = find_path(all, {"metadata", "continue"});
     if (cont == nullptr || !cont->IsString() || cont->GetStringLength() == 0)

@@ -127,6 +127,8 @@ std::string to_json(const rapidjson::Value& value);
 
 /// Reads a string member, or "" if absent or not a string.
 std::string string_at(const rapidjson::Value& object, const char* member);
+/// The same of an object found by find_path ("" when it was not found).
+std::string string_at(const rapidjson::Value* object, const char* member);
 
 /// The string members of an object (labels, annotations, data); integers are written
 /// out; a missing or non-object value gives an empty map.

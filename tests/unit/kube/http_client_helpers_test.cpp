@@ -2,6 +2,7 @@
 // than the server's Retry-After), the resource label of a request path, where requests go
 // (tls-server-name, impersonation), and what is never sent (credentials over plain http, a
 // token that would break its header line).
+#include "kube/client.hpp"
 #include "kube/http_client.hpp"
 
 #include <boost/test/data/monomorphic.hpp>
@@ -293,8 +294,10 @@ struct listener {
   std::string received;
   std::thread thread;
   std::atomic<bool> stop{false};
+  /// What every request gets back, with 200 OK.
+  std::string body;
 
-  listener() {
+  explicit listener(std::string answer = "{}") : body(std::move(answer)) {
     fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -321,8 +324,10 @@ struct listener {
           else
             std::this_thread::sleep_for(5ms);
           if (received.find("\r\n\r\n") != std::string::npos) {
-            const char* answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
-            (void)!::send(c, answer, std::strlen(answer), MSG_NOSIGNAL);
+            const std::string answer =
+                "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                body;
+            (void)!::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
             break;
           }
         }
@@ -375,6 +380,37 @@ BOOST_AUTO_TEST_CASE(a_token_is_refused_unsent_and_a_request_without_one_goes_ou
   BOOST_TEST(l.received.find("GET /api/v1/nodes") != std::string::npos, l.received);
   BOOST_TEST(l.received.find("secret-token-value") == std::string::npos);
   BOOST_TEST(l.received.find("Authorization") == std::string::npos);
+}
+
+// Issue 38: a server that answers with JSON that is not an object (or a list whose items
+// are not a list) reached RapidJSON's member access on it: an assertion in a debug
+// build, undefined behaviour in a release one. Such an answer is a Decode error.
+BOOST_AUTO_TEST_CASE(an_answer_that_is_not_an_object_is_a_decode_error) {
+  for (const char* body : {"[]", "5", "\"x\"", "null", "[{\"items\":[]}]"}) {
+    listener l(body);
+    kube::connection_config c;
+    c.server = "http://127.0.0.1:" + std::to_string(l.port);
+    auto http = client_of(c);
+    kube::client api(http);
+    for (bool listing : {false, true}) {
+      const auto answer = listing ? api.list(kube::resources::nodes(), "")
+                                  : api.get(kube::resources::nodes(), "", "n");
+      BOOST_TEST_REQUIRE(!answer.ok(), body);
+      BOOST_TEST(answer.error().kind == kube::error_kind::decode, body);
+      BOOST_TEST(answer.error().message.find("is not a JSON object") != std::string::npos,
+                 answer.error().message);
+    }
+  }
+  // A list whose items are an object: read as no items.
+  listener l(R"({"kind":"NodeList","metadata":{},"items":{"a":1}})");
+  kube::connection_config c;
+  c.server = "http://127.0.0.1:" + std::to_string(l.port);
+  auto http = client_of(c);
+  kube::client api(http);
+  const auto listed = api.list(kube::resources::nodes(), "");
+  BOOST_TEST_REQUIRE(listed.ok());
+  BOOST_TEST(listed.value()["items"].IsArray());
+  BOOST_TEST(listed.value()["items"].Size() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_token_with_a_line_break_is_refused_unsent) {
