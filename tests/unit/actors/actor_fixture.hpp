@@ -173,10 +173,19 @@ struct cluster_model {
       t.key = gc::dcm_taint_key;
       t.op = "Exists";
       p.tolerations = {t};
-      view.pods_to_edit(n.name)[dcm_pod] = std::make_shared<const gc::pod_info>(p);
+      put(p);
     }
   }
-  void put(const gc::pod_info& p) {
+  /// A pod; one marked a DaemonSet's gets its DaemonSet too (an owner that does not
+  /// exist makes a pod unmanaged).
+  void put(gc::pod_info p) {
+    if (p.daemon_set && p.daemon_set_key.empty()) {
+      p.daemon_set_key = p.ns + "/ds-" + p.name;
+      p.daemon_set_uid = "uid-ds-" + p.name;
+      auto sets = std::make_shared<gc::daemon_set_uids>(*view.daemon_sets);
+      (*sets)[p.daemon_set_key] = p.daemon_set_uid;
+      view.daemon_sets = sets;
+    }
     view.pods_to_edit(p.node_name)[p.ns + "/" + p.name] = std::make_shared<const gc::pod_info>(p);
   }
   void put(const gc::pdb_info& b) {
