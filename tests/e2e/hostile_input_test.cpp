@@ -64,6 +64,8 @@ const char* const group_version = "infrastructure.silogen.ai/v1alpha1";
 const char* const cpx_nps4_json = R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":)"
                                   R"("CPX","memoryPartition":"NPS4","numGPUsAssigned":8}]})";
 const char* const int64_max = "9223372036854775807";
+// The longest duration a spec may give (a year, the CRDs' maximum of every *Seconds).
+const char* const longest_seconds = "31536000";
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -698,7 +700,7 @@ BOOST_AUTO_TEST_CASE(
   };
   profile_options healthy_profile;
   healthy_profile.payload = cpx_payload;
-  healthy_profile.timeout = int64_max;
+  healthy_profile.timeout = longest_seconds;
   // Unicode, control characters, a NUL, quotes and a right-to-left override, where any
   // string is allowed.
   healthy_profile.display_name =
@@ -722,8 +724,8 @@ BOOST_AUTO_TEST_CASE(
   // -- the healthy plan starts now, and runs while the rest is applied --
   {
     plan_options o;
-    o.drain_timeout = int64_max; // no overflow into an instant timeout
-    o.verification_timeout = int64_max;
+    o.drain_timeout = longest_seconds; // no overflow into an instant timeout
+    o.verification_timeout = longest_seconds;
     o.entries = {entry_json("healthy", selector_for("healthy"), healthy_cpx)};
     BOOST_REQUIRE_EQUAL(c.create_plan("healthy", plan_spec(o)), healthy_plan);
   }
@@ -787,6 +789,9 @@ BOOST_AUTO_TEST_CASE(
   add("plan drain timeout -5", "refused",
       refused(plans, bad_plan(refused_name, with([](auto& o) { o.drain_timeout = "-5"; })),
               "spec.rollout.drainPolicy.timeoutSeconds"));
+  add("plan drain timeout of int64's maximum (over a year)", "refused",
+      refused(plans, bad_plan(refused_name, with([](auto& o) { o.drain_timeout = int64_max; })),
+              "spec.rollout.drainPolicy.timeoutSeconds"));
   add("plan verification timeout 0", "refused",
       refused(plans, bad_plan(refused_name, with([](auto& o) { o.verification_timeout = "0"; })),
               "spec.verification.timeoutSeconds"));
@@ -794,6 +799,11 @@ BOOST_AUTO_TEST_CASE(
     profile_options o = healthy_profile;
     o.timeout = "-1";
     add("profile verification timeout -1", "refused",
+        refused(profiles, object_json("PartitioningProfile", c.id + "-refused", profile_spec(c, o)),
+                "spec.verification.timeoutSeconds"));
+    o = healthy_profile;
+    o.timeout = int64_max;
+    add("profile verification timeout of int64's maximum (over a year)", "refused",
         refused(profiles, object_json("PartitioningProfile", c.id + "-refused", profile_spec(c, o)),
                 "spec.verification.timeoutSeconds"));
     o = healthy_profile;
