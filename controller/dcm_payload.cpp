@@ -74,12 +74,25 @@ bool has_double(const rapidjson::Value& v) {
   return false;
 }
 
-// A key twice in one object is refused: the operator's reader takes the first, DCM's Go
-// decoder the last, so the two would not agree on what the config holds.
-bool parse_object(const std::string& text, rapidjson::Document& doc) {
+// What keeps `text` from being one JSON object read here as DCM's Go decoder reads it, in
+// words; the parsed document in `doc`. A key twice in one object is refused: the operator's
+// reader takes the first, Go's the last.
+std::optional<std::string> object_problem(const std::string& text, rapidjson::Document& doc) {
   parse(text, doc);
-  return !doc.HasParseError() && doc.IsObject() && within_depth(doc, dcm_json_max_depth) &&
-         !duplicate_key(doc);
+  if (doc.HasParseError())
+    return std::string("is not valid JSON: ") + rapidjson::GetParseError_En(doc.GetParseError()) +
+           " at offset " + std::to_string(doc.GetErrorOffset());
+  if (!doc.IsObject())
+    return std::string("is not a JSON object");
+  if (!within_depth(doc, dcm_json_max_depth))
+    return "is nested deeper than " + std::to_string(dcm_json_max_depth) + " levels";
+  if (auto key = duplicate_key(doc))
+    return "has the key \"" + *key + "\" twice in one object";
+  return std::nullopt;
+}
+
+bool parse_object(const std::string& text, rapidjson::Document& doc) {
+  return !object_problem(text, doc);
 }
 
 } // namespace
@@ -99,19 +112,8 @@ bool dcm_config_has(const std::string& config_json, const std::string& name,
 
 std::optional<std::string> dcm_config_problem(const std::string& config_json) {
   rapidjson::Document config;
-  parse(config_json.empty() ? std::string("{}") : config_json, config);
-  if (config.HasParseError())
-    return std::string("is not valid JSON: ") +
-           rapidjson::GetParseError_En(config.GetParseError()) + " at offset " +
-           std::to_string(config.GetErrorOffset());
-  if (!config.IsObject())
-    return std::string("is not a JSON object");
-  if (!within_depth(config, dcm_json_max_depth))
-    return "is nested deeper than " + std::to_string(dcm_json_max_depth) + " levels";
-  if (auto key = duplicate_key(config))
-    return "has the key \"" + *key +
-           "\" twice in one object (DCM would read the last, so which profile it applies "
-           "cannot be told)";
+  if (auto problem = object_problem(config_json.empty() ? std::string("{}") : config_json, config))
+    return problem;
   if (auto profiles = config.FindMember("gpu-config-profiles");
       profiles != config.MemberEnd() && !profiles->value.IsObject())
     return std::string("has gpu-config-profiles that is not an object");
@@ -185,17 +187,8 @@ std::string text_of(const rapidjson::Value& v) {
 
 std::optional<std::string> payload_problem(const std::string& profile_json) {
   rapidjson::Document doc;
-  parse(profile_json, doc);
-  if (doc.HasParseError())
-    return std::string("profile.json is not valid JSON: ") +
-           rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
-           std::to_string(doc.GetErrorOffset());
-  if (!doc.IsObject())
-    return std::string("profile.json is not a JSON object");
-  if (!within_depth(doc, dcm_json_max_depth))
-    return "profile.json is nested deeper than " + std::to_string(dcm_json_max_depth) + " levels";
-  if (auto key = duplicate_key(doc))
-    return "profile.json has the key \"" + *key + "\" twice in one object";
+  if (auto problem = object_problem(profile_json, doc))
+    return "profile.json " + *problem;
   if (has_double(doc))
     return std::string("profile.json has a number that is not a whole number (DCM's profiles "
                        "count partitions and name GPUs by index)");
