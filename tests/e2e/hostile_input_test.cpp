@@ -663,7 +663,9 @@ BOOST_AUTO_TEST_CASE(
   // node, dated in the future so they would be the newest answer to any run. Were one
   // trusted, the node would fail (and stay cordoned). One about a pod of a namespace
   // other than DCM's, one about the Node. (The API server keeps an Event in the namespace
-  // of what it is about: "default" for a Node.)
+  // of what it is about: "default" for a Node.) And one in DCM's own namespace about a pod
+  // that does not exist, naming the node as its host, as any node's kubelet may write it:
+  // a host is never trusted alone (issue 38; before, an unknown pod's host was).
   std::vector<std::pair<std::string, std::string>> imposters; // namespace, name
   std::string tenant_config_map;                              // in "default"
   {
@@ -686,6 +688,8 @@ BOOST_AUTO_TEST_CASE(
       imposter("default", n + "-tenant",
                R"({"kind":"Pod","namespace":"default","name":"imposter"})", n);
       imposter("default", n + "-node", R"({"kind":"Node","name":)" + quoted(n) + "}", n);
+      imposter(c.ns, n + "-ghost",
+               R"({"kind":"Pod","namespace":)" + quoted(c.ns) + R"(,"name":"dcm-ghost"})", n);
     }
   }
 
