@@ -236,9 +236,14 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   // answered in between.
   const auto until = dcm_events_until(s.status);
   const dcm_event_info* answer = nullptr;
-  for (const auto& e : in.dcm_events)
-    if (until && e.profile == profile && e.time > *until && (!answer || e.time >= answer->time))
-      answer = &e;
+  const dcm_event_info* progress = nullptr; // a Normal Event that answers nothing yet
+  for (const auto& e : in.dcm_events) {
+    if (!until || e.profile != profile || e.time <= *until)
+      continue;
+    auto& newest = dcm_success_reason(e.reason) || dcm_failure_event(e) ? answer : progress;
+    if (!newest || e.time >= newest->time)
+      newest = &e;
+  }
   const std::string state = in.node->label(dcm_state_label);
   // Without DCM's Events (lost, or not permitted) the state label alone decides, once
   // longer than any run of DCM's has passed (half the plan's verification timeout).
@@ -287,6 +292,10 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
     s.condition(node_condition::operator_succeeded, false, "DCMFailed", "DCM reported failure");
     fail_keeping_cordon(in, s, out, "OperatorFailed", why);
     return;
+  } else if (progress) {
+    s.condition(node_condition::operator_succeeded, false, "DCMInProgress",
+                "DCM is working on profile " + profile + ": " + progress->reason +
+                    (progress->message.empty() ? std::string() : ": " + progress->message));
   } else {
     s.condition(node_condition::operator_succeeded, false, "Waiting",
                 "waiting for DCM's answer for profile " + profile +

@@ -95,6 +95,13 @@ inline bool dcm_success_reason(const std::string& reason) {
   return reason == "SuccessfullyPartitioned" || reason == "RequestedPartitionConfigAlreadyExists";
 }
 
+/// Whether one of DCM's Events says a run did not succeed, or will be retried: a Warning
+/// (other than a success reason), or a reason DCM sends only then (AMDSMIAPIFailure comes
+/// as Normal after an init failure). Any other Normal Event is progress, not an answer:
+/// newer DCM sends "recovering memory partition for KMM driver, might take upto 5 mins"
+/// in the middle of a memory-mode change, and the same pod sends AMD AI NIC Events.
+bool dcm_failure_event(const dcm_event_info& e);
+
 /// DCM stamps its Events with the node's clock, never compared with the operator's: a run
 /// records (status.dcmEventsUntil) the newest of them it has accounted for, and reads as
 /// new only those newer by that same clock. The mark of `events`: the newest one's time,

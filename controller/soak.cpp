@@ -2,6 +2,9 @@
 
 #include "controller/verification.hpp"
 
+#include <set>
+#include <string>
+
 namespace gpu_partitioner::controller {
 
 using protocol::node_phase;
@@ -30,6 +33,16 @@ bool success_after_change(const protocol::node_partitioning_status& st) {
 
 } // namespace
 
+bool dcm_failure_event(const dcm_event_info& e) {
+  static const std::set<std::string> failures = {
+      "PartitionRetrying",   "PartitionFailure",       "InvalidProfileInfo",
+      "NonExistentProfile",  "InvalidJSONInConfigMap", "AMDSMIAPIFailure",
+      "ConfigMapNotPresent", "DuplicateProfileExists"};
+  if (dcm_success_reason(e.reason))
+    return false;
+  return e.type != "Normal" || failures.count(e.reason) > 0;
+}
+
 finding soak_problem(const node_inputs& in,
                      std::optional<protocol::wall_clock::time_point> dcm_events_until) {
   if (!in.node)
@@ -40,7 +53,7 @@ finding soak_problem(const node_inputs& in,
   if (node.label(dcm_state_label) == "failure")
     return {"DCMFailed", "DCM's state label says failure"};
   for (const auto& e : in.dcm_events)
-    if (dcm_events_until && e.time > *dcm_events_until && !dcm_success_reason(e.reason))
+    if (dcm_events_until && e.time > *dcm_events_until && dcm_failure_event(e))
       return {"DCMFailed", "DCM reported " + e.reason +
                                (e.profile.empty() ? "" : " for " + e.profile) +
                                (e.message.empty() ? "" : ": " + e.message)};

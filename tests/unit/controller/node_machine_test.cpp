@@ -1513,6 +1513,34 @@ BOOST_AUTO_TEST_CASE(dcms_event_answers_even_when_its_state_write_was_lost) {
   BOOST_TEST(condition_of(w, s, "OperatorSucceeded") == "True/DCMSucceeded");
 }
 
+// Issue 39: newer DCM sends a Normal Event in the middle of a memory-mode change on a
+// KMM-managed driver ("recovering memory partition for KMM driver, might take upto 5
+// mins"), with the run's profile. It was taken for a failure: the node failed and, with
+// its taint lifted, went back to work while DCM reloaded the driver. A Normal Event of a
+// reason DCM does not send on failure is progress; the answer still comes after it.
+BOOST_AUTO_TEST_CASE(a_normal_event_mid_run_is_progress_not_an_answer) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.dcm_event("RecoveringMemoryPartition", dcm_name,
+              "recovering memory partition for KMM driver, might take upto 5 mins");
+  w.in.dcm_events.back().type = "Normal";
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "WaitingOperator");
+  BOOST_TEST(condition_of(w, s, "OperatorSucceeded") == "False/DCMInProgress");
+  BOOST_TEST(contains(condition(status_after(w, s), "OperatorSucceeded")->message,
+                      "recovering memory partition for KMM driver"));
+  BOOST_TEST(no_node_writes(s));
+  w.in.item.status = status_after(w, s);
+  w.later(200s).dcm_says("success");
+  BOOST_TEST(phase_after(w, w.step()) == "Verifying");
+  // AMDSMIAPIFailure comes as Normal after an init failure: still a failure.
+  world f;
+  f.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  f.dcm_event("AMDSMIAPIFailure", dcm_name, "amd-smi init failed");
+  f.in.dcm_events.back().type = "Normal";
+  BOOST_TEST(phase_after(f, f.step()) == "Failed");
+}
+
 // Busy GPUs: DCM writes failure and PartitionRetrying, and retries for 30 minutes.
 BOOST_AUTO_TEST_CASE(dcm_retrying_busy_gpus_keeps_waiting_and_names_the_pods_holding_them) {
   world w;
@@ -3787,6 +3815,9 @@ BOOST_AUTO_TEST_CASE(what_does_not_fail_a_soak) {
   impostor.device_plugin = true;
   impostor.crash_looping = true;
   impostor.restarts = 10;
+  // A Normal Event of DCM's pod that is no failure (an AI NIC's, say) after the run.
+  w.dcm_event("NICPartitioned", "nic-profile-a");
+  w.in.dcm_events.back().type = "Normal";
   auto tenant_ds = daemon_pod("tenant-plugin");
   tenant_ds.ns = "team";
   tenant_ds.device_plugin = true;
