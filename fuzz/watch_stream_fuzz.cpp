@@ -97,9 +97,13 @@ void deliver(gk::watch_state& state, std::map<gk::object_key, std::string>& told
   switch (event.type) {
   case gk::event_type::error:
     FUZZ_CHECK(!out.deliver_as, "an ERROR event is delivered");
-    FUZZ_CHECK(out.next == (event.code == 410 ? gk::watch_output::request::list
-                                              : gk::watch_output::request::sleep),
+    // A 410 relists, at once or (the second in a row soon after a list) after a back-off;
+    // any other ERROR backs off.
+    FUZZ_CHECK(out.next == gk::watch_output::request::sleep ||
+                   (event.code == 410 && out.next == gk::watch_output::request::list),
                "ERROR " + std::to_string(event.code) + " neither relists nor backs off");
+    if (event.code == 410 && out.next == gk::watch_output::request::sleep)
+      FUZZ_CHECK(state.relist_after_backoff, "a 410's back-off does not relist after");
     resume(state, told);
     return;
   case gk::event_type::bookmark:
