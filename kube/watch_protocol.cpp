@@ -39,12 +39,13 @@ watch_output watch_from(watch_state& state) {
 /// Enough halvings to bring any page size up to 65536 down to one object.
 constexpr int max_page_halvings = 16;
 
-watch_output back_off(watch_state& state, const watch_backoff& backoff, bool relist,
-                      std::string note, bool longest = false) {
+// Sleeps before the next request (a relist if `relist`): half to all of base doubled
+// `doublings` times, at most cap (cap itself when `longest`).
+watch_output sleep_for(watch_state& state, const watch_backoff& backoff, bool relist, int doublings,
+                       std::string note, bool longest = false) {
   state.phase = watch_phase::backing_off;
   state.relist_after_backoff = relist;
-  ++state.failures;
-  const int shift = std::min(state.failures - 1, 16);
+  const int shift = std::min(doublings, 16);
   const long long cap =
       longest ? backoff.cap.count()
               : std::min<long long>(backoff.cap.count(), backoff.base.count() << shift);
@@ -56,6 +57,13 @@ watch_output back_off(watch_state& state, const watch_backoff& backoff, bool rel
   return out;
 }
 
+// After a failure: the back-off grows with the failures in a row.
+watch_output back_off(watch_state& state, const watch_backoff& backoff, bool relist,
+                      std::string note, bool longest = false) {
+  ++state.failures;
+  return sleep_for(state, backoff, relist, state.failures - 1, std::move(note), longest);
+}
+
 // 410 Gone: list again, at once unless the server has answered so soon after each list
 // that it may go on doing so (see watch_backoff::quiet).
 watch_output gone(watch_state& state, const watch_input& in, const watch_backoff& backoff,
@@ -64,17 +72,9 @@ watch_output gone(watch_state& state, const watch_input& in, const watch_backoff
   state.gone_streak = soon ? state.gone_streak + 1 : 0;
   if (state.gone_streak < 2)
     return list_from_start(state, std::move(note));
-  state.phase = watch_phase::backing_off;
-  state.relist_after_backoff = true;
-  const int shift = std::min(state.gone_streak - 2, 16);
-  const long long cap = std::min<long long>(backoff.cap.count(), backoff.base.count() << shift);
-  std::uniform_int_distribution<long long> jitter(cap / 2, std::max(cap, 1LL));
-  watch_output out;
-  out.next = watch_output::request::sleep;
-  out.delay = std::chrono::milliseconds(jitter(state.rng));
-  out.note = note + " (" + std::to_string(state.gone_streak) +
-             " in a row soon after a list: relisting after a back-off)";
-  return out;
+  return sleep_for(state, backoff, true, state.gone_streak - 2,
+                   note + " (" + std::to_string(state.gone_streak) +
+                       " in a row soon after a list: relisting after a back-off)");
 }
 
 watch_output on_list_page(watch_state& state, const watch_input& in) {
