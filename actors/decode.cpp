@@ -35,6 +35,38 @@ controller::node_info decode_node(const rapidjson::Value& o) {
   return n;
 }
 
+namespace {
+
+// What the pod mounts at DCM's config path, and the image of the container that does.
+void decode_dcm_mount(const rapidjson::Value& spec, controller::pod_info& p) {
+  const auto* cs = find_path(spec, {"containers"});
+  if (cs == nullptr || !cs->IsArray())
+    return;
+  const std::string path = controller::dcm_config_mount_path;
+  for (const auto& c : cs->GetArray()) {
+    const auto* mounts = find_path(c, {"volumeMounts"});
+    if (mounts == nullptr || !mounts->IsArray())
+      continue;
+    for (const auto& m : mounts->GetArray()) {
+      const auto at = string_at(m, "mountPath");
+      if (at != path && at != path + "/")
+        continue;
+      const auto volume = string_at(m, "name");
+      std::string config_map;
+      if (const auto* volumes = find_path(spec, {"volumes"}); volumes && volumes->IsArray())
+        for (const auto& v : volumes->GetArray())
+          if (string_at(v, "name") == volume)
+            if (const auto* cm = find_path(v, {"configMap"}))
+              config_map = string_at(*cm, "name");
+      p.dcm_config_mount = config_map;
+      p.dcm_image = string_at(c, "image");
+      return;
+    }
+  }
+}
+
+} // namespace
+
 controller::pod_info decode_pod(const rapidjson::Value& o) {
   controller::pod_info p;
   if (const auto* meta = find_path(o, {"metadata"})) {
@@ -85,6 +117,7 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
       for (const auto& v : volumes->GetArray())
         if (find_path(v, {"emptyDir"}) != nullptr)
           p.empty_dir = true;
+    decode_dcm_mount(*spec, p);
     if (const auto* tols = find_path(*spec, {"tolerations"}); tols && tols->IsArray())
       for (const auto& t : tols->GetArray()) {
         controller::toleration tol;
@@ -203,7 +236,9 @@ controller::dcm_event decode_dcm_event(const rapidjson::Value& v) {
   rapidjson::Document status;
   status.Parse<rapidjson::kParseIterativeFlag>(e.info.message.c_str(), e.info.message.size());
   if (!status.HasParseError() && status.IsObject())
-    e.info.profile = kube::string_at(status, "SelectedProfile");
+    if (const auto* gpus = kube::find_path(status, {"GPUStatus"});
+        gpus && (gpus->IsNull() || gpus->IsArray()))
+      e.info.profile = kube::string_at(status, "SelectedProfile");
   return e;
 }
 

@@ -43,10 +43,11 @@ rollout limits.
 
 Flags:
   --kubeconfig PATH          kubeconfig to use (else $KUBECONFIG, in-cluster, ~/.kube/config)
-  --dcm-namespace NS         where AMD's GPU operator runs DCM (default kube-amd-gpu)
-  --dcm-config NS/NAME       DCM's config ConfigMap (default: the one the DeviceConfig in
-                             --dcm-namespace names in spec.configManager.config.name, else
-                             default-dcm-config, as the GPU operator mounts it)
+  --dcm-namespace NS         where DCM runs, AMD's GPU operator's or DCM's own chart's
+                             (default kube-amd-gpu); each node's DCM pod there says which
+                             ConfigMap it reads (its volume at /etc/config-manager)
+  --dcm-config NS/NAME       deprecated: the namespace as --dcm-namespace (the name is not
+                             used: each node's DCM pod names its ConfigMap)
   --dcm-config-sync SECONDS  how long after a change of DCM's config kubelet has surely
                              delivered it to DCM's mounted file; a node is labelled only
                              then (default 90)
@@ -91,8 +92,8 @@ void on_signal(int) {
 struct flags {
   std::string kubeconfig;
   std::string dcm_namespace = "kube-amd-gpu";
-  /// Empty: found from the DeviceConfig at start.
-  std::string dcm_name;
+  /// --dcm-config as given (deprecated; only its namespace is used).
+  std::string dcm_config_flag;
   double dcm_config_sync = 90;
   /// Empty: DCM's namespace only.
   std::set<std::string> payload_namespaces;
@@ -158,7 +159,7 @@ int parse(int argc, char** argv, flags& f) {
         return 2;
       }
       f.dcm_namespace = value.substr(0, slash);
-      f.dcm_name = value.substr(slash + 1);
+      f.dcm_config_flag = value;
       continue;
     }
     if (a == "--dcm-namespace") {
@@ -342,30 +343,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (f.dcm_name.empty()) {
-    // The ConfigMap the GPU operator mounts into DCM's pods: the one its DeviceConfig
-    // names, default-dcm-config when it names none (or there is no DeviceConfig API).
-    kube::http_client http(connection.value(), kube::credentials_for(connection.value()));
-    kube::client api(http);
-    const kube::resource device_configs{"amd.com", "v1alpha1", "deviceconfigs", true};
-    f.dcm_name = "default-dcm-config";
-    std::string why = "no DeviceConfig in " + f.dcm_namespace + " names one";
-    if (auto list = api.list(device_configs, f.dcm_namespace); list.ok()) {
-      for (const auto& dc : list.value()["items"].GetArray()) {
-        const auto* name = kube::find_path(dc, {"spec", "configManager", "config", "name"});
-        if (name != nullptr && name->IsString() && name->GetStringLength() > 0) {
-          f.dcm_name = name->GetString();
-          why = "DeviceConfig " + f.dcm_namespace + "/" +
-                kube::string_at(kube::find_path(dc, {"metadata"}), "name") + " names it";
-          break;
-        }
-      }
-    } else {
-      why = "DeviceConfigs could not be listed (" + list.error().describe() + ")";
-    }
-    actors::log_info("DCM's ConfigMap is " + f.dcm_namespace + "/" + f.dcm_name + ": " + why +
-                     " (--dcm-config overrides)");
-  }
+  if (!f.dcm_config_flag.empty())
+    actors::log_warning("--dcm-config " + f.dcm_config_flag + ": only its namespace is used; " +
+                        "each node's DCM pod says which ConfigMap DCM reads there " +
+                        "(use --dcm-namespace)");
 
   // Leadership: unknown until the elector's first decision (always leading without it).
   std::atomic<int> leadership{f.leader_elect ? 0 : 1}; // 0 unknown, 1 leading, 2 standby
@@ -467,7 +448,6 @@ int main(int argc, char** argv) {
     settings.payload_namespaces = f.payload_namespaces.empty()
                                       ? std::set<std::string>{f.dcm_namespace}
                                       : f.payload_namespaces;
-    settings.dcm_name = f.dcm_name;
     settings.pods_deletable = pods_deletable;
     settings.dcm_config_sync =
         std::chrono::milliseconds(static_cast<long long>(f.dcm_config_sync * 1000));
@@ -475,7 +455,7 @@ int main(int argc, char** argv) {
     root = system.spawn(actors::operator_root, settings, router, writer);
     watcher = system.spawn(actors::watcher,
                            actors::watcher_config{connection.value(), root, f.dcm_namespace,
-                                                  f.dcm_name, settings.payload_namespaces});
+                                                  settings.payload_namespaces});
   };
 
   std::atomic<bool> elector_stop{false};

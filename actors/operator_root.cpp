@@ -31,7 +31,8 @@ struct root_state {
   std::map<std::string, std::string> claim_nodes;
   std::map<std::string, std::string> rule_nodes;
   /// DCM's ConfigMap, namespace/name.
-  std::string dcm_key;
+  /// "<DCM's namespace>/": the keys of the ConfigMaps a DCM may read.
+  std::string dcm_prefix;
   /// DCM's namespace: its Events count only from there.
   std::string dcm_namespace;
   std::set<std::string> synced;
@@ -140,7 +141,7 @@ void apply(root_state& s, const observation& o) {
     // DCM reads this ConfigMap as a file kubelet refreshes late: when config.json was seen
     // to change (by anyone: an admin's edit too), the labels wait for the refresh. Not on
     // the first sight, which tells nothing of when it changed.
-    if (o.key == s.dcm_key)
+    if (o.key.compare(0, s.dcm_prefix.size(), s.dcm_prefix) == 0)
       if (auto old = v.config_maps.find(o.key); old != v.config_maps.end()) {
         auto text = [](const config_map_data& d) {
           auto it = d.find("config.json");
@@ -280,7 +281,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
                                                  operator_settings settings, io_actor io,
                                                  status_writer_actor writer) {
   auto s = std::make_shared<root_state>();
-  s->dcm_key = settings.dcm_namespace + "/" + settings.dcm_name;
+  s->dcm_prefix = settings.dcm_namespace + "/";
   s->dcm_namespace = settings.dcm_namespace;
   s->view.payload_namespaces = settings.payload_namespaces;
   s->view.pods_deletable = settings.pods_deletable;
@@ -329,9 +330,10 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
       log_info("the operator lists " + resource + " now");
     }
     s->synced.insert(resource);
-    // DCM's ConfigMap has its own watch among them; the payloads' are listed_atom.
+    // DCM's namespace's ConfigMaps have their own watch among them; the payloads' elsewhere
+    // are listed_atom.
     if (resource == kube::resources::config_maps().plural)
-      s->view.config_maps_listed.insert(s->dcm_key);
+      s->view.config_maps_listed.insert(s->dcm_prefix + "*");
     s->view.shared_changed = true;
     if (s->synced.size() >= watched_resources && !s->view.synced) {
       s->view.synced = true;
@@ -396,7 +398,6 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
             plan_supervisor_config c;
             c.plan = name;
             c.dcm_namespace = settings.dcm_namespace;
-            c.dcm_name = settings.dcm_name;
             c.dcm_config_sync = settings.dcm_config_sync;
             c.io = io;
             c.writer = writer;

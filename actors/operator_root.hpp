@@ -14,12 +14,11 @@
 namespace gpu_partitioner::actors {
 
 struct operator_settings {
-  /// DCM's config ConfigMap.
+  /// DCM's namespace: its pods, ConfigMaps and Events.
   std::string dcm_namespace = "kube-amd-gpu";
   /// How long after a change of DCM's config kubelet has surely delivered it to DCM's
   /// mounted file (--dcm-config-sync).
   std::chrono::milliseconds dcm_config_sync{90000};
-  std::string dcm_name = "default-dcm-config";
   /// Whether the operator's RBAC lets it delete pods (asked at start).
   bool pods_deletable = true;
   /// Where payload ConfigMaps may live (--payload-namespaces); empty: anywhere.

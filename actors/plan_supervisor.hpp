@@ -19,7 +19,6 @@ struct plan_supervisor_config {
   /// How long after a change of DCM's config kubelet has surely delivered it to DCM's
   /// mounted file (--dcm-config-sync).
   std::chrono::milliseconds dcm_config_sync{90000};
-  std::string dcm_name;
   io_actor io;
   status_writer_actor writer;
 };

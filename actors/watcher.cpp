@@ -230,10 +230,10 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
   add(kube::resources::nodes(), k::node);
   add(kube::resources::pods(), k::pod, "spec.nodeName!=");
   add(kube::resources::pod_disruption_budgets(), k::pdb);
-  // ConfigMaps only by name: DCM's here, the profiles' payloads as profiles name them. A
+  // Every ConfigMap in DCM's namespace (the GPU operator's: each node's DCM pod names the
+  // one it reads), elsewhere only by name, the profiles' payloads as profiles name them. A
   // watch of every ConfigMap would hold every tenant's data.
-  add(kube::resources::config_maps(), k::config_map, "metadata.name=" + config.dcm_name,
-      config.dcm_namespace);
+  add(kube::resources::config_maps(), k::config_map, {}, config.dcm_namespace);
   add(plans_resource, k::plan);
   add(profiles_resource, k::profile);
   add(items_resource, k::item);
@@ -262,7 +262,7 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
   for (auto& s : streams)
     state->threads.push_back(run_stream(config, s, nullptr, {},
                                         s.what == k::profile ? me : watcher_actor{}, state->stop));
-  const std::string dcm_key = config.dcm_namespace + "/" + config.dcm_name;
+  const std::string dcm_prefix = config.dcm_namespace + "/";
   // The threads are joined when the actor's state goes with the behavior.
   self->attach_functor([state] {
     state->stop->store(true);
@@ -279,7 +279,8 @@ watcher_actor::behavior_type watcher(watcher_actor::pointer self, watcher_config
           state->payload_of[profile] = ref;
         std::set<std::string> wanted;
         for (const auto& [p, r] : state->payload_of)
-          if (r != dcm_key && r.find('/') != std::string::npos &&
+          if (r.compare(0, dcm_prefix.size(), dcm_prefix) != 0 &&
+              r.find('/') != std::string::npos &&
               (config.payload_namespaces.empty() ||
                config.payload_namespaces.count(r.substr(0, r.find('/')))))
             wanted.insert(r);

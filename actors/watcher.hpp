@@ -28,9 +28,9 @@ struct watcher_config {
   kube::connection_config connection;
   /// Every observation and sync notice goes here.
   observation_sink sink;
-  /// DCM's ConfigMap, the one ConfigMap watched from the start.
+  /// DCM's namespace: every ConfigMap there is watched from the start (which one a node's
+  /// DCM reads is its pod's).
   std::string dcm_namespace;
-  std::string dcm_name;
   /// Payload ConfigMaps elsewhere are not watched (the profile is reported instead); empty:
   /// anywhere.
   std::set<std::string> payload_namespaces;

@@ -82,7 +82,8 @@ struct cluster_view {
   /// default): whoever may write a payload decides how nodes are partitioned. Empty: any.
   std::set<std::string> payload_namespaces;
   /// The payload ConfigMaps (namespace/name) whose watch has listed: one missing from
-  /// config_maps is known not to exist only once here. DCM's is listed with the view.
+  /// config_maps is known not to exist only once here; "<namespace>/*": every one there
+  /// (DCM's namespace, watched whole).
   std::set<std::string> config_maps_listed;
   /// DCM's Events (source amd-device-config-manager) by the node they came from. Shared
   /// and replaced per node, as pods_by_node.

@@ -7,7 +7,9 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <set>
 #include <string_view>
 
@@ -241,6 +243,36 @@ std::optional<std::string> payload_problem(const std::string& profile_json) {
     if (!memory_mode.empty() && memory_mode != m)
       return at + ": a profile uses one memory partition mode, not " + memory_mode + " and " + m;
     memory_mode = m;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> dcm_refusal(const std::string& profile_json,
+                                       const std::string& device_id,
+                                       const std::optional<dcm_version>& version) {
+  if (payload_problem(profile_json))
+    return std::nullopt;
+  rapidjson::Document doc;
+  parse(profile_json, doc);
+  const auto& groups = doc["profiles"];
+  // ROCm's MI300X partitioning documentation and the amdgpu driver's checks.
+  static const std::pair<const char*, const char*> mi300x[] = {
+      {"SPX", "NPS1"}, {"DPX", "NPS1"}, {"DPX", "NPS2"}, {"QPX", "NPS1"},
+      {"QPX", "NPS4"}, {"CPX", "NPS1"}, {"CPX", "NPS4"}};
+  for (rapidjson::SizeType i = 0; i < groups.Size(); ++i) {
+    const std::string at = "profiles[" + std::to_string(i) + "]";
+    const std::string c = groups[i]["computePartition"].GetString();
+    const std::string m = groups[i]["memoryPartition"].GetString();
+    if (device_id == "74a1" &&
+        std::none_of(std::begin(mi300x), std::end(mi300x),
+                     [&](const auto& mode) { return c == mode.first && m == mode.second; }))
+      return at + ": " + c + " with " + m +
+             " is a mode the kernel refuses on MI300X (device id 74a1, which takes SPX+NPS1, "
+             "DPX+NPS1|NPS2, QPX+NPS1|NPS4, CPX+NPS1|NPS4): DCM 1.3 retries it for 30 "
+             "minutes, having set the memory mode first; newer DCM refuses it";
+    if (version && *version <= last_public_dcm && !groups[i].HasMember("numGPUsAssigned"))
+      return at + " omits numGPUsAssigned, which DCM " + version->text() +
+             " reads as 0 GPUs and refuses (InvalidProfileInfo); give every group its count";
   }
   return std::nullopt;
 }

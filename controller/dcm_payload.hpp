@@ -3,6 +3,8 @@
 // DCM's config ConfigMap (key config.json): does it hold a profile, and the config with
 // a profile added or replaced, every other key kept.
 
+#include "controller/dcm_discovery.hpp"
+
 #include <optional>
 #include <string>
 
@@ -36,6 +38,16 @@ std::optional<std::string> payload_problem(const std::string& profile_json);
 /// (not a JSON object, too deep, a key twice in one object, gpu-config-profiles not an
 /// object), in words after "config.json "; nothing if it can. An empty text is `{}`.
 std::optional<std::string> dcm_config_problem(const std::string& config_json);
+
+/// What a node's DCM would refuse in a payload payload_problem accepts, in words: a mode
+/// the kernel refuses on the node's part (known by its device id, the node labeller's
+/// amd.com/gpu.device-id: MI300X, 74a1, takes SPX+NPS1, DPX+NPS1|NPS2, QPX+NPS1|NPS4,
+/// CPX+NPS1|NPS4; DCM 1.3 retries such a mode for 30 minutes, newer DCM refuses it), and
+/// on DCM 1.3 or older a group without numGPUsAssigned (read as 0). Nothing for an unknown
+/// part or version.
+std::optional<std::string> dcm_refusal(const std::string& profile_json,
+                                       const std::string& device_id,
+                                       const std::optional<dcm_version>& version);
 
 /// Whether `config_json` has any entry `gpu-config-profiles.<name>`.
 bool dcm_config_names(const std::string& config_json, const std::string& name);

@@ -252,6 +252,7 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   const bool unconfirmed_for_long = !answer && in.now - s.entered() >= fallback;
   auto succeed = [&](const std::string& reason, const std::string& message) {
     s.condition(node_condition::operator_succeeded, true, reason, message);
+    s.status.dcm_may_change_until.clear(); // an earlier run's retries are over
     // DCM's Events until its answer are this run's: a soak reads only newer ones.
     s.status.dcm_events_until = dcm_events_mark(in.dcm_events);
     s.enter(node_phase::verifying, "OperatorSucceeded",
@@ -290,7 +291,10 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
     if (answer)
       why += ": " + answer->reason + ": " + answer->message;
     s.condition(node_condition::operator_succeeded, false, "DCMFailed", "DCM reported failure");
-    fail_keeping_cordon(in, s, out, "OperatorFailed", why);
+    // A failure DCM retries (a busy GPU, a mode the kernel refused on 1.3) goes on for 30
+    // minutes whatever the operator does.
+    fail_keeping_cordon(in, s, out, "OperatorFailed", why,
+                        !answer || !dcm_final_failure(answer->reason));
     return;
   } else if (progress) {
     s.condition(node_condition::operator_succeeded, false, "DCMInProgress",
@@ -304,9 +308,9 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   const auto timeout = in.item.spec.verification.timeout_seconds;
   if (past(s, timeout)) {
     s.condition(node_condition::operator_succeeded, false, "DCMTimeout", "DCM did not answer");
-    fail_keeping_cordon(in, s, out, "OperatorTimeout",
-                        "DCM did not report a result within " +
-                            std::to_string(timeout_of(timeout)) + " s");
+    fail_keeping_cordon(
+        in, s, out, "OperatorTimeout",
+        "DCM did not report a result within " + std::to_string(timeout_of(timeout)) + " s", true);
     return;
   }
   out.requeue = poll_interval;

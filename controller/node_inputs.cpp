@@ -36,7 +36,8 @@ std::optional<std::string> payload_of(const cluster_view& view,
   auto cm = view.config_maps.find(key);
   if (cm == view.config_maps.end()) {
     if (pending)
-      *pending = !view.config_maps_listed.count(key);
+      *pending = !view.config_maps_listed.count(key) &&
+                 !view.config_maps_listed.count(ref.namespace_ + "/*");
     if (problem)
       *problem = "ConfigMap " + ref.namespace_ + "/" + ref.name + " not found";
     return std::nullopt;
@@ -140,12 +141,15 @@ plan_standing standing_of(const cluster_view& view, const protocol::node_partiti
   return st;
 }
 
-dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm) {
+dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm,
+                               const std::string& name) {
   dcm_config_state out;
   out.ns = dcm.ns;
-  out.name = dcm.name;
+  out.name = name;
   out.sync = dcm.sync;
-  auto cm = view.config_maps.find(dcm.ns + "/" + dcm.name);
+  if (name.empty())
+    return out;
+  auto cm = view.config_maps.find(dcm.ns + "/" + name);
   if (cm == view.config_maps.end())
     return out;
   out.found = true;
@@ -158,6 +162,39 @@ dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm
         if (!out.written_at || when > *out.written_at)
           out.written_at = when;
       }
+  return out;
+}
+
+namespace {
+
+node_dcm dcm_on(const cluster_view& view, const dcm_settings& dcm, const std::string& node) {
+  std::vector<const pod_info*> pods;
+  if (auto it = view.pods_by_node.find(node); it != view.pods_by_node.end() && it->second)
+    for (const auto& [key, pod] : *it->second)
+      pods.push_back(pod.get());
+  return find_node_dcm(pods, dcm.ns);
+}
+
+void fill_node_dcm(dcm_config_state& out, const node_dcm& d) {
+  out.pod = d.pod;
+  out.running = d.running;
+  out.image = d.image;
+  out.version = d.version;
+  out.problem = d.problem;
+}
+
+// A memo key of a name and the DCM ConfigMap it was worked out against.
+std::string dcm_keyed(const std::string& name, const std::string& config_map) {
+  return name + '\n' + config_map;
+}
+
+} // namespace
+
+dcm_config_state node_dcm_config(const cluster_view& view, const dcm_settings& dcm,
+                                 const std::string& node) {
+  const auto d = dcm_on(view, dcm, node);
+  auto out = dcm_config_of(view, dcm, d.config_map);
+  fill_node_dcm(out, d);
   return out;
 }
 
@@ -175,10 +212,15 @@ view_slicer::view_slicer(const cluster_view& view, dcm_settings dcm, slice_memo&
 view_slicer::view_slicer(const cluster_view& view, dcm_settings dcm)
     : view_(view), settings_(std::move(dcm)), memo_(own_) {}
 
-const dcm_config_state& view_slicer::dcm() {
-  if (!memo_.dcm)
-    memo_.dcm = std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_));
-  return *memo_.dcm;
+std::shared_ptr<const dcm_config_state> view_slicer::dcm(const std::string& node) {
+  const auto d = dcm_on(view_, settings_, node);
+  auto& config = memo_.dcm[d.config_map];
+  if (!config)
+    config =
+        std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_, d.config_map));
+  auto out = std::make_shared<dcm_config_state>(*config);
+  fill_node_dcm(*out, d);
+  return out;
 }
 
 std::shared_ptr<const resolved_profile> view_slicer::profile(const std::string& name) {
@@ -188,7 +230,8 @@ std::shared_ptr<const resolved_profile> view_slicer::profile(const std::string& 
   return slot;
 }
 
-std::shared_ptr<const std::vector<std::string>> view_slicer::labelled(const std::string& dcm_name) {
+std::shared_ptr<const std::vector<std::string>>
+view_slicer::labelled(const std::string& dcm_name, const std::string& config_map) {
   auto& index = memo_.by_dcm_name;
   if (!index) {
     index.emplace();
@@ -196,9 +239,16 @@ std::shared_ptr<const std::vector<std::string>> view_slicer::labelled(const std:
       if (auto it = node->labels.find(dcm_profile_label); it != node->labels.end())
         (*index)[it->second].push_back(name);
   }
-  auto it = index->find(dcm_name);
-  return std::make_shared<const std::vector<std::string>>(
-      it == index->end() ? std::vector<std::string>{} : it->second);
+  std::vector<std::string> out;
+  if (auto it = index->find(dcm_name); it != index->end())
+    // Only the nodes whose DCM reads that ConfigMap: another's is not rerun by its change.
+    // A node whose DCM cannot be told counts (it may read it).
+    for (const auto& node : it->second) {
+      const auto d = dcm_on(view_, settings_, node);
+      if (d.config_map == config_map || !d.problem.empty())
+        out.push_back(node);
+    }
+  return std::make_shared<const std::vector<std::string>>(std::move(out));
 }
 
 bool reads_every_node(const protocol::node_partitioning& item) {
@@ -279,13 +329,13 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
     out.plan_nodes = plan_nodes(item.spec.plan_ref.name);
   out.profile = profile(item.spec.profile_ref.name);
   out.plan = standing_of(view_, item);
-  const auto& config = dcm().config_json;
-  out.dcm = memo_.dcm;
-  out.dcm_name_labelled = labelled_if_differs(*out.profile);
+  out.dcm = dcm(node_name);
+  const auto& config = out.dcm->config_json;
+  out.dcm_name_labelled = labelled_if_differs(*out.profile, *out.dcm);
   // What DCM's config may be given while the node drains or applies: every valid profile
   // of the plan, with the nodes a write of it would repartition.
   const auto& plan_name = item.spec.plan_ref.name;
-  auto& candidates = memo_.plans[plan_name];
+  auto& candidates = memo_.plans[dcm_keyed(plan_name, out.dcm->name)];
   if (!candidates) {
     std::vector<plan_profile_candidate> all;
     std::set<std::string> names;
@@ -298,7 +348,7 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
         plan_profile_candidate c{q->dcm_name, *q->payload, {}};
         if (dcm_config_names(config, q->dcm_name) &&
             !dcm_config_has(config, q->dcm_name, *q->payload))
-          c.labelled = *labelled(q->dcm_name);
+          c.labelled = *labelled(q->dcm_name, out.dcm->name);
         all.push_back(std::move(c));
       }
     candidates = std::make_shared<const std::vector<plan_profile_candidate>>(std::move(all));
@@ -325,18 +375,18 @@ std::vector<std::shared_ptr<const pdb_info>> view_slicer::budgets(const node_sli
 }
 
 std::shared_ptr<const std::vector<std::string>>
-view_slicer::labelled_if_differs(const resolved_profile& p) {
-  auto known = memo_.holders.find(p.name);
+view_slicer::labelled_if_differs(const resolved_profile& p, const dcm_config_state& d) {
+  const auto key = dcm_keyed(p.name, d.name);
+  auto known = memo_.holders.find(key);
   if (known != memo_.holders.end())
     return known->second;
   // A payload that differs from what DCM's config holds under a name other nodes carry
   // would repartition them undrained.
-  const auto& d = dcm();
   std::shared_ptr<const std::vector<std::string>> out;
   if (d.found && p.found && p.payload && dcm_config_names(d.config_json, p.dcm_name) &&
       !dcm_config_has(d.config_json, p.dcm_name, *p.payload))
-    out = labelled(p.dcm_name);
-  memo_.holders.emplace(p.name, out);
+    out = labelled(p.dcm_name, d.name);
+  memo_.holders.emplace(key, out);
   return out;
 }
 
@@ -354,8 +404,9 @@ slice_update view_slicer::update(const protocol::node_partitioning& item,
   if (!walk && !relabelled && !rescheduled)
     return {};
   auto pdbs = walk ? budgets(*last) : last->pdbs;
-  auto labelled =
-      relabelled && last->profile ? labelled_if_differs(*last->profile) : last->dcm_name_labelled;
+  auto labelled = relabelled && last->profile && last->dcm
+                      ? labelled_if_differs(*last->profile, *last->dcm)
+                      : last->dcm_name_labelled;
   auto same = [](const auto& a, const auto& b) { return a == b || (a && b && *a == *b); };
   const bool holders = !same(labelled, last->dcm_name_labelled);
   if (!holders && pdbs == last->pdbs && !rescheduled)

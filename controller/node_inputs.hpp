@@ -19,11 +19,11 @@
 
 namespace gpu_partitioner::controller {
 
-/// Where DCM's config is, and how long kubelet may take to deliver a change of it to
-/// DCM's mounted file (--dcm-config-sync).
+/// DCM's namespace (where its pods, ConfigMaps and Events are), and how long kubelet may
+/// take to deliver a change of its config to DCM's mounted file (--dcm-config-sync). Which
+/// ConfigMap a node's DCM reads is its pod's (find_node_dcm).
 struct dcm_settings {
   std::string ns;
-  std::string name;
   std::chrono::milliseconds sync{90000};
 };
 
@@ -49,9 +49,15 @@ std::string payload_hash_of(const cluster_view& view, const std::string& profile
 /// and uid; an invalid or deleting plan starts no node.
 plan_standing standing_of(const cluster_view& view, const protocol::node_partitioning& item);
 
-/// DCM's ConfigMap as the view has it; written_at is the latest of our stamp, the root's
-/// sight of a change, and the creation (whole seconds: taken as a second later).
-dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm);
+/// DCM's ConfigMap `name` (in DCM's namespace) as the view has it; written_at is the latest
+/// of our stamp, the root's sight of a change, and the creation (whole seconds: taken as a
+/// second later). The node's DCM (pod, version, problem) is not filled in.
+dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm,
+                               const std::string& name);
+
+/// The node's DCM (find_node_dcm over its pods in the view) and the ConfigMap it reads.
+dcm_config_state node_dcm_config(const cluster_view& view, const dcm_settings& dcm,
+                                 const std::string& node);
 
 /// A profile of the item's plan that DCM's config may be given, and the nodes labelled
 /// with its DCM name when DCM's config holds another payload under that name (writing this
@@ -125,10 +131,13 @@ struct slice_update {
 /// shared_changed; nodes' DCM profile labels: relabelled). Slices of successive views then
 /// share these objects, and DCM's config is not parsed again for every node.
 struct slice_memo {
-  std::shared_ptr<const dcm_config_state> dcm;
+  /// DCM's ConfigMaps by name.
+  std::map<std::string, std::shared_ptr<const dcm_config_state>> dcm;
   std::map<std::string, std::shared_ptr<const resolved_profile>> profiles;
+  /// By plan name and DCM ConfigMap (dcm_keyed).
   std::map<std::string, std::shared_ptr<const std::vector<plan_profile_candidate>>> plans;
-  /// By profile name: the nodes labelled with its DCM name when DCM's config holds another
+  /// By profile name and DCM ConfigMap (dcm_keyed): the nodes whose DCM reads that
+  /// ConfigMap labelled with the profile's DCM name, when the ConfigMap holds another
   /// payload under it; null when it does not.
   std::map<std::string, std::shared_ptr<const std::vector<std::string>>> holders;
   std::optional<std::map<std::string, std::vector<std::string>>> by_dcm_name;
@@ -152,11 +161,13 @@ public:
 
 private:
   std::vector<std::shared_ptr<const pdb_info>> budgets(const node_slice& s) const;
-  std::shared_ptr<const std::vector<std::string>> labelled_if_differs(const resolved_profile& p);
+  std::shared_ptr<const std::vector<std::string>> labelled_if_differs(const resolved_profile& p,
+                                                                      const dcm_config_state& d);
   std::shared_ptr<const resolved_profile> profile(const std::string& name);
-  std::shared_ptr<const std::vector<std::string>> labelled(const std::string& dcm_name);
+  std::shared_ptr<const std::vector<std::string>> labelled(const std::string& dcm_name,
+                                                           const std::string& config_map);
 
-  const dcm_config_state& dcm();
+  std::shared_ptr<const dcm_config_state> dcm(const std::string& node);
   std::shared_ptr<const shared_map<node_info>> all_nodes();
   std::shared_ptr<const std::map<std::string, std::int64_t>> free_gpu_devices();
   std::shared_ptr<const std::set<std::string>> plan_nodes(const std::string& plan);

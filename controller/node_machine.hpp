@@ -6,6 +6,7 @@
 // look again. Every step is idempotent: a controller restarted at any instant re-reads
 // the same state and continues.
 
+#include "controller/dcm_discovery.hpp"
 #include "controller/dra.hpp"
 #include "controller/finding.hpp"
 #include "controller/observed.hpp"
@@ -40,6 +41,8 @@ inline constexpr const char* dcm_profile_label = "dcm.amd.com/gpu-config-profile
 inline constexpr const char* dcm_state_label = "dcm.amd.com/gpu-config-profile-state";
 /// Set by AMD's node labeller on a node whose GPUs all share one style ("cpx_nps4").
 inline constexpr const char* partition_label = "amd.com/gpu.compute-memory-partition";
+/// Set by AMD's node labeller: the GPUs' PCI device id (MI300X: 74a1).
+inline constexpr const char* gpu_device_id_label = "amd.com/gpu.device-id";
 
 /// The profile a node is to get, as far as it could be resolved.
 struct resolved_profile {
@@ -102,6 +105,21 @@ inline bool dcm_success_reason(const std::string& reason) {
 /// in the middle of a memory-mode change, and the same pod sends AMD AI NIC Events.
 bool dcm_failure_event(const dcm_event_info& e);
 
+/// DCM retries a failed run every minute for 30 minutes from the label's trigger, and the
+/// attempt under way then completes (a memory change reloads the driver, up to 5 minutes
+/// with a KMM-managed one; each host service takes 10 s more): 40 minutes after the label,
+/// DCM has surely stopped.
+inline constexpr std::chrono::minutes dcm_retry_bound{40};
+
+/// A failure DCM does not retry: the config file unreadable, the profile unknown or
+/// invalid, amd-smi unusable. (NonExistentProfile is run again when the file changes, and
+/// PartitionRetrying is retried.)
+inline bool dcm_final_failure(const std::string& reason) {
+  return reason == "InvalidJSONInConfigMap" || reason == "InvalidProfileInfo" ||
+         reason == "ConfigMapNotPresent" || reason == "AMDSMIAPIFailure" ||
+         reason == "DuplicateProfileExists" || reason == "PartitionFailure";
+}
+
 /// DCM stamps its Events with the node's clock, never compared with the operator's: a run
 /// records (status.dcmEventsUntil) the newest of them it has accounted for, and reads as
 /// new only those newer by that same clock. The mark of `events`: the newest one's time,
@@ -113,10 +131,18 @@ std::string dcm_events_mark(const std::vector<dcm_event_info>& events);
 std::optional<protocol::wall_clock::time_point>
 dcm_events_until(const protocol::node_partitioning_status& status);
 
-/// DCM's config ConfigMap as observed.
+/// The node's DCM and the config ConfigMap it reads, as observed.
 struct dcm_config_state {
   std::string ns;
+  /// The ConfigMap the node's DCM pod mounts; "" when there is none, or it cannot be told.
   std::string name;
+  /// The node's DCM pod (namespace/name), whether it runs, its version (its image's tag)
+  /// and why the ConfigMap it reads cannot be told (find_node_dcm).
+  std::string pod;
+  bool running = false;
+  std::string image;
+  std::optional<dcm_version> version;
+  std::string problem;
   bool found = false;
   std::string config_json;
   /// When config.json last changed, as far as known: our annotation, else the ConfigMap's

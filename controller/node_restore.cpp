@@ -64,6 +64,9 @@ bool restore_node(const node_inputs& in, status_editor& s, node_step& out, bool 
     return restore_devices(in, s, out, keep_cordon);
   const auto& node = *in.node;
   const auto was = annotation(node, was_unschedulable_annotation);
+  // An earlier run's failure left DCM retrying: the node stays out of service meanwhile.
+  if (node.has_dcm_taint() && dcm_hold(in, s.status))
+    return false;
   if (node.has_dcm_taint() && (was || we_tainted(s.status))) {
     out.taint = false;
     return true;
@@ -95,18 +98,55 @@ void fail_and_roll_back(const node_inputs& in, status_editor& s, node_step& out,
   out.events.push_back({true, "Warning", reason, message});
 }
 
+bool dcm_done(const node_inputs& in, const protocol::node_partitioning_status& st) {
+  if (in.node && in.node->label(dcm_state_label) == "success")
+    return true;
+  const auto until = dcm_events_until(st);
+  if (!until)
+    return false;
+  for (const auto& e : in.dcm_events)
+    if (e.time > *until && e.profile == in.profile.dcm_name &&
+        (dcm_success_reason(e.reason) || e.reason == "PartitionFailure" ||
+         dcm_final_failure(e.reason)))
+      return true;
+  return false;
+}
+
+std::optional<protocol::wall_clock::time_point>
+dcm_hold(const node_inputs& in, const protocol::node_partitioning_status& st) {
+  if (st.dcm_may_change_until.empty())
+    return std::nullopt;
+  const auto until = protocol::parse_time(st.dcm_may_change_until);
+  if (!until || in.now >= *until || dcm_done(in, st))
+    return std::nullopt;
+  return until;
+}
+
 void fail_keeping_cordon(const node_inputs& in, status_editor& s, node_step& out,
-                         const std::string& reason, const std::string& message) {
+                         const std::string& reason, const std::string& message,
+                         bool dcm_may_retry) {
   s.error(message);
   const auto rule = device_rule(s.status);
+  std::string held;
+  if (dcm_may_retry && rule.empty() && !dcm_done(in, s.status)) {
+    // Since the label was set (this phase's entry).
+    const auto until = s.entered() + dcm_retry_bound;
+    if (in.now < until) {
+      s.status.dcm_may_change_until = protocol::format_time(until);
+      held = "; DCM may retry the profile until " + s.status.dcm_may_change_until +
+             ": the node keeps the amd-dcm taint and its cordon until then, or until DCM "
+             "says it is done";
+    }
+  }
   s.enter(node_phase::failed, reason,
-          message + (rule.empty()
+          message + (!held.empty() ? held
+                     : rule.empty()
                          ? "; the node stays cordoned (its GPUs may be in an unknown state)"
                          : "; its GPUs stay tainted by DeviceTaintRule " + rule +
                                " (they may be in an unknown state)"),
           true);
-  out.events.push_back({true, "Warning", reason, message});
-  if (in.node->has_dcm_taint())
+  out.events.push_back({true, "Warning", reason, message + held});
+  if (held.empty() && in.node->has_dcm_taint())
     out.taint = false;
 }
 
@@ -153,10 +193,25 @@ void on_failed(const node_inputs& in, status_editor& s, node_step& out) {
     }
     return;
   }
-  // The GPUs are in an unknown state: keep the cordon, lift the taint so the device
-  // plugin and labeller report what they see.
-  if (in.node->has_dcm_taint())
-    out.taint = false;
+  // The GPUs are in an unknown state: keep the cordon. Keep the taint too while DCM may
+  // still retry the profile; then lift it, so the device plugin and labeller report what
+  // they see.
+  if (const auto until = dcm_hold(in, s.status)) {
+    out.requeue = std::max<std::chrono::milliseconds>(
+        poll_interval, std::chrono::duration_cast<std::chrono::milliseconds>(*until - in.now));
+  } else {
+    if (!s.status.dcm_may_change_until.empty()) {
+      s.status.dcm_may_change_until.clear();
+      out.events.push_back({true, "Normal", "DCMDone",
+                            dcm_done(in, s.status)
+                                ? "DCM is done with the profile: lifting the amd-dcm taint; "
+                                  "the node stays cordoned until checked"
+                                : "DCM's retries are over: lifting the amd-dcm taint; the node "
+                                  "stays cordoned until checked"});
+    }
+    if (in.node->has_dcm_taint())
+      out.taint = false;
+  }
   // A new spec is not started on such a node by itself: an admin checks it first, and
   // the status says what is pending.
   if (spec_changed) {
@@ -199,6 +254,12 @@ void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
                                   std::string(phase_name(phase)) + ": DeviceTaintRule " + rule +
                                   " stays on the node's GPUs (they may be mid-change); delete "
                                   "it once they are checked"});
+      }
+      // DCM may still retry a failed run: the taint, and with it the item, stay until then.
+      if (const auto until = dcm_hold(in, s.status); until && in.node->has_dcm_taint()) {
+        out.requeue = std::max<std::chrono::milliseconds>(
+            poll_interval, std::chrono::duration_cast<std::chrono::milliseconds>(*until - in.now));
+        return;
       }
       if (in.node->has_dcm_taint() && annotation(*in.node, was_unschedulable_annotation))
         out.taint = false;

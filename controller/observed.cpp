@@ -16,6 +16,17 @@ std::string dcm_event_node(const dcm_event& e, const std::string& dcm_namespace,
   return e.host.empty() || e.host == pod->node_name ? pod->node_name : std::string{};
 }
 
+bool is_dcm_pod(const pod_info& p, const std::string& dcm_namespace) {
+  if (p.ns != dcm_namespace)
+    return false;
+  auto is = [&](const char* key, const char* value) {
+    const auto it = p.labels.find(key);
+    return it != p.labels.end() && it->second == value;
+  };
+  return is("app.kubernetes.io/name", "device-config-manager") ||
+         is("app", "amdgpu-device-config-manager");
+}
+
 bool node_info::has_dcm_taint() const {
   return std::any_of(taints.begin(), taints.end(), [](const taint& t) {
     return t.key == dcm_taint_key && t.effect == "NoExecute";

@@ -140,6 +140,11 @@ struct pod_info {
   long long gpus = 0;
   /// Some of its GPUs are held through ResourceClaims.
   bool gpu_claims = false;
+  /// What it mounts where DCM reads its config (dcm_config_mount_path): the ConfigMap's
+  /// name, "" for a volume of another kind; nullopt when nothing is mounted there. With
+  /// the image of the container that mounts it (DCM's, whose tag is DCM's version).
+  std::optional<std::string> dcm_config_mount;
+  std::string dcm_image;
 
   bool tolerates_dcm_taint() const;
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
@@ -150,6 +155,15 @@ struct pod_info {
 inline bool is_gpu_device_plugin(const pod_info& p, const std::string& gpu_operator_ns) {
   return p.device_plugin && p.daemon_set && p.ns == gpu_operator_ns;
 }
+
+/// Where DCM reads config.json: a ConfigMap volume of its pod (ROCm/device-config-manager
+/// globals.JsonFilePath; the GPU operator and DCM's own chart mount it there).
+inline constexpr const char* dcm_config_mount_path = "/etc/config-manager";
+
+/// A DCM pod: in DCM's namespace, labelled as the GPU operator's DaemonSet labels it
+/// (app.kubernetes.io/name=device-config-manager) or as DCM's own Helm chart does
+/// (app=amdgpu-device-config-manager, "standalone DCM").
+bool is_dcm_pod(const pod_info& p, const std::string& dcm_namespace);
 
 /// DaemonSets, namespace/name -> UID: all a drain needs to know of them.
 using daemon_set_uids = std::map<std::string, std::string>;
@@ -194,7 +208,10 @@ struct dcm_event_info {
   std::string type; // Normal or Warning
   std::string reason;
   std::string message;
-  /// SelectedProfile of DCM's PartitionStatus message: which request it answers.
+  /// SelectedProfile of DCM's GPU PartitionStatus message: which request it answers. ""
+  /// for a message of another shape: the same pod sends AMD AI NIC Events, whose
+  /// SelectedProfile is a NIC profile; a GPU answer always carries GPUStatus (null when no
+  /// GPU was worked on).
   std::string profile;
   protocol::wall_clock::time_point time{};
 };

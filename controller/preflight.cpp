@@ -12,19 +12,6 @@ namespace gpu_partitioner::controller {
 
 namespace codec = protocol::codec;
 
-namespace {
-
-// Whether a DCM pod (the GPU operator's DaemonSet, in DCM's namespace) runs on the node.
-bool dcm_runs_on(const node_inputs& in) {
-  return std::any_of(in.pods.begin(), in.pods.end(), [&](const pod_info& p) {
-    auto it = p.labels.find(dcm_pod_label);
-    return p.ns == in.dcm.ns && it != p.labels.end() && it->second == dcm_pod_label_value &&
-           p.phase == "Running" && !p.deleting;
-  });
-}
-
-} // namespace
-
 finding rival_finding(const resolved_profile& profile, const std::string& rival) {
   return {"DCMProfileNameConflict",
           "PartitioningProfile \"" + rival + "\" uses DCM profile name " +
@@ -103,14 +90,32 @@ std::vector<finding> preflight(const node_inputs& in) {
          where + "puts GPUs in more than one compute/memory style but expects amd.com/gpu: "
                  "AMD's device plugin under its default single strategy exits on such a "
                  "node; use the mixed strategy's amd.com/<compute>_<memory> resources"});
-  // DCM reads its profiles from this ConfigMap; without it (or with garbage in it) DCM
-  // cannot apply anything, so find out before the node is disturbed.
-  if (!in.dcm.found)
-    findings.push_back({"DCMConfigNotFound",
-                        "DCM's ConfigMap " + in.dcm.ns + "/" + in.dcm.name + " does not exist"});
-  else if (const auto problem = dcm_config_problem(in.dcm.config_json))
+  // DCM reads its profiles from the ConfigMap its pod on the node mounts; without it (or
+  // with garbage in it) DCM cannot apply anything, so find out before the node is
+  // disturbed. Where no DCM pod is there, DCMNotRunning below says so.
+  if (!in.dcm.problem.empty())
+    findings.push_back({"DCMConfigUnknown", "node " + in.item.spec.node_name + ": " +
+                                                in.dcm.problem +
+                                                "; nothing is drained until one DCM with its "
+                                                "ConfigMap runs there"});
+  else if (!in.dcm.name.empty() && !in.dcm.found)
+    findings.push_back({"DCMConfigNotFound", "DCM's ConfigMap " + in.dcm.ns + "/" + in.dcm.name +
+                                                 ", which DCM pod " + in.dcm.pod +
+                                                 " mounts, does not exist"});
+  else if (const auto problem =
+               in.dcm.found ? dcm_config_problem(in.dcm.config_json) : std::optional<std::string>{})
     findings.push_back(
         {"DCMConfigInvalid", in.dcm.ns + "/" + in.dcm.name + " config.json " + *problem});
+  // What the node's DCM would refuse, known before the drain: a mode the kernel refuses
+  // on the node's part, a group without numGPUsAssigned on DCM 1.3.
+  if (profile.payload && in.node)
+    if (const auto refused =
+            dcm_refusal(*profile.payload, in.node->label(gpu_device_id_label), in.dcm.version))
+      findings.push_back(
+          {"DCMWouldRefuse",
+           where + "spec.operatorPayload: " + *refused +
+               (in.dcm.pod.empty() ? std::string()
+                                   : " (DCM pod " + in.dcm.pod + ", image " + in.dcm.image + ")")});
   if (in.node && profile.spec.target_selector &&
       !matches(*profile.spec.target_selector, in.node->labels))
     findings.push_back({"TargetMismatch", "node " + in.node->name +
@@ -165,12 +170,15 @@ std::vector<finding> preflight(const node_inputs& in) {
                           phase == protocol::node_phase::succeeded;
   // A NotReady node's pods are what its kubelet last reported: DCM's is looked for once
   // the node is Ready (it waits in Pending meanwhile).
-  if (in.node && in.node->ready && before_run && !dcm_runs_on(in))
-    findings.push_back({"DCMNotRunning", "no DCM pod runs on node " + in.node->name +
-                                             " (a pod in " + in.dcm.ns + " labelled " +
-                                             dcm_pod_label + "=" + dcm_pod_label_value +
-                                             "): nothing would answer the profile label; check the "
-                                             "DeviceConfig's spec.configManager and its selector"});
+  if (in.node && in.node->ready && before_run && !in.dcm.running)
+    findings.push_back(
+        {"DCMNotRunning",
+         "no DCM pod runs on node " + in.node->name +
+             (in.dcm.pod.empty() ? std::string() : " (" + in.dcm.pod + " is not Running)") +
+             " (a pod in " + in.dcm.ns + " labelled " + dcm_pod_label + "=" + dcm_pod_label_value +
+             " by AMD's GPU operator, or app=amdgpu-device-config-manager by DCM's own chart): "
+             "nothing would answer the profile label; check the DeviceConfig's "
+             "spec.configManager and its selector"});
   if (in.node && before_run) {
     const std::pair<const char*, std::string> named[] = {
         {"the plan's spec.verification.gpuReadyLabel", in.item.spec.verification.gpu_ready_label},

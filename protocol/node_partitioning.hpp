@@ -267,6 +267,10 @@ struct node_partitioning_status {
   /// never compared with the operator's: DCM's answer, and a soak's DCM trouble, are the
   /// Events newer than this.
   std::string dcm_events_until;
+  /// By the operator's clock: a run failed after DCM was asked, and DCM may go on retrying
+  /// it until then (every minute for 30 minutes, the attempt under way completing): the
+  /// node keeps the taint as well as the cordon until then, or until DCM says it is done.
+  std::string dcm_may_change_until;
   std::optional<dry_run_preview> preview;
   std::optional<dra_run> dra{};
 };
@@ -284,6 +288,7 @@ constexpr auto describe(codec::tag<node_partitioning_status>) {
       codec::field("startedAt", &T::started_at).date_time(),
       codec::field("completedAt", &T::completed_at).date_time(),
       codec::field("dcmEventsUntil", &T::dcm_events_until).date_time(),
+      codec::field("dcmMayChangeUntil", &T::dcm_may_change_until).date_time(),
       codec::field("preview", &T::preview), codec::field("dra", &T::dra));
 }
 

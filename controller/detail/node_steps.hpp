@@ -175,10 +175,24 @@ bool restore_node(const node_inputs& in, status_editor& s, node_step& out, bool 
 void fail_and_roll_back(const node_inputs& in, status_editor& s, node_step& out,
                         const std::string& reason, const std::string& message);
 
-// Fails the run after DCM was asked: the node stays cordoned (or its GPUs tainted), the
-// NoExecute taint comes off so the device plugin and labeller report what they see.
+// Whether DCM has said since the run's start that it is done with the run's profile:
+// success (its Event, or the state label), PartitionFailure (its retries are over), or a
+// failure it does not retry.
+bool dcm_done(const node_inputs& in, const protocol::node_partitioning_status& st);
+
+// Until when DCM may still change the node's GPUs for a run that failed after it was
+// asked (status.dcmMayChangeUntil), while that is ahead and DCM has not said it is done.
+std::optional<protocol::wall_clock::time_point>
+dcm_hold(const node_inputs& in, const protocol::node_partitioning_status& st);
+
+// Fails the run after DCM was asked: the node stays cordoned (or its GPUs tainted). The
+// NoExecute taint comes off so the device plugin and labeller report what they see, unless
+// DCM may still retry (`dcm_may_retry`: it did not answer, or answered with a failure it
+// retries): then it stays until DCM's retries are over (dcm_hold), so that no pod runs on
+// GPUs DCM may still change.
 void fail_keeping_cordon(const node_inputs& in, status_editor& s, node_step& out,
-                         const std::string& reason, const std::string& message);
+                         const std::string& reason, const std::string& message,
+                         bool dcm_may_retry = false);
 
 // Failed, and a NodePartitioning being deleted.
 void on_failed(const node_inputs& in, status_editor& s, node_step& out);

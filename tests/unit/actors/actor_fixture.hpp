@@ -168,6 +168,8 @@ struct cluster_model {
       auto p = make_pod(n.name, "dcm-" + n.name);
       p.ns = dcm_ns;
       p.labels = {{gc::dcm_pod_label, gc::dcm_pod_label_value}};
+      p.dcm_config_mount = dcm_cm;
+      p.dcm_image = "rocm/device-config-manager:v1.3.0";
       p.daemon_set = true;
       gc::toleration t;
       t.key = gc::dcm_taint_key;
@@ -372,7 +374,7 @@ struct io_double_state {
   /// Show the requester the new snapshot before answering, as the watch would.
   bool publish = true;
   /// Where DCM's config is, for the slices shown to the requester.
-  gc::dcm_settings dcm{dcm_ns, dcm_cm, std::chrono::milliseconds(90000)};
+  gc::dcm_settings dcm{dcm_ns, std::chrono::milliseconds(90000)};
 };
 
 /// An io handle the test can also tell to deliver what it holds.

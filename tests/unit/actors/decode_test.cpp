@@ -39,7 +39,7 @@ BOOST_AUTO_TEST_CASE(a_dcm_event_names_its_node_its_object_and_the_profile_it_an
     "involvedObject": {"kind": "Pod", "namespace": "kube-amd-gpu", "name": "dcm-x7k2p"},
     "source": {"component": "amd-device-config-manager", "host": "gpu-7"},
     "type": "Warning", "reason": "AMDSMIAPIFailure",
-    "message": "{\"SelectedProfile\":\"cpx-nps4\",\"Status\":\"failed\"}",
+    "message": "{\"SelectedProfile\":\"cpx-nps4\",\"FinalStatus\":\"Failure\",\"Reason\":\"x\",\"GPUStatus\":null}",
     "lastTimestamp": "2027-01-15T08:00:00Z"})");
   const auto e = ga::decode_dcm_event(d);
   BOOST_TEST(e.ns == "kube-amd-gpu");
@@ -65,6 +65,48 @@ BOOST_AUTO_TEST_CASE(a_message_that_is_not_dcms_json_answers_no_profile) {
   BOOST_TEST((e.info.time == gp::wall_clock::time_point{}), "no lastTimestamp: no time");
 }
 
+// The same DCM pod sends AMD AI NIC Events: a GPU answer carries GPUStatus (null when no
+// GPU was worked on); a message without it names a NIC profile, or none, and answers no
+// GPU request even under the GPU profile's name.
+BOOST_AUTO_TEST_CASE(a_nic_event_of_the_same_pod_answers_no_gpu_profile) {
+  auto event = [](const std::string& message) {
+    rapidjson::Document d;
+    d.SetObject();
+    auto& a = d.GetAllocator();
+    d.AddMember("reason", "SuccessfullyPartitioned", a);
+    d.AddMember("message", rapidjson::Value(message.c_str(), a), a);
+    return ga::decode_dcm_event(d).info.profile;
+  };
+  BOOST_TEST(event(R"({"SelectedProfile":"cpx-nps4","FinalStatus":"Success"})").empty());
+  BOOST_TEST(event(R"({"SelectedProfile":"cpx-nps4","GPUStatus":"none"})").empty());
+  BOOST_TEST(event("Profile: cpx-nps4 | applied to NIC 0").empty());
+  BOOST_TEST(event(R"({"SelectedProfile":"cpx-nps4","GPUStatus":null})") == "cpx-nps4");
+  BOOST_TEST(event(R"({"SelectedProfile":"cpx-nps4","GPUStatus":[{"GpuID":0}]})") == "cpx-nps4");
+}
+
+// What a DCM pod mounts where DCM reads its config, and its image (DCM's version).
+BOOST_AUTO_TEST_CASE(a_pod_says_which_configmap_it_mounts_as_dcms_config) {
+  const auto dcm = ga::decode_pod(parse(R"({
+    "metadata": {"namespace": "kube-amd-gpu", "name": "dcm-1"},
+    "spec": {"containers": [
+        {"name": "init", "image": "busybox", "volumeMounts": [{"name": "sys", "mountPath": "/sys"}]},
+        {"name": "dcm", "image": "docker.io/rocm/device-config-manager:v1.3.0",
+         "volumeMounts": [{"name": "cfg", "mountPath": "/etc/config-manager/"}]}],
+      "volumes": [{"name": "sys", "hostPath": {"path": "/sys"}},
+                  {"name": "cfg", "configMap": {"name": "config-manager-config"}}]}})"));
+  BOOST_REQUIRE(dcm.dcm_config_mount.has_value());
+  BOOST_TEST(*dcm.dcm_config_mount == "config-manager-config");
+  BOOST_TEST(dcm.dcm_image == "docker.io/rocm/device-config-manager:v1.3.0");
+  const auto projected = ga::decode_pod(parse(R"({
+    "spec": {"containers": [{"name": "dcm", "volumeMounts":
+        [{"name": "cfg", "mountPath": "/etc/config-manager"}]}],
+      "volumes": [{"name": "cfg", "projected": {"sources": []}}]}})"));
+  BOOST_REQUIRE(projected.dcm_config_mount.has_value());
+  BOOST_TEST(projected.dcm_config_mount->empty(), "mounted, but no ConfigMap");
+  const auto none = ga::decode_pod(parse(R"({"spec": {"containers": [{"name": "web"}]}})"));
+  BOOST_TEST(!none.dcm_config_mount.has_value());
+}
+
 // Any node's kubelet may write an Event in DCM's namespace: a message of 300,000 nested
 // arrays is read as no answer, not by recursion that exhausts the stack (which crashed the
 // watch thread, again at every start while the Event was listed).
@@ -83,8 +125,8 @@ BOOST_AUTO_TEST_CASE(a_deeply_nested_message_is_no_answer_and_no_crash) {
   BOOST_TEST(e.info.profile.empty());
   BOOST_TEST(e.info.message.size() == deep.size());
   // Nested inside an object, the profile is still found.
-  const std::string wrapped = R"({"SelectedProfile":"cpx-nps4","x":)" + std::string(200000, '[') +
-                              std::string(200000, ']') + "}";
+  const std::string wrapped = R"({"SelectedProfile":"cpx-nps4","GPUStatus":[],"x":)" +
+                              std::string(200000, '[') + std::string(200000, ']') + "}";
   d["message"].SetString(wrapped.c_str(), static_cast<rapidjson::SizeType>(wrapped.size()), a);
   BOOST_TEST(ga::decode_dcm_event(d).info.profile == "cpx-nps4");
 }

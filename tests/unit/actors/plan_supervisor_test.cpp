@@ -47,7 +47,6 @@ struct supervisor_fixture : actor_fixture {
     ga::plan_supervisor_config c;
     c.plan = plan_name;
     c.dcm_namespace = dcm_ns;
-    c.dcm_name = dcm_cm;
     c.io = io;
     c.writer = writer;
     supervisor = spawn(ga::plan_supervisor, c);
@@ -485,7 +484,6 @@ BOOST_FIXTURE_TEST_CASE(an_item_made_by_hand_for_no_live_plan_is_left_alone, sup
   ga::plan_supervisor_config c;
   c.plan = "ghost";
   c.dcm_namespace = dcm_ns;
-  c.dcm_name = dcm_cm;
   c.io = io;
   c.writer = writer;
   supervisor = spawn(ga::plan_supervisor, c);
@@ -539,7 +537,6 @@ struct root_fixture : actor_fixture {
   root_fixture() {
     ga::operator_settings settings;
     settings.dcm_namespace = dcm_ns;
-    settings.dcm_name = dcm_cm;
     root = spawn(ga::operator_root, settings, io, writer);
     for (const char* n : {"gpu-1", "gpu-2"})
       observe_node_and_item(n);

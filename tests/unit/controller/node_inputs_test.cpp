@@ -24,7 +24,9 @@ const std::string cpx =
     R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4","numGPUsAssigned":8}]})";
 const std::string spx =
     R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"SPX","memoryPartition":"NPS1","numGPUsAssigned":8}]})";
-const gc::dcm_settings dcm{"kube-amd-gpu", "default-dcm-config", 90s};
+const gc::dcm_settings dcm{"kube-amd-gpu", 90s};
+// The ConfigMap the DCM pods of view_builder's nodes mount.
+const std::string dcm_cm = "default-dcm-config";
 
 gc::config_map_data dcm_config(const std::string& profiles_json) {
   return {{"config.json", R"({"gpu-config-profiles":)" + profiles_json + "}"}};
@@ -34,8 +36,8 @@ struct view_builder {
   gc::cluster_view v;
 
   view_builder() {
-    v.config_maps_listed.insert(dcm.ns + "/" + dcm.name);
-    config_map(dcm.ns, dcm.name, dcm_config("{}"));
+    v.config_maps_listed.insert(dcm.ns + "/" + dcm_cm);
+    config_map(dcm.ns, dcm_cm, dcm_config("{}"));
   }
   view_builder& config_map(const std::string& ns, const std::string& name,
                            gc::config_map_data data) {
@@ -77,6 +79,24 @@ struct view_builder {
     if (!profile_label.empty())
       n->labels[gc::dcm_profile_label] = profile_label;
     v.nodes[name] = n;
+    return *this;
+  }
+  /// DCM's pod on the node, as the GPU operator's DaemonSet runs it (or, with `app`, as
+  /// DCM's own chart does), mounting `config_map` as DCM's config.
+  view_builder& dcm_pod(const std::string& node, const std::string& config_map = dcm_cm,
+                        bool standalone = false) {
+    auto d = std::make_shared<gc::pod_info>();
+    d->ns = dcm.ns;
+    d->name = "dcm-" + node;
+    d->node_name = node;
+    if (standalone)
+      d->labels = {{"app", "amdgpu-device-config-manager"}};
+    else
+      d->labels = {{gc::dcm_pod_label, gc::dcm_pod_label_value}};
+    d->phase = "Running";
+    d->dcm_config_mount = config_map;
+    d->dcm_image = "docker.io/rocm/device-config-manager:v1.3.0";
+    v.pods_to_edit(node)[dcm.ns + "/dcm-" + node] = d;
     return *this;
   }
   view_builder& pod(const std::string& node, const std::string& name, const std::string& app) {
@@ -393,8 +413,8 @@ BOOST_AUTO_TEST_CASE(dcm_config_written_at_is_the_latest_of_stamp_sight_and_crea
   view_builder b;
   auto data = dcm_config(R"({"cpx":{}})");
   data[gc::config_created_key] = "2027-01-15T08:00:00Z";
-  b.config_map(dcm.ns, dcm.name, data);
-  auto state = gc::dcm_config_of(b.v, dcm);
+  b.config_map(dcm.ns, dcm_cm, data);
+  auto state = gc::dcm_config_of(b.v, dcm, dcm_cm);
   BOOST_TEST(state.found);
   BOOST_TEST(state.config_json == R"({"gpu-config-profiles":{"cpx":{}}})");
   BOOST_REQUIRE(state.written_at.has_value());
@@ -403,17 +423,18 @@ BOOST_AUTO_TEST_CASE(dcm_config_written_at_is_the_latest_of_stamp_sight_and_crea
 
   data[gc::config_written_key] = "2027-01-15T08:05:00.250000Z";
   data[gc::config_changed_key] = "2027-01-15T08:04:00.000000Z";
-  b.config_map(dcm.ns, dcm.name, data);
-  state = gc::dcm_config_of(b.v, dcm);
+  b.config_map(dcm.ns, dcm_cm, data);
+  state = gc::dcm_config_of(b.v, dcm, dcm_cm);
   BOOST_TEST((*state.written_at == *gp::parse_time("2027-01-15T08:05:00.250000Z")));
 
   data[gc::config_changed_key] = "2027-01-15T08:06:00.000000Z";
-  b.config_map(dcm.ns, dcm.name, data);
-  BOOST_TEST((*gc::dcm_config_of(b.v, dcm).written_at == *gp::parse_time("2027-01-15T08:06:00Z")),
-             "an admin's edit the root saw counts too");
+  b.config_map(dcm.ns, dcm_cm, data);
+  BOOST_TEST(
+      (*gc::dcm_config_of(b.v, dcm, dcm_cm).written_at == *gp::parse_time("2027-01-15T08:06:00Z")),
+      "an admin's edit the root saw counts too");
 
-  b.v.config_maps.erase(dcm.ns + "/" + dcm.name);
-  const auto gone = gc::dcm_config_of(b.v, dcm);
+  b.v.config_maps.erase(dcm.ns + "/" + dcm_cm);
+  const auto gone = gc::dcm_config_of(b.v, dcm, dcm_cm);
   BOOST_TEST(!gone.found);
   BOOST_TEST(gone.ns == dcm.ns);
   BOOST_TEST((gone.sync == 90s));
@@ -443,10 +464,10 @@ BOOST_AUTO_TEST_CASE(dcm_events_from_the_node_are_read_with_the_profile_they_ans
 BOOST_AUTO_TEST_CASE(the_plans_profiles_go_to_dcm_unless_they_would_change_a_name_in_use) {
   view_builder b;
   // DCM holds "spx" with another payload than the plan's; node c carries it.
-  b.config_map(dcm.ns, dcm.name, dcm_config(R"({"spx":)" + cpx + "}"));
+  b.config_map(dcm.ns, dcm_cm, dcm_config(R"({"spx":)" + cpx + "}"));
   b.plan("p", {"cpx", "spx", "broken"}).payload("cpx-payload", cpx).payload("spx-payload", spx);
   b.profile("cpx", "cpx-payload").profile("spx", "spx-payload").profile("broken", "nowhere");
-  b.node("a").node("c", "spx");
+  b.node("a").node("c", "spx").dcm_pod("a").dcm_pod("c");
   const auto pending = assemble(b.v, item("a", "cpx"));
   BOOST_TEST(pending.plan_profiles.empty(),
              "only a node that drains or applies writes DCM's config");
@@ -465,6 +486,39 @@ BOOST_AUTO_TEST_CASE(the_plans_profiles_go_to_dcm_unless_they_would_change_a_nam
   const auto free = assemble(b.v, item("a", "cpx", gp::node_phase::applying));
   BOOST_TEST(free.plan_profiles.count("spx") == 1u);
   BOOST_TEST(free.plan_profiles.count("broken") == 0u);
+}
+
+// Each node's DCM reads the ConfigMap its pod mounts: the GPU operator's DeviceConfig may
+// name any (AMD's docs: config-manager-config), DCM's own chart mounts dcm-st. A write
+// for one node goes there, and only nodes whose DCM reads it hold a name in it.
+BOOST_AUTO_TEST_CASE(each_nodes_dcm_config_is_the_configmap_its_dcm_pod_mounts) {
+  view_builder b;
+  b.config_map(dcm.ns, "config-manager-config", dcm_config(R"({"spx":)" + cpx + "}"));
+  b.config_map(dcm.ns, "dcm-st", dcm_config("{}"));
+  b.plan("p", {"spx"}).payload("spx-payload", spx).profile("spx", "spx-payload");
+  b.node("a").node("s").node("c", "spx").node("d", "spx");
+  b.dcm_pod("a", "config-manager-config").dcm_pod("s", "dcm-st", true);
+  b.dcm_pod("c", "config-manager-config").dcm_pod("d", "dcm-st", true);
+  const auto a = assemble(b.v, item("a", "spx", gp::node_phase::draining));
+  BOOST_TEST(a.dcm.name == "config-manager-config");
+  BOOST_TEST(a.dcm.found);
+  BOOST_TEST(a.dcm.running);
+  BOOST_TEST(a.dcm.problem.empty());
+  BOOST_REQUIRE(a.dcm.version.has_value());
+  BOOST_TEST(a.dcm.version->text() == "1.3.0");
+  BOOST_TEST(a.dcm_name_holders == std::vector<std::string>{"c"},
+             "d's DCM reads dcm-st, which a write of config-manager-config does not rerun");
+  const auto s = assemble(b.v, item("s", "spx", gp::node_phase::draining));
+  BOOST_TEST(s.dcm.name == "dcm-st", "standalone DCM, recognised by its chart's label");
+  BOOST_TEST(s.dcm.found);
+  BOOST_TEST(s.dcm_name_holders.empty(), "dcm-st does not hold spx");
+  BOOST_TEST(s.plan_profiles.count("spx") == 1u);
+  // A node without a DCM pod: nothing answers, and no ConfigMap is DCM's there.
+  b.node("x");
+  const auto x = assemble(b.v, item("x", "spx"));
+  BOOST_TEST(!x.dcm.running);
+  BOOST_TEST(x.dcm.name.empty());
+  BOOST_TEST(!x.dcm.found);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -518,9 +572,9 @@ BOOST_AUTO_TEST_CASE(a_view_brings_a_worker_news_of_its_own_of_its_budgets_or_no
 // is news to the workers of that profile: writing it would repartition that node.
 BOOST_AUTO_TEST_CASE(a_new_holder_of_a_changed_dcm_name_is_news) {
   view_builder b;
-  b.config_map(dcm.ns, dcm.name, dcm_config(R"({"spx":)" + cpx + "}"));
+  b.config_map(dcm.ns, dcm_cm, dcm_config(R"({"spx":)" + cpx + "}"));
   b.plan("p", {"spx"}).payload("spx-payload", spx).profile("spx", "spx-payload");
-  b.node("a").node("c");
+  b.node("a").node("c").dcm_pod("a").dcm_pod("c");
   const auto it = item("a", "spx");
   b.v.items[it.metadata.name] = std::make_shared<const gp::node_partitioning>(it);
   const auto first = gc::view_slicer(b.v, dcm).update(it, nullptr);
@@ -544,12 +598,17 @@ BOOST_AUTO_TEST_CASE(a_new_holder_of_a_changed_dcm_name_is_news) {
 BOOST_AUTO_TEST_CASE(the_memo_keeps_shared_objects_until_what_they_depend_on_changes) {
   view_builder b;
   b.plan("p", {"cpx"}).profile("cpx", "cpx-payload").payload("cpx-payload", cpx).node("a");
+  b.dcm_pod("a");
   const auto it = item("a", "cpx");
   gc::slice_memo memo;
   const auto first = gc::view_slicer(b.v, dcm, memo).slice(it);
+  BOOST_REQUIRE(memo.dcm.count(dcm_cm) == 1u);
+  const auto config = memo.dcm.at(dcm_cm);
   const auto second = gc::view_slicer(b.v, dcm, memo).slice(it);
   BOOST_TEST((first.profile == second.profile), "the same profile object");
-  BOOST_TEST((first.dcm == second.dcm), "DCM's config read once");
+  BOOST_TEST((memo.dcm.at(dcm_cm) == config), "DCM's config read once");
+  BOOST_TEST(second.dcm->found);
+  BOOST_TEST(second.dcm->pod == dcm.ns + "/dcm-a");
   BOOST_TEST((first.plan_profiles == second.plan_profiles));
 
   b.v.relabelled_keys = {"amd.com/gpu.ready"};

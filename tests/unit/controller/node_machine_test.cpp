@@ -149,7 +149,23 @@ struct world {
     dcm.phase = "Running";
     dcm.daemon_set = true;
     dcm.tolerations = {tolerate_dcm()};
+    dcm.dcm_config_mount = "config-manager-config";
+    dcm.dcm_image = "docker.io/rocm/device-config-manager:v1.3.0";
     in.pods.push_back(dcm);
+    find_dcm();
+  }
+
+  // in.dcm's pod part, as the slicer finds it from the node's pods.
+  void find_dcm() {
+    std::vector<const gc::pod_info*> pods;
+    for (const auto& p : in.pods)
+      pods.push_back(&p);
+    const auto d = gc::find_node_dcm(pods, in.dcm.ns);
+    in.dcm.pod = d.pod;
+    in.dcm.running = d.running;
+    in.dcm.image = d.image;
+    in.dcm.version = d.version;
+    in.dcm.problem = d.problem;
   }
 
   gc::node_info& node() { return *in.node; }
@@ -1594,7 +1610,8 @@ BOOST_AUTO_TEST_CASE(dcm_1_5s_in_progress_keeps_waiting) {
 
 BOOST_AUTO_TEST_CASE(dcm_failure_fails_keeping_the_cordon_and_lifting_the_taint) {
   world w;
-  // DCM's state and its Event about it, from this run: quoted.
+  // DCM's state and its Event about it, from this run: quoted. amd-smi unusable is not
+  // retried: DCM is done, and the taint goes.
   w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours().dcm_says("failure");
   auto s = w.step();
   BOOST_TEST(contains(status_after(w, s).last_error, "AMDSMIAPIFailure: amd-smi failed"));
@@ -1622,8 +1639,99 @@ BOOST_AUTO_TEST_CASE(waits_for_dcm_until_the_plan_verification_timeout) {
   auto s = w.step();
   BOOST_TEST(phase_after(w, s) == "Failed");
   BOOST_TEST(last_reason(w, s) == "OperatorTimeout");
-  BOOST_TEST(taint_write(s) == "remove");
+  // DCM retries for 30 minutes from the label whatever the operator does: the node stays
+  // out of service (taint and cordon) until then, and its status says until when.
+  BOOST_TEST(taint_write(s) == "-");
   BOOST_TEST(cordon_write(s) == "-");
+  BOOST_TEST(status_after(w, s).dcm_may_change_until == gp::format_time(t0 + gc::dcm_retry_bound));
+  BOOST_TEST(contains(status_after(w, s).history.back().message, "keeps the amd-dcm taint"));
+}
+
+// DCM retries busy GPUs every minute for 30 minutes from the label, and may then succeed
+// under whatever runs on the node: a run the operator gives up on keeps the node out of
+// service (taint and cordon) until DCM gives up too, or says it is done.
+BOOST_AUTO_TEST_CASE(a_failed_run_dcm_still_retries_keeps_the_taint_until_dcm_gives_up) {
+  auto failed = [](world& w) {
+    w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+    w.in.item.spec.verification.timeout_seconds = 900;
+    w.later(60s).dcm_event("PartitionRetrying");
+    w.later(900s);
+    auto s = w.step();
+    BOOST_TEST(last_reason(w, s) == "OperatorTimeout");
+    BOOST_TEST(taint_write(s) == "-");
+    w.status() = status_after(w, s);
+  };
+  const auto until = gp::format_time(t0 + gc::dcm_retry_bound);
+  {
+    world w;
+    failed(w);
+    BOOST_TEST(w.status().dcm_may_change_until == until);
+    // Still within DCM's retries: the taint stays, and the step looks again at the end.
+    w.later(30min);
+    auto held = w.step();
+    BOOST_TEST(taint_write(held) == "-");
+    BOOST_TEST(cordon_write(held) == "-");
+    BOOST_TEST((held.requeue == std::chrono::milliseconds(10min)));
+    // An admin's retry starts a new run; one that fails before DCM is asked again (DCM's
+    // pod gone) gives the node back only as far as DCM allows: the taint stays.
+    w.in.item.metadata.annotations[gc::retry_annotation] = "1";
+    w.in.pods.clear();
+    w.find_dcm();
+    w.in.token = true;
+    auto retried = w.step();
+    BOOST_TEST(phase_after(w, retried) == "Failed");
+    BOOST_TEST(taint_write(retried) == "-");
+    // DCM's retries are over: the taint goes, the cordon stays until checked.
+    w.status() = status_after(w, retried);
+    w.in.item.metadata.annotations.clear();
+    w.later(40min);
+    auto over = w.step();
+    BOOST_TEST(taint_write(over) == "remove");
+    BOOST_TEST(cordon_write(over) == "-");
+    BOOST_TEST(status_after(w, over).dcm_may_change_until.empty());
+    BOOST_TEST(has_event(over, "DCMDone", true, "Normal"));
+  }
+  {
+    // DCM says it gave up (PartitionFailure at the end of its retries): no need to wait.
+    world w;
+    failed(w);
+    w.later(31min).dcm_event("PartitionFailure");
+    auto s = w.step();
+    BOOST_TEST(taint_write(s) == "remove");
+  }
+  {
+    // DCM succeeded after all: the GPUs hold the profile; the taint goes.
+    world w;
+    failed(w);
+    w.later(20min).dcm_state_only("success");
+    BOOST_TEST(taint_write(w.step()) == "remove");
+  }
+  {
+    // A NodePartitioning deleted meanwhile keeps its finalizer (and the taint) until then.
+    world w;
+    failed(w);
+    w.later(20min);
+    w.in.item.metadata.deletion_timestamp = gp::format_time(w.in.now);
+    auto s = w.step();
+    BOOST_TEST(!s.remove_finalizer);
+    BOOST_TEST(taint_write(s) == "-");
+    w.later(41min);
+    auto after = w.step();
+    BOOST_TEST(after.remove_finalizer);
+    BOOST_TEST(taint_write(after) == "remove");
+  }
+}
+
+// A failure DCM does not retry (it refused the profile) ends DCM's work: the taint goes
+// at once, as before.
+BOOST_AUTO_TEST_CASE(a_failure_dcm_does_not_retry_lifts_the_taint_at_once) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.dcm_state_only("failure").dcm_event("InvalidProfileInfo");
+  auto s = w.step();
+  BOOST_TEST(last_reason(w, s) == "OperatorFailed");
+  BOOST_TEST(taint_write(s) == "remove");
+  BOOST_TEST(status_after(w, s).dcm_may_change_until.empty());
 }
 
 // Found by the soak: a node deleted and created again under the same name while its run
@@ -3173,6 +3281,15 @@ BOOST_DATA_TEST_CASE(random_runs_keep_the_safety_rules_and_end, bdata::xrange(30
   }
   BOOST_TEST_REQUIRE(m.ended(), "seed " << seed << " did not end within " << max_steps
                                         << " steps; phase " << name_of(*m.w.status().phase));
+  // A run failed after DCM was asked keeps the taint while DCM may retry it: never past
+  // that time.
+  if (!m.w.status().dcm_may_change_until.empty()) {
+    const auto until = gp::parse_time(m.w.status().dcm_may_change_until);
+    BOOST_TEST_REQUIRE(bool(until));
+    BOOST_TEST((*until - m.w.in.now <= gc::dcm_retry_bound));
+    BOOST_TEST(m.node().has_dcm_taint());
+    m.w.in.now = *until;
+  }
   // Let the last writes (uncordon, untaint) happen.
   for (int i = 0; i < 5; ++i) {
     auto s = m.w.step();
@@ -3510,6 +3627,7 @@ BOOST_AUTO_TEST_CASE(a_node_without_a_running_dcm_pod_fails_preflight_untouched)
   world w;
   w.in.token = true;
   w.in.pods.clear();
+  w.find_dcm();
   auto s = w.step();
   BOOST_TEST(phase_after(w, s) == "Failed");
   BOOST_TEST(status_after(w, s).last_error.rfind("DCMNotRunning: no DCM pod runs on node", 0) == 0,
@@ -3518,11 +3636,61 @@ BOOST_AUTO_TEST_CASE(a_node_without_a_running_dcm_pod_fails_preflight_untouched)
   // A DCM pod of another namespace, or not running, is not DCM's.
   world v;
   v.in.pods.front().ns = "elsewhere";
+  v.find_dcm();
   BOOST_TEST(!v.in.pods.empty());
   BOOST_TEST(gc::preflight(v.in).front().reason == "DCMNotRunning");
   world u;
   u.in.pods.front().phase = "Pending";
+  u.find_dcm();
   BOOST_TEST(gc::preflight(u.in).front().reason == "DCMNotRunning");
+}
+
+// Which ConfigMap DCM reads is its pod's: when that cannot be told (two DCMs on the node,
+// nothing mounted), nothing is drained, and the finding names what was found.
+BOOST_AUTO_TEST_CASE(a_node_whose_dcm_config_cannot_be_told_fails_preflight_untouched) {
+  world w;
+  w.in.token = true;
+  auto standalone = w.in.pods.front();
+  standalone.name = "dcm-st-xyz";
+  standalone.labels = {{"app", "amdgpu-device-config-manager"}};
+  standalone.dcm_config_mount = "dcm-st";
+  w.in.pods.push_back(standalone);
+  w.find_dcm();
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(contains(status_after(w, s).last_error, "DCMConfigUnknown: node"));
+  BOOST_TEST(contains(status_after(w, s).last_error, "ConfigMap dcm-st"));
+  BOOST_TEST(no_node_writes(s));
+  world v;
+  v.in.pods.front().dcm_config_mount.reset();
+  v.find_dcm();
+  BOOST_TEST(gc::preflight(v.in).front().reason == "DCMConfigUnknown");
+}
+
+// What the node's DCM would refuse is found before the drain: a mode the kernel refuses
+// on the node's part (DCM 1.3 would retry it for 30 minutes), a group without its count
+// on DCM 1.3.
+BOOST_AUTO_TEST_CASE(a_profile_the_nodes_dcm_would_refuse_fails_preflight_untouched) {
+  world w;
+  w.in.token = true;
+  w.node().labels[gc::gpu_device_id_label] = "74a1";
+  w.in.profile.payload =
+      R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX","memoryPartition":"NPS2","numGPUsAssigned":8}]})";
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Failed");
+  BOOST_TEST(contains(status_after(w, s).last_error, "DCMWouldRefuse"));
+  BOOST_TEST(contains(status_after(w, s).last_error, "CPX with NPS2"));
+  BOOST_TEST(no_node_writes(s));
+  world v;
+  v.in.profile.payload =
+      R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4"}]})";
+  const auto findings = gc::preflight(v.in);
+  BOOST_REQUIRE(!findings.empty());
+  BOOST_TEST(findings.front().reason == "DCMWouldRefuse");
+  BOOST_TEST(contains(findings.front().text(), "DCM 1.3.0 reads as 0"));
+  v.in.pods.front().dcm_image = "docker.io/rocm/device-config-manager:v1.4.1";
+  v.find_dcm();
+  BOOST_TEST(gc::preflight(v.in).empty(), "newer DCM gives the group the remaining GPUs");
 }
 
 BOOST_AUTO_TEST_CASE(the_plans_profiles_go_to_dcm_in_one_write_as_the_drain_starts) {
@@ -3612,6 +3780,7 @@ BOOST_AUTO_TEST_CASE(a_node_failed_in_preflight_that_goes_not_ready_waits_in_pen
   world w;
   w.in.token = true;
   w.in.pods.clear(); // no DCM pod: a preflight finding
+  w.find_dcm();
   auto failed = w.step();
   BOOST_TEST_REQUIRE(phase_after(w, failed) == "Failed");
   w.in.item.status = status_after(w, failed);
