@@ -51,6 +51,10 @@ Flags:
   --dcm-config-sync SECONDS  how long after a change of DCM's config kubelet has surely
                              delivered it to DCM's mounted file; a node is labelled only
                              then (default 90)
+  --dcm-configmaps NAME[,NAME...]
+                             the ConfigMaps in --dcm-namespace the operator may write as
+                             DCM's config (as its RBAC grants); a node whose DCM pod mounts
+                             another fails preflight, naming it (default: any)
   --payload-namespaces NS[,NS...]
                              the namespaces profiles' payload ConfigMaps may live in
                              (default: DCM's namespace); whoever may edit a payload
@@ -97,6 +101,7 @@ struct flags {
   double dcm_config_sync = 90;
   /// Empty: DCM's namespace only.
   std::set<std::string> payload_namespaces;
+  std::set<std::string> dcm_configmaps;
   bool leader_elect = false;
   std::string lease_namespace;
   std::string lease_name = "gpu-partitioner";
@@ -170,6 +175,22 @@ int parse(int argc, char** argv, flags& f) {
         return 2;
       }
       f.dcm_namespace = value;
+      continue;
+    }
+    if (a == "--dcm-configmaps") {
+      if (!next())
+        return 2;
+      for (std::size_t start = 0; start <= value.size();) {
+        const auto comma = std::min(value.find(',', start), value.size());
+        const std::string name = value.substr(start, comma - start);
+        if (!protocol::codec::is_dns1123_subdomain(name)) {
+          std::cerr << "gpu-partitioner: --dcm-configmaps: \"" << name
+                    << "\" is not a ConfigMap name\n";
+          return 2;
+        }
+        f.dcm_configmaps.insert(name);
+        start = comma + 1;
+      }
       continue;
     }
     if (a == "--payload-namespaces") {
@@ -449,6 +470,7 @@ int main(int argc, char** argv) {
                                       ? std::set<std::string>{f.dcm_namespace}
                                       : f.payload_namespaces;
     settings.pods_deletable = pods_deletable;
+    settings.dcm_configmaps = f.dcm_configmaps;
     settings.dcm_config_sync =
         std::chrono::milliseconds(static_cast<long long>(f.dcm_config_sync * 1000));
     settings.identity = identity;

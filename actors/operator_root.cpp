@@ -398,6 +398,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
             plan_supervisor_config c;
             c.plan = name;
             c.dcm_namespace = settings.dcm_namespace;
+            c.dcm_configmaps = settings.dcm_configmaps;
             c.dcm_config_sync = settings.dcm_config_sync;
             c.io = io;
             c.writer = writer;

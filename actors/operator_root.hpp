@@ -19,6 +19,8 @@ struct operator_settings {
   /// How long after a change of DCM's config kubelet has surely delivered it to DCM's
   /// mounted file (--dcm-config-sync).
   std::chrono::milliseconds dcm_config_sync{90000};
+  /// The ConfigMaps in DCM's namespace the operator may write (--dcm-configmaps); empty: any.
+  std::set<std::string> dcm_configmaps;
   /// Whether the operator's RBAC lets it delete pods (asked at start).
   bool pods_deletable = true;
   /// Where payload ConfigMaps may live (--payload-namespaces); empty: anywhere.

@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <set>
 
 #include <string>
 
@@ -19,6 +20,7 @@ struct plan_supervisor_config {
   /// How long after a change of DCM's config kubelet has surely delivered it to DCM's
   /// mounted file (--dcm-config-sync).
   std::chrono::milliseconds dcm_config_sync{90000};
+  std::set<std::string> dcm_configmaps;
   io_actor io;
   status_writer_actor writer;
 };

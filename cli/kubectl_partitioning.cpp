@@ -149,6 +149,8 @@ int run(const cli::command& c, kube::client& client) {
     if (!done)
       return fail(done.error().describe());
     std::cout << "nodepartitioning/" << name << " will be retried\n";
+    if (auto note = cli::retry_note(*item, now))
+      std::cout << "note: " << *note << "\n";
     return 0;
   }
   case cli::command_kind::promote: {

@@ -444,6 +444,18 @@ std::optional<std::string> retry_refusal(const protocol::node_partitioning& item
   return std::nullopt;
 }
 
+std::optional<std::string> retry_note(const protocol::node_partitioning& item,
+                                      protocol::wall_clock::time_point now) {
+  const auto& until = item.status.dcm_may_change_until;
+  const auto at = until.empty() ? std::nullopt : protocol::parse_time(until);
+  if (!at || *at <= now)
+    return std::nullopt;
+  return "DCM may still retry the failed profile until " + until +
+         ": the node keeps the amd-dcm taint (and its cordon) until then, or until DCM says "
+         "it is done, whatever the new run does; the new run sets the profile label again "
+         "and waits for DCM's answer";
+}
+
 std::string retry_patch(protocol::wall_clock::time_point now) {
   return std::string("{\"metadata\":{\"annotations\":{\"") + controller::retry_annotation +
          "\":\"" + protocol::format_time(now) + "\"}}}";

@@ -71,6 +71,12 @@ item_of_node(const protocol::partitioning_plan& plan,
 /// Whether a retry of this item makes sense; the reason when it does not.
 std::optional<std::string> retry_refusal(const protocol::node_partitioning& item);
 
+/// What a retry of this item does not change, for the user: DCM may still be retrying the
+/// failed run (status.dcmMayChangeUntil ahead of `now`), and the node keeps the amd-dcm
+/// taint until then whatever the new run does. Nothing otherwise.
+std::optional<std::string> retry_note(const protocol::node_partitioning& item,
+                                      protocol::wall_clock::time_point now);
+
 /// The merge patch that asks the operator to retry a Failed item.
 std::string retry_patch(protocol::wall_clock::time_point now);
 

@@ -147,6 +147,7 @@ dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm
   out.ns = dcm.ns;
   out.name = name;
   out.sync = dcm.sync;
+  out.writable = dcm.writable.empty() || dcm.writable.count(name) > 0;
   if (name.empty())
     return out;
   auto cm = view.config_maps.find(dcm.ns + "/" + name);

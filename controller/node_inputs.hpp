@@ -25,6 +25,9 @@ namespace gpu_partitioner::controller {
 struct dcm_settings {
   std::string ns;
   std::chrono::milliseconds sync{90000};
+  /// The ConfigMaps there the operator may write (--dcm-configmaps, as its RBAC grants);
+  /// empty: any.
+  std::set<std::string> writable{};
 };
 
 /// What only the node's worker knows: its token, its evictions so far, its last write's

@@ -143,6 +143,8 @@ struct dcm_config_state {
   std::string image;
   std::optional<dcm_version> version;
   std::string problem;
+  /// The operator may write it (dcm_settings::writable).
+  bool writable = true;
   bool found = false;
   std::string config_json;
   /// When config.json last changed, as far as known: our annotation, else the ConfigMap's

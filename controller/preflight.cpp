@@ -98,6 +98,12 @@ std::vector<finding> preflight(const node_inputs& in) {
                                                 in.dcm.problem +
                                                 "; nothing is drained until one DCM with its "
                                                 "ConfigMap runs there"});
+  else if (!in.dcm.name.empty() && !in.dcm.writable)
+    findings.push_back({"DCMConfigNotWritable",
+                        "DCM pod " + in.dcm.pod + " reads ConfigMap " + in.dcm.ns + "/" +
+                            in.dcm.name +
+                            ", which the operator may not write (--dcm-configmaps; add it to "
+                            "the chart's dcm.configMaps)"});
   else if (!in.dcm.name.empty() && !in.dcm.found)
     findings.push_back({"DCMConfigNotFound", "DCM's ConfigMap " + in.dcm.ns + "/" + in.dcm.name +
                                                  ", which DCM pod " + in.dcm.pod +

@@ -190,7 +190,12 @@ BOOST_AUTO_TEST_CASE(the_deployment_runs_two_hardened_replicas_with_leader_elect
   // node) the probes, which have a port of their own.
   BOOST_TEST(arg_after(args, "--metrics-addr") == "0.0.0.0:8080");
   BOOST_TEST(arg_after(args, "--health-addr") == "0.0.0.0:8081");
-  BOOST_TEST(arg_after(args, "--dcm-config") == "dcm-ns/default-dcm-config");
+  // No ConfigMap name is fixed: each node's DCM pod names the one it reads, among those the
+  // operator may write (and its Role grants).
+  BOOST_TEST(!has(args, "--dcm-config"));
+  BOOST_TEST(arg_after(args, "--dcm-namespace") == "dcm-ns");
+  BOOST_TEST(arg_after(args, "--dcm-configmaps") ==
+             "default-dcm-config,config-manager-config,dcm-st");
   BOOST_TEST(arg_after(args, "--dcm-config-sync") == "90");
   BOOST_TEST(arg_after(args, "--payload-namespaces") == "dcm-ns");
   BOOST_TEST(arg_after(args, "--api-qps") == "50");
@@ -350,7 +355,7 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
   BOOST_TEST(dcm["metadata"]["namespace"].as<std::string>() == "dcm-ns");
   const std::map<std::string, std::set<std::string>> dcm_grants = {
       {"/configmaps", {"create", "list", "watch"}},
-      {"/configmaps[default-dcm-config]", {"get", "update"}},
+      {"/configmaps[default-dcm-config,config-manager-config,dcm-st]", {"get", "update"}},
       {"/events", {"list", "watch"}},
   };
   E2E_CHECK((grants(dcm) == dcm_grants), describe(grants(dcm)));
@@ -385,6 +390,17 @@ BOOST_AUTO_TEST_CASE(the_rbac_grants_exactly_what_the_operator_uses_and_no_wildc
             describe(grants(find(deleting, "ClusterRole", "gp-gpu-partitioner"))));
 
   // Turning the DCM Role off leaves the rest.
+  // Any ConfigMap there: the flag goes, and the Role grants them all.
+  const auto any = render({"--set-json", "dcm.configMaps=[]"});
+  const auto any_args =
+      strings(find(any, "Deployment",
+                   "gp-gpu-partitioner")["spec"]["template"]["spec"]["containers"][0]["args"]);
+  BOOST_TEST(!has(any_args, "--dcm-configmaps"));
+  const std::map<std::string, std::set<std::string>> any_grants = {
+      {"/configmaps", {"create", "get", "update", "list", "watch"}},
+      {"/events", {"list", "watch"}}};
+  E2E_CHECK((grants(find(any, "Role", "gp-gpu-partitioner-dcm-config")) == any_grants),
+            describe(grants(find(any, "Role", "gp-gpu-partitioner-dcm-config"))));
   const auto without = render({"--set", "dcm.rbac=false"});
   BOOST_TEST(!find(without, "Role", "gp-gpu-partitioner-dcm-config"));
   BOOST_TEST(find_all(without, "Role").size() == 2u);

@@ -22,6 +22,14 @@
 {{- prepend .Values.dcm.payloadNamespaces .Values.dcm.namespace | uniq | join "," }}
 {{- end }}
 
+{{/* The ConfigMaps the operator may write as DCM's config, comma-separated; "" for any.
+dcm.configMap, an older chart's single name, still counts. */}}
+{{- define "gpu-partitioner.dcmConfigMaps" -}}
+{{- $names := .Values.dcm.configMaps | default list }}
+{{- if .Values.dcm.configMap }}{{ $names = append $names .Values.dcm.configMap }}{{ end }}
+{{- $names | uniq | join "," }}
+{{- end }}
+
 {{/* chart label value: name-version */}}
 {{- define "gpu-partitioner.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}

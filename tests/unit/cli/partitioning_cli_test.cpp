@@ -417,6 +417,21 @@ BOOST_AUTO_TEST_CASE(only_a_failed_node_is_retried) {
   BOOST_TEST(*cli::retry_refusal(deleting) == "it is being deleted");
 }
 
+// A node failed while DCM may still retry keeps its taint until then: the retry says so.
+BOOST_AUTO_TEST_CASE(a_retry_while_dcm_may_still_retry_says_the_taint_stays_until_then) {
+  auto p = plan_named("p", "u");
+  auto held = item(p, "n", gp::node_phase::failed, "2026-11-29T11:00:00Z");
+  const auto now = *gp::parse_time("2026-11-29T11:20:00Z");
+  BOOST_TEST(!cli::retry_note(held, now));
+  held.status.dcm_may_change_until = "2026-11-29T11:40:00Z";
+  const auto note = cli::retry_note(held, now);
+  BOOST_REQUIRE(note.has_value());
+  BOOST_TEST(note->find("until 2026-11-29T11:40:00Z: the node keeps the amd-dcm taint") !=
+                 std::string::npos,
+             *note);
+  BOOST_TEST(!cli::retry_note(held, *gp::parse_time("2026-11-29T11:40:00Z")), "over");
+}
+
 BOOST_AUTO_TEST_CASE(only_a_canary_awaiting_promotion_is_promoted) {
   auto p = plan_named("p", "u");
   BOOST_TEST(*cli::promote_refusal(p) == "it has no canary (spec.rollout.canary is not set)");

@@ -3665,6 +3665,13 @@ BOOST_AUTO_TEST_CASE(a_node_whose_dcm_config_cannot_be_told_fails_preflight_unto
   v.in.pods.front().dcm_config_mount.reset();
   v.find_dcm();
   BOOST_TEST(gc::preflight(v.in).front().reason == "DCMConfigUnknown");
+  // One the operator may not write (--dcm-configmaps, as its Role grants) is named.
+  world u;
+  u.in.dcm.writable = false;
+  const auto findings = gc::preflight(u.in);
+  BOOST_REQUIRE(!findings.empty());
+  BOOST_TEST(findings.front().reason == "DCMConfigNotWritable");
+  BOOST_TEST(contains(findings.front().text(), "kube-amd-gpu/config-manager-config"));
 }
 
 // What the node's DCM would refuse is found before the drain: a mode the kernel refuses
