@@ -167,7 +167,7 @@ void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
     s.status.observed_payload_hash = in.profile.payload_hash;
   }
   if (!dcm_config_has(in.dcm.config_json, profile, *in.profile.payload)) {
-    out.dcm = missing_profiles(in);
+    out.dcm = missing_profiles(in, true);
     s.condition(node_condition::profile_applied, false, "WritingDCMConfig",
                 "adding profile " + profile + " to " + in.dcm.ns + "/" + in.dcm.name);
     out.requeue = poll_interval;

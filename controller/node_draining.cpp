@@ -257,7 +257,7 @@ void on_draining(const node_inputs& in, status_editor& s, node_step& out) {
   // ConfigMap is not made here: DCM's pods mount the one the GPU operator provides, and
   // Applying fails the node without it.
   if (in.dcm.found)
-    out.dcm = missing_profiles(in);
+    out.dcm = missing_profiles(in, false);
   if (!device_rule(s.status).empty()) {
     drain_devices(in, s, out);
     return;

@@ -28,11 +28,16 @@ std::optional<std::string> annotation(const node_info& node, const char* key) {
   return it->second;
 }
 
-std::optional<dcm_config_write> missing_profiles(const node_inputs& in) {
+std::optional<dcm_config_write> missing_profiles(const node_inputs& in, bool drained) {
   std::map<std::string, std::string> all = in.plan_profiles;
   if (in.profile.found && in.profile.payload && in.profile.dcm_name_rivals.empty() &&
       in.dcm_name_holders.empty())
     all.emplace(in.profile.dcm_name, *in.profile.payload);
+  if (!drained && in.node)
+    if (const auto own = in.node->label(dcm_profile_label);
+        !own.empty() && all.count(own) && dcm_config_names(in.dcm.config_json, own) &&
+        !dcm_config_has(in.dcm.config_json, own, all.at(own)))
+      all.erase(own);
   const bool missing = std::any_of(all.begin(), all.end(), [&](const auto& p) {
     return !dcm_config_has(in.dcm.config_json, p.first, p.second);
   });

@@ -97,7 +97,11 @@ std::optional<std::string> annotation(const node_info& node, const char* key);
 
 // The profiles DCM's config lacks (or holds otherwise), as one write of all the plan's:
 // every write of the file runs DCM again on every labelled node, so as few as possible.
-std::optional<dcm_config_write> missing_profiles(const node_inputs& in);
+// `drained`: the node is drained and tainted (Applying). Before that, a payload that would
+// change what DCM's config holds under the DCM name the node's own label carries waits:
+// DCM reruns every labelled node when its file changes, this one in the middle of its
+// drain, under the pods still on it.
+std::optional<dcm_config_write> missing_profiles(const node_inputs& in, bool drained);
 
 // Whether the GPUs may be in an unknown state: DCM was asked (a run got to
 // WaitingOperator or beyond) and no run has been verified since. A run that failed in

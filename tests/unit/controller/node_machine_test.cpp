@@ -3721,6 +3721,29 @@ BOOST_AUTO_TEST_CASE(the_plans_profiles_go_to_dcm_in_one_write_as_the_drain_star
   BOOST_TEST(!gone.step().dcm.has_value());
 }
 
+// DCM reruns every labelled node when its file changes: a new payload under the DCM name
+// the draining node's own label still carries would repartition it under the pods not yet
+// gone. That one waits until the node is drained and tainted; the others go at once.
+BOOST_AUTO_TEST_CASE(a_new_payload_under_the_nodes_own_label_waits_for_its_drain) {
+  world w;
+  w.at(node_phase::draining);
+  w.node().labels[gc::dcm_profile_label] = dcm_name; // from an earlier run
+  w.in.dcm.config_json = R"({"gpu-config-profiles":{")" + dcm_name + R"(":)" + spx_payload + "}}";
+  w.in.plan_profiles = {{dcm_name, cpx_payload}, {"spx-nps1", spx_payload}};
+  auto s = w.step();
+  BOOST_TEST_REQUIRE(s.dcm.has_value());
+  BOOST_TEST(s.dcm->profiles.count(dcm_name) == 0u);
+  BOOST_TEST(s.dcm->profiles.count("spx-nps1") == 1u);
+  // Drained and tainted: now it goes.
+  world a;
+  a.at(node_phase::applying).cordoned_by_us().tainted();
+  a.node().labels[gc::dcm_profile_label] = dcm_name;
+  a.in.dcm.config_json = w.in.dcm.config_json;
+  auto applying = a.step();
+  BOOST_TEST_REQUIRE(applying.dcm.has_value());
+  BOOST_TEST(applying.dcm->profiles.at(dcm_name) == cpx_payload);
+}
+
 // DCM reads a mounted file kubelet refreshes on its own period: the label waits until the
 // config is old enough to have reached it.
 BOOST_AUTO_TEST_CASE(the_label_waits_until_kubelet_has_delivered_dcms_config) {
