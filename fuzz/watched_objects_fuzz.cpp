@@ -6,7 +6,8 @@
 // rest is the object, parsed as the watch stream parses it. Checks: no decoder crashes or
 // recurses with the input's depth; the name decoded is metadata.name where that is a
 // string; an Event's profile is the SelectedProfile of its message where the message is a
-// JSON object with that string, and nothing otherwise.
+// JSON object with that string and a GPUStatus that is null or a list (a GPU answer; AMD AI
+// NIC Events of the same pod have none), and nothing otherwise.
 
 #include "actors/decode.hpp"
 #include "fuzz/check.hpp"
@@ -31,7 +32,8 @@ const char* name_of(const rapidjson::Value& v) {
   return meta["name"].GetString();
 }
 
-// What DCM's Event answers, read independently: SelectedProfile of a JSON object message.
+// What DCM's Event answers, read independently: SelectedProfile of a JSON object message
+// with a GPUStatus.
 std::string selected_profile(const rapidjson::Value& event) {
   if (!event.HasMember("message") || !event["message"].IsString())
     return {};
@@ -39,7 +41,8 @@ std::string selected_profile(const rapidjson::Value& event) {
   rapidjson::Document status;
   status.Parse<rapidjson::kParseIterativeFlag>(message.GetString(), message.GetStringLength());
   if (status.HasParseError() || !status.IsObject() || !status.HasMember("SelectedProfile") ||
-      !status["SelectedProfile"].IsString())
+      !status["SelectedProfile"].IsString() || !status.HasMember("GPUStatus") ||
+      !(status["GPUStatus"].IsNull() || status["GPUStatus"].IsArray()))
     return {};
   return std::string(status["SelectedProfile"].GetString(),
                      status["SelectedProfile"].GetStringLength());
