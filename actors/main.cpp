@@ -55,6 +55,11 @@ Flags:
                              the ConfigMaps in --dcm-namespace the operator may write as
                              DCM's config (as its RBAC grants); a node whose DCM pod mounts
                              another fails preflight, naming it (default: any)
+  --dcm-retry-seconds SECONDS
+                             how long after the profile label DCM may still change the GPUs
+                             of a run that failed while DCM retries (its 30 minutes of
+                             retries and the attempt under way); the node keeps its taint
+                             until then (default 2400)
   --payload-namespaces NS[,NS...]
                              the namespaces profiles' payload ConfigMaps may live in
                              (default: DCM's namespace); whoever may edit a payload
@@ -99,6 +104,7 @@ struct flags {
   /// --dcm-config as given (deprecated; only its namespace is used).
   std::string dcm_config_flag;
   double dcm_config_sync = 90;
+  double dcm_retry_seconds = 2400;
   /// Empty: DCM's namespace only.
   std::set<std::string> payload_namespaces;
   std::set<std::string> dcm_configmaps;
@@ -217,6 +223,19 @@ int parse(int argc, char** argv, flags& f) {
       if (end == value.c_str() || *end != '\0' || !(f.dcm_config_sync >= 0) ||
           f.dcm_config_sync > 86400) {
         std::cerr << "gpu-partitioner: --dcm-config-sync: \"" << value
+                  << "\" is not a number of seconds from 0 to 86400\n";
+        return 2;
+      }
+      continue;
+    }
+    if (a == "--dcm-retry-seconds") {
+      if (!next())
+        return 2;
+      char* end = nullptr;
+      f.dcm_retry_seconds = std::strtod(value.c_str(), &end);
+      if (end == value.c_str() || *end != '\0' || !(f.dcm_retry_seconds >= 0) ||
+          f.dcm_retry_seconds > 86400) {
+        std::cerr << "gpu-partitioner: --dcm-retry-seconds: \"" << value
                   << "\" is not a number of seconds from 0 to 86400\n";
         return 2;
       }
@@ -471,6 +490,8 @@ int main(int argc, char** argv) {
                                       : f.payload_namespaces;
     settings.pods_deletable = pods_deletable;
     settings.dcm_configmaps = f.dcm_configmaps;
+    settings.dcm_retry_bound =
+        std::chrono::milliseconds(static_cast<long long>(f.dcm_retry_seconds * 1000));
     settings.dcm_config_sync =
         std::chrono::milliseconds(static_cast<long long>(f.dcm_config_sync * 1000));
     settings.identity = identity;

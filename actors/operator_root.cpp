@@ -399,6 +399,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
             c.plan = name;
             c.dcm_namespace = settings.dcm_namespace;
             c.dcm_configmaps = settings.dcm_configmaps;
+            c.dcm_retry_bound = settings.dcm_retry_bound;
             c.dcm_config_sync = settings.dcm_config_sync;
             c.io = io;
             c.writer = writer;

@@ -21,6 +21,8 @@ struct operator_settings {
   std::chrono::milliseconds dcm_config_sync{90000};
   /// The ConfigMaps in DCM's namespace the operator may write (--dcm-configmaps); empty: any.
   std::set<std::string> dcm_configmaps;
+  /// How long after the label DCM may still change a failed run's GPUs (--dcm-retry-seconds).
+  std::chrono::milliseconds dcm_retry_bound{controller::dcm_retry_bound};
   /// Whether the operator's RBAC lets it delete pods (asked at start).
   bool pods_deletable = true;
   /// Where payload ConfigMaps may live (--payload-namespaces); empty: anywhere.

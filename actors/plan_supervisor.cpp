@@ -90,7 +90,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
                                                      plan_supervisor_config config) {
   auto s = std::make_shared<supervisor_state>(config.plan);
   const controller::dcm_settings dcm{config.dcm_namespace, config.dcm_config_sync,
-                                     config.dcm_configmaps};
+                                     config.dcm_configmaps, config.dcm_retry_bound};
   s->governor = self->spawn<caf::linked>(rollout_governor_actor, config.plan);
   // The supervisor ends when its plan and items are gone (or the operator stops): the
   // plan's series go with it, so that no stale gauge keeps an alert firing.

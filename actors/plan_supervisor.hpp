@@ -21,6 +21,7 @@ struct plan_supervisor_config {
   /// mounted file (--dcm-config-sync).
   std::chrono::milliseconds dcm_config_sync{90000};
   std::set<std::string> dcm_configmaps;
+  std::chrono::milliseconds dcm_retry_bound{controller::dcm_retry_bound};
   io_actor io;
   status_writer_actor writer;
 };

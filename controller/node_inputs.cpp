@@ -148,6 +148,7 @@ dcm_config_state dcm_config_of(const cluster_view& view, const dcm_settings& dcm
   out.name = name;
   out.sync = dcm.sync;
   out.writable = dcm.writable.empty() || dcm.writable.count(name) > 0;
+  out.retry_bound = dcm.retry_bound;
   if (name.empty())
     return out;
   auto cm = view.config_maps.find(dcm.ns + "/" + name);

@@ -28,6 +28,8 @@ struct dcm_settings {
   /// The ConfigMaps there the operator may write (--dcm-configmaps, as its RBAC grants);
   /// empty: any.
   std::set<std::string> writable{};
+  /// How long after the label DCM may still change a node's GPUs (--dcm-retry-seconds).
+  std::chrono::milliseconds retry_bound{dcm_retry_bound};
 };
 
 /// What only the node's worker knows: its token, its evictions so far, its last write's

@@ -145,6 +145,8 @@ struct dcm_config_state {
   std::string problem;
   /// The operator may write it (dcm_settings::writable).
   bool writable = true;
+  /// How long after the label DCM may still change the GPUs of a failed run.
+  std::chrono::milliseconds retry_bound{dcm_retry_bound};
   bool found = false;
   std::string config_json;
   /// When config.json last changed, as far as known: our annotation, else the ConfigMap's

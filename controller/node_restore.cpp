@@ -130,7 +130,7 @@ void fail_keeping_cordon(const node_inputs& in, status_editor& s, node_step& out
   std::string held;
   if (dcm_may_retry && rule.empty() && !dcm_done(in, s.status)) {
     // Since the label was set (this phase's entry).
-    const auto until = s.entered() + dcm_retry_bound;
+    const auto until = s.entered() + in.dcm.retry_bound;
     if (in.now < until) {
       s.status.dcm_may_change_until = protocol::format_time(until);
       held = "; DCM may retry the profile until " + s.status.dcm_may_change_until +

@@ -265,6 +265,72 @@ BOOST_AUTO_TEST_CASE(dcm_retrying_busy_gpus_keeps_the_node_waiting_until_they_ar
   BOOST_TEST(c.node(a).gpus == 64);
 }
 
+// DCM retries busy GPUs for 30 minutes from the label, whatever the operator does, and
+// may then repartition them under whatever runs there: a run the operator gave up on
+// (its verification timeout, shorter than DCM's retries) keeps the node tainted as well
+// as cordoned until DCM gives up (PartitionFailure), and says until when.
+BOOST_AUTO_TEST_CASE(a_run_failed_while_dcm_retries_stays_tainted_until_dcm_gives_up,
+                     *utf::timeout(240)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}});
+  c.start_simulator();
+  c.await_default_service_account();
+  const auto& a = c.nodes[0];
+  // A DaemonSet's GPU pod tolerating every taint: left by the drain, it keeps the GPUs busy.
+  auto ds = c.api.create(
+      daemon_sets, c.ns,
+      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"gpu-agent"},)"
+      R"("spec":{"selector":{"matchLabels":{"app":"gpu-agent"}},"template":{"metadata":)"
+      R"({"labels":{"app":"gpu-agent"}},"spec":{"nodeSelector":{"e2e":)" +
+          quoted(c.key) +
+          R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
+          R"("terminationGracePeriodSeconds":1,"containers":[{"name":"agent","image":"x:sim",)"
+          R"("resources":{"requests":{"amd.com/gpu":"1"},"limits":{"amd.com/gpu":"1"}}}]}}}})");
+  BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+  BOOST_REQUIRE(eventually([&] { return c.healthy_pods("gpu-agent") == 1; }, 60s));
+  c.start_operator();
+  const std::string dcm_name = "e2e-cpx-" + c.key;
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", dcm_name, 64));
+  // The plan waits 10 s for DCM; DCM retries for 36 s (30 minutes at the time scale).
+  const auto plan = c.create_plan("held", plan_spec(c, profile, 10));
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    auto i = c.item(plan, a);
+                    return i && i->phase == "Failed";
+                  },
+                  90s, 100ms),
+              c.describe(plan));
+  auto item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(last_reason(*item) == "OperatorTimeout");
+  BOOST_TEST(!item->dcm_may_change_until.empty(), c.describe(plan));
+  auto gave_up = [&] {
+    const auto events = c.dcm_events(a);
+    return std::any_of(events.begin(), events.end(),
+                       [&](const std::string& e) { return e == "PartitionFailure " + dcm_name; });
+  };
+  // Until DCM gives up, the node stays out of service: tainted and cordoned.
+  const auto until = clock_type::now() + 60s;
+  bool released_early = false;
+  while (clock_type::now() < until && !gave_up()) {
+    const auto n = c.node(a);
+    if (!n.dcm_taint || !n.unschedulable)
+      released_early = !gave_up();
+    if (released_early)
+      break;
+    std::this_thread::sleep_for(200ms);
+  }
+  BOOST_TEST(!released_early, c.describe(plan) << joined(c.dcm_events(a)));
+  BOOST_REQUIRE_MESSAGE(gave_up(), joined(c.dcm_events(a)));
+  // Then the taint goes (the device plugin reports what it sees); the cordon stays.
+  E2E_CHECK(eventually([&] { return !c.node(a).dcm_taint; }, 30s), c.describe(plan));
+  BOOST_TEST(c.node(a).unschedulable);
+  item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(item->dcm_may_change_until.empty());
+}
+
 // A GPU pod that tolerates the taint holds the GPUs all the same: it is drained (this
 // one no controller owns, so the plan sets drainPolicy.force).
 BOOST_AUTO_TEST_CASE(a_gpu_pod_tolerating_the_taint_is_drained, *utf::timeout(180)) {

@@ -490,6 +490,7 @@ item_view to_item_view(const rapidjson::Value& item) {
     v.last_error = kube::string_at(*st, "lastError");
     v.started_at = kube::string_at(*st, "startedAt");
     v.completed_at = kube::string_at(*st, "completedAt");
+    v.dcm_may_change_until = kube::string_at(*st, "dcmMayChangeUntil");
     v.observed_hash = kube::string_at(*st, "observedHash");
     if (const auto* h = kube::find_path(*st, {"history"}); h && h->IsArray())
       for (const auto& e : h->GetArray()) {
@@ -870,19 +871,12 @@ std::string e2e_cluster::operator_binary() const {
 
 std::vector<std::string>
 e2e_cluster::operator_command(const std::vector<std::string>& extra_args) const {
-  std::vector<std::string> args{operator_binary(),
-                                "--kubeconfig",
-                                kubeconfig_,
-                                "--dcm-config",
-                                ns + "/" + dcm_config_name,
-                                "--dcm-config-sync",
-                                dcm_config_sync(),
-                                "--log-level",
-                                "debug",
-                                "--metrics-addr",
-                                "0",
-                                "--health-addr",
-                                "0"};
+  std::vector<std::string> args{operator_binary(), "--kubeconfig", kubeconfig_, "--dcm-namespace",
+                                ns, "--dcm-config-sync", dcm_config_sync(),
+                                // DCM's 30 minutes of retries, at gpu-sim's time scale.
+                                "--dcm-retry-seconds",
+                                std::to_string(2400 * std::stod(time_scale_)), "--log-level",
+                                "debug", "--metrics-addr", "0", "--health-addr", "0"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   return args;
 }

@@ -190,6 +190,8 @@ struct item_view {
   std::string last_error;
   std::string started_at;
   std::string completed_at;
+  /// status.dcmMayChangeUntil: the taint stays while DCM may still retry a failed run.
+  std::string dcm_may_change_until;
   std::string desired_hash;
   std::string observed_hash;
   bool deleting = false;
