@@ -108,6 +108,19 @@ bool restarting_driver(const node_inputs& in, status_editor& s, node_step& out) 
   return true;
 }
 
+// The reason of the step back to Applying when DCM answered another profile.
+const char* const relabelled_reason = "DCMAnsweredAnotherProfile";
+
+bool relabelled_this_run(const protocol::node_partitioning_status& st) {
+  for (auto it = st.history.rbegin(); it != st.history.rend(); ++it) {
+    if (it->reason == relabelled_reason)
+      return true;
+    if (it->phase == node_phase::draining || it->phase == node_phase::pending)
+      return false;
+  }
+  return false;
+}
+
 } // namespace
 
 void on_applying(const node_inputs& in, status_editor& s, node_step& out) {
@@ -237,10 +250,17 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   const auto until = dcm_events_until(s.status);
   const dcm_event_info* answer = nullptr;
   const dcm_event_info* progress = nullptr; // a Normal Event that answers nothing yet
+  const dcm_event_info* other = nullptr;    // an answer for another profile
   for (const auto& e : in.dcm_events) {
-    if (!until || e.profile != profile || e.time <= *until)
+    if (!until || e.time <= *until)
       continue;
-    auto& newest = dcm_success_reason(e.reason) || dcm_failure_event(e) ? answer : progress;
+    const bool final = dcm_success_reason(e.reason) || dcm_failure_event(e);
+    if (e.profile != profile) {
+      if (final && !e.profile.empty() && (!other || e.time >= other->time))
+        other = &e;
+      continue;
+    }
+    auto& newest = final ? answer : progress;
     if (!newest || e.time >= newest->time)
       newest = &e;
   }
@@ -250,6 +270,23 @@ void on_waiting_operator(const node_inputs& in, status_editor& s, node_step& out
   const auto fallback = std::chrono::seconds(
       std::max<long long>(30, timeout_of(in.item.spec.verification.timeout_seconds) / 2));
   const bool unconfirmed_for_long = !answer && in.now - s.entered() >= fallback;
+  // DCM's queue holds two triggers, each with the profile read when it fired: a run of an
+  // older profile (the file's change during the drain reruns the old label) may finish
+  // after our label was set, and our trigger may have been dropped. Once per run, the
+  // label is set again (off, then on: DCM ignores a rewrite of the same value), when ours
+  // has not answered as long as the state label is waited for.
+  if (unconfirmed_for_long && other && (!progress || other->time > progress->time) &&
+      !relabelled_this_run(s.status)) {
+    node_patch p;
+    p.labels[dcm_profile_label] = std::nullopt;
+    p.labels[dcm_state_label] = std::nullopt;
+    out.patch = p;
+    s.enter(node_phase::applying, relabelled_reason,
+            "DCM answered for profile " + other->profile + " (" + other->reason +
+                ") after the label was set: setting the label again");
+    out.requeue = poll_interval;
+    return;
+  }
   auto succeed = [&](const std::string& reason, const std::string& message) {
     s.condition(node_condition::operator_succeeded, true, reason, message);
     s.status.dcm_may_change_until.clear(); // an earlier run's retries are over

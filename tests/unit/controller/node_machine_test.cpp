@@ -1724,6 +1724,40 @@ BOOST_AUTO_TEST_CASE(a_failed_run_dcm_still_retries_keeps_the_taint_until_dcm_gi
   }
 }
 
+// DCM's queue holds two triggers, each with the profile read when it fired: a run of the
+// old profile may answer after our label, and our trigger may have been dropped. The
+// label is set again, once a run.
+BOOST_AUTO_TEST_CASE(an_answer_for_another_profile_after_the_label_sets_it_again_once) {
+  world w;
+  w.at(node_phase::waiting_operator).cordoned_by_us().tainted().label_ours();
+  w.in.item.spec.verification.timeout_seconds = 3600;
+  w.later(5s).dcm_event("SuccessfullyPartitioned", "spx-nps1");
+  BOOST_TEST(phase_after(w, w.step()) == "WaitingOperator", "ours may still be queued");
+  w.later(1900s); // as long as the state label is waited for: ours is not coming
+  auto s = w.step();
+  BOOST_TEST(phase_after(w, s) == "Applying");
+  BOOST_TEST(last_reason(w, s) == "DCMAnsweredAnotherProfile");
+  BOOST_TEST_REQUIRE(s.patch.has_value());
+  BOOST_TEST((s.patch->labels.at(gc::dcm_profile_label) == std::nullopt));
+  BOOST_TEST(taint_write(s) == "-");
+  w.status() = status_after(w, s);
+  apply_node_writes(w.node(), s);
+  auto again = w.step();
+  BOOST_TEST_REQUIRE(again.patch.has_value());
+  BOOST_TEST((again.patch->labels.at(gc::dcm_profile_label) == dcm_name));
+  w.status() = status_after(w, again);
+  apply_node_writes(w.node(), again);
+  w.status() = status_after(w, w.step()); // WaitingOperator
+  BOOST_TEST((*w.status().phase == node_phase::waiting_operator));
+  // The same answer again, or another: no second relabel; DCM's answer for ours decides.
+  w.later(3800s).dcm_event("SuccessfullyPartitioned", "spx-nps1");
+  auto waiting = w.step();
+  BOOST_TEST(phase_after(w, waiting) == "WaitingOperator");
+  BOOST_TEST(!waiting.patch.has_value());
+  w.later(3801s).dcm_event("SuccessfullyPartitioned");
+  BOOST_TEST(phase_after(w, w.step()) == "Verifying");
+}
+
 // A failure DCM does not retry (it refused the profile) ends DCM's work: the taint goes
 // at once, as before.
 BOOST_AUTO_TEST_CASE(a_failure_dcm_does_not_retry_lifts_the_taint_at_once) {
