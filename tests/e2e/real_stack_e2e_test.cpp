@@ -265,6 +265,79 @@ BOOST_AUTO_TEST_CASE(dcm_retrying_busy_gpus_keeps_the_node_waiting_until_they_ar
   BOOST_TEST(c.node(a).gpus == 64);
 }
 
+// DCM as its own Helm chart installs it, without AMD's GPU operator: pods labelled
+// app=amdgpu-device-config-manager mounting the ConfigMap dcm-st. The operator finds it
+// from the pod and writes there, not to the GPU operator's ConfigMap.
+BOOST_AUTO_TEST_CASE(a_standalone_dcm_is_found_by_its_pod_and_its_configmap_written,
+                     *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}});
+  BOOST_REQUIRE(c.api.remove(daemon_sets, c.ns, "default-device-config-manager"));
+  const std::string config = read_text(runfile("tools/simulator/dcm-config.json"));
+  auto cm = c.api.create(kube::resources::config_maps(), c.ns,
+                         R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dcm-st"},)"
+                         R"("data":{"config.json":)" +
+                             quoted(config) + "}}");
+  BOOST_REQUIRE_MESSAGE(cm.ok(), (cm.ok() ? "" : cm.error().describe()));
+  auto ds = c.api.create(
+      daemon_sets, c.ns,
+      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"st-amdgpu-device-config-manager"},)"
+      R"("spec":{"selector":{"matchLabels":{"app":"amdgpu-device-config-manager"}},)"
+      R"("template":{"metadata":{"labels":{"app":"amdgpu-device-config-manager"}},)"
+      R"("spec":{"nodeSelector":{"e2e":)" +
+          quoted(c.key) +
+          R"(},"tolerations":[{"key":"amd-dcm","operator":"Equal","value":"up","effect":"NoExecute"},)"
+          R"({"key":"e2e","operator":"Exists"}],"automountServiceAccountToken":false,)"
+          R"("terminationGracePeriodSeconds":1,)"
+          R"("volumes":[{"name":"dcm-st-volume","configMap":{"name":"dcm-st"}}],)"
+          R"("containers":[{"name":"amdgpu-device-config-manager-container",)"
+          R"("image":"docker.io/rocm/device-config-manager:v1.3.0","volumeMounts":)"
+          R"([{"name":"dcm-st-volume","mountPath":"/etc/config-manager/"}]}]}}}})");
+  BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+  c.start_simulator();
+  c.start_operator();
+  const auto& a = c.nodes[0];
+  const std::string dcm_name = "e2e-cpx-" + c.key;
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", dcm_name, 64));
+  const auto plan = c.create_plan("standalone", plan_spec(c, profile));
+  E2E_REQUIRE(c.await_plan_phase(plan, "Completed", 120s), c.describe(plan));
+  BOOST_TEST(c.node(a).gpus == 64);
+  auto holds = [&](const std::string& name) {
+    const auto m = c.get(kube::resources::config_maps(), name, c.ns);
+    return m && contains(str(*m, {"data", "config.json"}), dcm_name);
+  };
+  BOOST_TEST(holds("dcm-st"));
+  BOOST_TEST(!holds(dcm_config_name), "the GPU operator's ConfigMap, which no DCM here reads");
+}
+
+// What the node's DCM would refuse is refused before any disruption, by DCM's version
+// (its image's tag): a mode the kernel refuses on MI300X on any version, and on DCM 1.3 a
+// group without numGPUsAssigned (which DCM 1.5 fills in: the case below).
+BOOST_AUTO_TEST_CASE(what_the_nodes_dcm_would_refuse_is_refused_before_any_disruption,
+                     *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}, {"b", training()}});
+  c.start_simulator("0.02", {"--dcm-version", "1.4"});
+  c.start_operator();
+  const auto& a = c.nodes[0];
+  c.create_payload("cpx2", R"({"skippedGPUs":{"ids":[]},"profiles":[{"computePartition":"CPX",)"
+                           R"("memoryPartition":"NPS2","numGPUsAssigned":8}]})");
+  const auto refused = c.create_profile("cpx2", profile_spec(c, "cpx2", "e2e-cpx2-" + c.key, 64));
+  const auto plan =
+      c.create_plan("refused", R"({"partitionings":[{"name":"a","selector":)" +
+                                   c.selector({{"kubernetes.io/hostname", a}}) +
+                                   R"(,"profileRef":{"name":)" + quoted(refused) + "}}]}");
+  E2E_REQUIRE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
+  const auto item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(contains(item->last_error, "DCMWouldRefuse"), item->last_error);
+  BOOST_TEST(contains(item->last_error, "CPX with NPS2"), item->last_error);
+  BOOST_TEST(contains(item->last_error, "device-config-manager:v1.4"), item->last_error);
+  BOOST_TEST(!c.node(a).unavailable());
+  BOOST_TEST(c.node(a).labels.count("dcm.amd.com/gpu-config-profile") == 0u);
+}
+
 // DCM retries busy GPUs for 30 minutes from the label, whatever the operator does, and
 // may then repartition them under whatever runs there: a run the operator gave up on
 // (its verification timeout, shorter than DCM's retries) keeps the node tainted as well
@@ -412,6 +485,24 @@ BOOST_AUTO_TEST_CASE(an_omitted_count_partitions_with_dcm_1_5_and_mixed_styles_a
   BOOST_REQUIRE(refused);
   BOOST_TEST(contains(refused->last_error, "PayloadMixedStyles"), refused->last_error);
   BOOST_TEST(!c.node(b).unavailable());
+}
+
+// DCM 1.3 reads the omitted count as 0: the same profile is refused before any disruption.
+BOOST_AUTO_TEST_CASE(an_omitted_count_is_refused_in_preflight_on_dcm_1_3, *utf::timeout(180)) {
+  e2e_cluster c;
+  c.add_nodes({{"a", training()}});
+  c.start_simulator();
+  c.start_operator();
+  const auto& a = c.nodes[0];
+  c.create_payload("open", R"({"profiles":[{"computePartition":"CPX","memoryPartition":"NPS4"}]})");
+  const auto open = c.create_profile("open", profile_spec(c, "open", "e2e-open-" + c.key, 64));
+  const auto plan = c.create_plan("omitted", plan_spec(c, open));
+  E2E_REQUIRE(c.await_items(plan, 1, "Failed", 60s), c.describe(plan));
+  const auto item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(contains(item->last_error, "DCMWouldRefuse"), item->last_error);
+  BOOST_TEST(contains(item->last_error, "reads as 0 GPUs"), item->last_error);
+  BOOST_TEST(!c.node(a).unavailable());
 }
 
 // Part 2.8: a NotReady node is not started: it waits in Pending, counted unavailable,
