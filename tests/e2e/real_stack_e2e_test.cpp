@@ -338,6 +338,45 @@ BOOST_AUTO_TEST_CASE(what_the_nodes_dcm_would_refuse_is_refused_before_any_disru
   BOOST_TEST(c.node(a).labels.count("dcm.amd.com/gpu-config-profile") == 0u);
 }
 
+// Newer DCM on a KMM-managed driver says, in the middle of every memory-mode change, that
+// it is reloading the driver (a Normal Event with the run's profile): progress, not an
+// answer. The node stays tainted through it and succeeds.
+BOOST_AUTO_TEST_CASE(a_kmm_recovery_event_mid_run_is_progress_not_failure, *utf::timeout(180)) {
+  e2e_cluster c;
+  node_spec kmm = training();
+  kmm.labels["sim.gpu-partitioner.io/kmm-driver"] = "true";
+  c.add_nodes({{"a", kmm}});
+  c.start_simulator("0.02", {"--dcm-version", "1.5"});
+  c.start_operator();
+  const auto& a = c.nodes[0];
+  const std::string dcm_name = "e2e-cpx-" + c.key;
+  c.create_payload("cpx", cpx_nps4);
+  const auto profile = c.create_profile("cpx", profile_spec(c, "cpx", dcm_name, 64));
+  const auto plan = c.create_plan("kmm", plan_spec(c, profile));
+  bool in_progress = false;
+  E2E_REQUIRE(eventually(
+                  [&] {
+                    if (auto i = c.item(plan, a))
+                      in_progress = in_progress ||
+                                    contains(i->conditions["OperatorSucceeded"], "DCMInProgress");
+                    return c.plan_phase(plan) == "Completed";
+                  },
+                  120s, 100ms),
+              c.describe(plan));
+  const auto events = c.dcm_events(a);
+  BOOST_TEST(std::any_of(events.begin(), events.end(),
+                         [&](const std::string& e) {
+                           return contains(e, "recovering memory partition for KMM driver") &&
+                                  contains(e, dcm_name);
+                         }),
+             joined(events));
+  BOOST_TEST(in_progress, "the operator showed DCM's progress: " << joined(events));
+  BOOST_TEST(c.node(a).gpus == 64);
+  const auto item = c.item(plan, a);
+  BOOST_REQUIRE(item);
+  BOOST_TEST(std::count(item->reasons.begin(), item->reasons.end(), "OperatorFailed") == 0);
+}
+
 // DCM retries busy GPUs for 30 minutes from the label, whatever the operator does, and
 // may then repartition them under whatever runs there: a run the operator gave up on
 // (its verification timeout, shorter than DCM's retries) keeps the node tainted as well
