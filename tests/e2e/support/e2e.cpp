@@ -812,10 +812,13 @@ void e2e_cluster::start_simulator(const std::string& time_scale,
       continue;
     BOOST_REQUIRE_MESSAGE(eventually(
                               [&] {
-                                for (const auto& p :
-                                     pods("app.kubernetes.io/name=device-config-manager"))
-                                  if (p.node == n && p.ready)
-                                    return true;
+                                // The GPU operator's DCM, or standalone DCM's chart's.
+                                for (const char* dcm :
+                                     {"app.kubernetes.io/name=device-config-manager",
+                                      "app=amdgpu-device-config-manager"})
+                                  for (const auto& p : pods(dcm))
+                                    if (p.node == n && p.ready)
+                                      return true;
                                 return false;
                               },
                               60s, 100ms),
