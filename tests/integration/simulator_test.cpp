@@ -101,8 +101,9 @@ std::string dcm_config_json() {
   return kube::to_json(doc);
 }
 
-std::string config_map_body(const std::string& ns, const std::string& config_json) {
-  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" + quoted(dcm_config_name) +
+std::string config_map_body(const std::string& ns, const std::string& config_json,
+                            const std::string& name = dcm_config_name) {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" + quoted(name) +
          R"(,"namespace":)" + quoted(ns) + R"(},"data":{"config.json":)" + quoted(config_json) +
          "}}";
 }
@@ -191,6 +192,29 @@ bool pod_ready(const rapidjson::Value& pod) {
   return false;
 }
 
+/// DCM's DaemonSet: pods labelled `pod_label` (key, value) on the nodes labelled
+/// simtest=<selector>, mounting the ConfigMap `config_map` at /etc/config-manager/ as the GPU
+/// operator does (volume config-manager-config-volume); the image's tag is DCM's version.
+std::string dcm_daemon_set(const std::string& name,
+                           const std::pair<std::string, std::string>& pod_label,
+                           const std::string& selector, const std::string& config_map,
+                           const std::string& version = "v1.3.0") {
+  const std::string labels = "{" + quoted(pod_label.first) + ":" + quoted(pod_label.second) + "}";
+  return R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":)" + quoted(name) +
+         R"(},"spec":{"selector":{"matchLabels":)" + labels +
+         R"(},"template":{"metadata":{"labels":)" + labels +
+         R"(},"spec":{"nodeSelector":{"simtest":)" + quoted(selector) +
+         R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
+         R"("terminationGracePeriodSeconds":1,)"
+         R"("volumes":[{"name":"config-manager-config-volume","configMap":{"name":)" +
+         quoted(config_map) +
+         R"(}}],"containers":[{"name":"device-config-manager-container",)"
+         R"("image":"rocm/device-config-manager:)" +
+         version +
+         R"(","volumeMounts":[{"name":"config-manager-config-volume",)"
+         R"("mountPath":"/etc/config-manager/"}]}]}}}})";
+}
+
 /// One test's simulated GPU cluster: a namespace with DCM's ConfigMap, nodes that only
 /// this test's gpu-sim plays, and the gpu-sim process. Removed again at the end.
 struct sim_cluster {
@@ -207,12 +231,17 @@ struct sim_cluster {
   std::vector<std::string> extra;
   /// Per node, its gpu-api label ("" or missing: none, gpu-sim's --gpu-api decides).
   std::vector<std::string> apis;
+  /// DCM deployed by its standalone chart (pods app=amdgpu-device-config-manager, mounting
+  /// the ConfigMap dcm-st) instead of by the GPU operator.
+  bool standalone_dcm = false;
   std::vector<std::string> args;
   std::string log_base;
 
   sim_cluster(std::initializer_list<std::string> node_faults, std::string lag_seconds = config_lag,
-              std::vector<std::string> extra_args = {}, std::vector<std::string> node_apis = {})
-      : lag(std::move(lag_seconds)), extra(std::move(extra_args)), apis(std::move(node_apis)) {
+              std::vector<std::string> extra_args = {}, std::vector<std::string> node_apis = {},
+              bool standalone = false)
+      : lag(std::move(lag_seconds)), extra(std::move(extra_args)), apis(std::move(node_apis)),
+        standalone_dcm(standalone) {
     try {
       set_up(node_faults);
     } catch (...) {
@@ -231,19 +260,30 @@ struct sim_cluster {
     auto cm =
         api.create(kube::resources::config_maps(), ns, config_map_body(ns, dcm_config_json()));
     BOOST_REQUIRE_MESSAGE(cm.ok(), (cm.ok() ? "" : cm.error().describe()));
-    // DCM's DaemonSet, as the GPU operator deploys it: gpu-sim plays DCM where its pod runs.
+    // DCM's DaemonSet, as the GPU operator deploys it: gpu-sim plays DCM where its pod runs,
+    // reading the ConfigMap the pod mounts. Standalone DCM's chart names its pods and its
+    // ConfigMap otherwise.
     const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
-    auto ds = api.create(
-        daemon_sets, ns,
-        R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"default-device-config-manager"},)"
-        R"("spec":{"selector":{"matchLabels":{"app.kubernetes.io/name":"device-config-manager"}},)"
-        R"("template":{"metadata":{"labels":{"app.kubernetes.io/name":"device-config-manager"}},)"
-        R"("spec":{"nodeSelector":{"simtest":)" +
-            quoted(selector_value) +
-            R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
-            R"("terminationGracePeriodSeconds":1,"containers":[{"name":"dcm",)"
-            R"("image":"rocm/device-config-manager:sim"}]}}}})");
-    BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+    auto version = std::find(extra.begin(), extra.end(), "--dcm-version");
+    const std::string tag = version != extra.end() && version + 1 != extra.end()
+                                ? "v" + *(version + 1) + ".0"
+                                : "v1.3.0";
+    if (!standalone_dcm) {
+      auto ds = api.create(daemon_sets, ns,
+                           dcm_daemon_set("default-device-config-manager",
+                                          {"app.kubernetes.io/name", "device-config-manager"},
+                                          selector_value, dcm_config_name, tag));
+      BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+    } else {
+      auto st = api.create(kube::resources::config_maps(), ns,
+                           config_map_body(ns, dcm_config_json(), "dcm-st"));
+      BOOST_REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().describe()));
+      auto ds = api.create(daemon_sets, ns,
+                           dcm_daemon_set("amdgpu-device-config-manager",
+                                          {"app", "amdgpu-device-config-manager"}, selector_value,
+                                          "dcm-st", tag));
+      BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+    }
     for (std::size_t i = 0; i < faults.size(); ++i) {
       const std::string name = id + "-" + std::to_string(i + 1);
       std::map<std::string, std::optional<std::string>> labels{
@@ -269,8 +309,8 @@ struct sim_cluster {
     args = {runfile("tools/simulator/gpu-sim"),
             "--node-selector",
             "simtest=" + selector_value,
-            "--dcm-config",
-            ns + "/" + dcm_config_name,
+            "--dcm-namespace",
+            ns,
             "--time-scale",
             time_scale,
             "--kubeconfig",
@@ -581,6 +621,20 @@ BOOST_AUTO_TEST_CASE(a_profile_run_under_the_taint_succeeds_and_untainting_bring
             }),
             "after untaint: amd.com/gpu=" << c.gpus(n) << ", partition "
                                           << c.label(n, partition_label).value_or("<none>"));
+}
+
+BOOST_AUTO_TEST_CASE(standalone_dcm_reads_the_dcm_st_configmap_its_pods_mount,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c({""}, config_lag, {}, {}, true);
+  const auto& n = c.nodes[0];
+  // The GPU operator's default ConfigMap lacks the profile: only dcm-st, which standalone
+  // DCM's pods mount, may answer.
+  BOOST_REQUIRE(c.api.remove(kube::resources::config_maps(), c.ns, dcm_config_name));
+  c.taint_and_wait_for_plugin_down(n);
+  c.request(n, "cpx-nps4");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  E2E_CHECK(c.has_event(n, "SuccessfullyPartitioned"), describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "CPX/NPS4");
 }
 
 BOOST_AUTO_TEST_CASE(writing_the_same_profile_again_starts_no_second_run,

@@ -47,10 +47,9 @@ void on_signal(int) {
 struct options {
   std::string kubeconfig;
   std::string node_selector = "gpu.vendor=amd";
+  /// DCM's namespace: its pods, and the ConfigMaps they may mount (each pod's own volume
+  /// says which one its DCM reads).
   std::string dcm_namespace = "kube-amd-gpu";
-  /// The ConfigMap DCM's DaemonSet mounts: the one the GPU operator's DeviceConfig names,
-  /// default-dcm-config when it names none.
-  std::string dcm_name = "default-dcm-config";
   double time_scale = 1.0;
   /// kubelet's refresh of a ConfigMap volume, in seconds before --time-scale.
   double config_lag = 60;
@@ -98,18 +97,21 @@ struct world_view {
   /// at once; the pods' watch may lag behind the nodes', as after an API server restart).
   std::set<std::string> stopped;
   observed_world world;
-  /// DCM's ConfigMap as the watch saw it, oldest first: DCM's file holds the newest entry
-  /// at least the config lag old (kubelet's refresh of the volume).
+  /// Each ConfigMap of DCM's namespace as the watch saw it, oldest first: a volume of it
+  /// holds the newest entry at least the config lag old (kubelet's refresh of the volume).
   struct config_version {
     sim_time seen{};
     std::string text; // "" with `missing`
     bool missing = true;
   };
-  std::deque<config_version> config_history;
-  /// What DCM's file holds now (nullopt before the first delivery).
-  std::optional<config_version> delivered;
-  /// DCM's pod per node, while it runs.
-  std::map<pod_key, std::string> dcm_pods; // pod -> node
+  struct config_map_files {
+    std::deque<config_version> history;
+    /// What its volumes hold now (nullopt before the first delivery).
+    std::optional<config_version> delivered;
+  };
+  std::map<std::string, config_map_files> config_maps;
+  /// DCM's pods while they run: the node, and the ConfigMap mounted at /etc/config-manager.
+  std::map<pod_key, std::pair<std::string, std::string>> dcm_pods;
   /// The DRA driver's pods (dra_driver_pod) per node, while they run and are not being
   /// deleted: the node's driver runs in one.
   std::map<pod_key, std::pair<std::string, std::string>> driver_pods{}; // pod -> node, uid
@@ -228,6 +230,22 @@ std::vector<pod_claim> pod_claims(const rapidjson::Value& pod) {
   return out;
 }
 
+// The ConfigMap a DCM pod mounts at /etc/config-manager (its config.json), "" if none.
+std::string dcm_config_of(const rapidjson::Value& pod) {
+  std::vector<std::pair<std::string, std::string>> volumes;
+  std::vector<std::pair<std::string, std::string>> mounts;
+  if (const auto* vs = kube::find_path(pod, {"spec", "volumes"}); vs && vs->IsArray())
+    for (const auto& v : vs->GetArray())
+      if (const auto* cm = kube::find_path(v, {"configMap"}); cm && cm->IsObject())
+        volumes.emplace_back(kube::string_at(v, "name"), kube::string_at(*cm, "name"));
+  if (const auto* cs = kube::find_path(pod, {"spec", "containers"}); cs && cs->IsArray())
+    for (const auto& c : cs->GetArray())
+      if (const auto* ms = kube::find_path(c, {"volumeMounts"}); ms && ms->IsArray())
+        for (const auto& m : ms->GetArray())
+          mounts.emplace_back(kube::string_at(m, "name"), kube::string_at(m, "mountPath"));
+  return mounted_dcm_config(volumes, mounts);
+}
+
 struct pod_watch : kube::watch_handler {
   world_view& view;
   std::string dcm_namespace;
@@ -264,11 +282,10 @@ struct pod_watch : kube::watch_handler {
     p.deleting = kube::find_path(o, {"metadata", "deletionTimestamp"}) != nullptr;
     p.crash_loop =
         kube::find_path(o, {"metadata", "annotations", crash_loop_annotation}) != nullptr;
-    if (const auto* labels = kube::find_path(o, {"metadata", "labels"}))
-      p.dcm =
-          key.ns == dcm_namespace && kube::string_at(*labels, dcm_pod_label) == dcm_pod_label_value;
+    p.dcm = key.ns == dcm_namespace &&
+            is_dcm_pod(kube::string_map(kube::find_path(o, {"metadata", "labels"})));
     if (p.dcm && p.phase == "Running" && !p.deleting)
-      view.dcm_pods[key] = p.node;
+      view.dcm_pods[key] = {p.node, dcm_config_of(o)};
     if (p.phase == "Running" && !p.deleting && dra_driver_pod(o))
       view.driver_pods[key] = {p.node, p.uid};
     if (const auto* g = kube::find_path(o, {"metadata", "deletionGracePeriodSeconds"});
@@ -327,7 +344,7 @@ struct config_watch : kube::watch_handler {
     // Before DCM's pod started, the file it mounts is whatever the ConfigMap holds then.
     if (!view.config_synced)
       v.seen = sim_time{};
-    view.config_history.push_back(std::move(v));
+    view.config_maps[d.key.name].history.push_back(std::move(v));
   }
   void on_synced() override {
     std::lock_guard<std::mutex> lock(view.mutex);
@@ -529,30 +546,33 @@ std::string label_or(const observed_node& node, const char* key) {
 }
 
 // DCM reads its ConfigMap as a mounted file, which kubelet refreshes on its periodic sync:
-// the file holds the newest version that is at least `lag` old. A change of the file is a
-// new generation, which runs every labelled node again.
+// a volume holds the newest version of its ConfigMap that is at least `lag` old. A change
+// of the file is a new generation, which runs again every labelled node whose DCM mounts it.
 void deliver_config(world_view& view, sim_time now, sim_clock::duration lag) {
-  std::optional<world_view::config_version> due;
-  while (!view.config_history.empty() && view.config_history.front().seen + lag <= now) {
-    due = std::move(view.config_history.front());
-    view.config_history.pop_front();
+  for (auto& [name, cm] : view.config_maps) {
+    std::optional<world_view::config_version> due;
+    while (!cm.history.empty() && cm.history.front().seen + lag <= now) {
+      due = std::move(cm.history.front());
+      cm.history.pop_front();
+    }
+    if (!due ||
+        (cm.delivered && cm.delivered->text == due->text && cm.delivered->missing == due->missing))
+      continue;
+    const bool first = !cm.delivered;
+    cm.delivered = due;
+    dcm_file& file = view.world.files[name];
+    if (!first)
+      ++file.generation;
+    if (due->missing) {
+      file.config.reset();
+      file.problem = {"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
+      continue;
+    }
+    dcm_failure problem;
+    file.config = parse_dcm_config(due->text, problem);
+    if (!file.config)
+      file.problem = problem;
   }
-  if (!due || (view.delivered && view.delivered->text == due->text &&
-               view.delivered->missing == due->missing))
-    return;
-  const bool first = !view.delivered;
-  view.delivered = due;
-  if (!first)
-    ++view.world.config_generation;
-  if (due->missing) {
-    view.world.config.reset();
-    view.world.config_problem = {"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
-    return;
-  }
-  dcm_failure problem;
-  view.world.config = parse_dcm_config(due->text, problem);
-  if (!view.world.config)
-    view.world.config_problem = problem;
 }
 
 int run(const options& opt) {
@@ -579,7 +599,6 @@ int run(const options& opt) {
   kube::list_watch_options cm_opts;
   cm_opts.what = kube::resources::config_maps();
   cm_opts.ns = opt.dcm_namespace;
-  cm_opts.field_selector = "metadata.name=" + opt.dcm_name;
   kube::list_watch_options slice_opts;
   slice_opts.what = kube::resources::resource_slices();
   slice_opts.field_selector = std::string("spec.driver=") + dra_driver;
@@ -840,8 +859,9 @@ int run(const options& opt) {
   };
   std::map<std::string, std::string> dcm_pod_names; // node -> its DCM pod, once seen
   int next_ip = 1;
-  log_line("started: nodes " + opt.node_selector + ", DCM config " + opt.dcm_namespace + "/" +
-           opt.dcm_name + " (lag " + std::to_string(opt.config_lag) + " s), DCM " +
+  log_line("started: nodes " + opt.node_selector + ", DCM in " + opt.dcm_namespace +
+           " (each DCM pod reads the ConfigMap it mounts at /etc/config-manager; lag " +
+           std::to_string(opt.config_lag) + " s), DCM " +
            (opt.stack.version == dcm_version::v1_5 ? "1.5" : "1.3") + ", " +
            (opt.stack.strategy == resource_strategy::mixed ? "mixed" : "single") +
            " strategy, GPU API " + gpu_api_name(opt.default_api) + ", time scale " +
@@ -863,9 +883,10 @@ int run(const options& opt) {
           view, now,
           timing.scaled(std::chrono::milliseconds(static_cast<long long>(opt.config_lag * 1000))));
       // A tick at thousands of nodes copies no node's strings: these point into the view.
-      std::unordered_map<std::string_view, std::string_view> dcm_pod_of;
-      for (const auto& [key, node] : view.dcm_pods)
-        dcm_pod_of[node] = key.name;
+      std::unordered_map<std::string_view, std::pair<std::string_view, std::string_view>>
+          dcm_pod_of; // node -> pod, its ConfigMap
+      for (const auto& [key, running] : view.dcm_pods)
+        dcm_pod_of[running.first] = {key.name, running.second};
       std::unordered_map<std::string_view, std::string_view> driver_pod_of; // node -> uid
       for (const auto& [key, running] : view.driver_pods)
         driver_pod_of[running.first] = running.second;
@@ -910,7 +931,8 @@ int run(const options& opt) {
         // The fields the tick adds are set in place, every tick, not on a copy.
         observed_node& seen = node;
         auto dcm_pod = dcm_pod_of.find(name);
-        seen.dcm_pod = dcm_pod == dcm_pod_of.end() ? std::string_view() : dcm_pod->second;
+        seen.dcm_pod = dcm_pod == dcm_pod_of.end() ? std::string_view() : dcm_pod->second.first;
+        seen.dcm_config = dcm_pod == dcm_pod_of.end() ? std::string_view() : dcm_pod->second.second;
         auto driver_pod = driver_pod_of.find(name);
         seen.driver_pod =
             driver_pod == driver_pod_of.end() ? std::string_view() : driver_pod->second;
@@ -1130,9 +1152,13 @@ kubelet-stopped,state-lost,gpu-held,plugin-crashloop.
 Flags:
   --kubeconfig PATH         else $KUBECONFIG, in-cluster, ~/.kube/config
   --node-selector SEL       nodes to simulate (default gpu.vendor=amd)
-  --dcm-config NS/NAME      the ConfigMap DCM's pods mount; DCM's pods are those in NS
-                            labelled app.kubernetes.io/name=device-config-manager
-                            (default kube-amd-gpu/default-dcm-config)
+  --dcm-namespace NS        DCM's namespace (default kube-amd-gpu): DCM's pods are those
+                            in NS labelled app.kubernetes.io/name=device-config-manager
+                            (GPU operator) or app=amdgpu-device-config-manager
+                            (standalone); each reads config.json from the ConfigMap
+                            volume its pod mounts at /etc/config-manager
+  --dcm-config NS/NAME      deprecated: sets only the namespace (the name is read from
+                            each DCM pod's volume)
   --dcm-config-lag SECONDS  kubelet's refresh of DCM's mounted config (default 60)
   --dcm-version 1.3|1.5     1.5 gives one group without numGPUsAssigned the remaining
                             GPUs and writes in-progress while it retries (default 1.3)
@@ -1177,6 +1203,12 @@ int main(int argc, char** argv) {
       opt.kubeconfig = value();
     } else if (a == "--node-selector") {
       opt.node_selector = value();
+    } else if (a == "--dcm-namespace") {
+      opt.dcm_namespace = value();
+      if (opt.dcm_namespace.empty()) {
+        std::fprintf(stderr, "gpu-sim: --dcm-namespace needs a namespace\n");
+        return 2;
+      }
     } else if (a == "--dcm-config") {
       std::string v = value();
       auto slash = v.find('/');
@@ -1185,7 +1217,9 @@ int main(int argc, char** argv) {
         return 2;
       }
       opt.dcm_namespace = v.substr(0, slash);
-      opt.dcm_name = v.substr(slash + 1);
+      log_line("--dcm-config is deprecated: it sets only DCM's namespace (" + opt.dcm_namespace +
+               "); each DCM pod's ConfigMap is read from its volume, not \"" + v.substr(slash + 1) +
+               "\"");
     } else if (a == "--dcm-config-lag") {
       std::string v = value();
       char* end = nullptr;

@@ -112,7 +112,31 @@ plugin_resources(const std::vector<std::string>& gpu_modes, resource_strategy st
   return out;
 }
 
+std::string mounted_dcm_config(const std::vector<std::pair<std::string, std::string>>& volumes,
+                               const std::vector<std::pair<std::string, std::string>>& mounts) {
+  const std::string dir = dcm_config_dir;
+  for (const auto& [volume, path] : mounts) {
+    if (path != dir && path != dir + "/")
+      continue;
+    for (const auto& [name, config_map] : volumes)
+      if (name == volume)
+        return config_map;
+  }
+  return {};
+}
+
+bool is_dcm_pod(const std::map<std::string, std::string>& labels) {
+  auto has = [&](const char* key, const char* value) {
+    auto it = labels.find(key);
+    return it != labels.end() && it->second == value;
+  };
+  return has(dcm_pod_label, dcm_pod_label_value) ||
+         has(dcm_standalone_pod_label, dcm_standalone_pod_label_value);
+}
+
 namespace {
+
+const dcm_file no_file{};
 
 std::string label_or(const observed_node& node, const char* key) {
   auto it = node.labels.find(key);
@@ -199,6 +223,12 @@ struct context {
   const stack_options& stack;
   node_actions& out;
 
+  /// The file DCM's pod on this node reads (an empty one when it mounts no ConfigMap).
+  const dcm_file& file() const {
+    auto it = world.files.find(node.dcm_config);
+    return node.dcm_config.empty() || it == world.files.end() ? no_file : it->second;
+  }
+
   void state(const char* value) {
     if (!faults.state_lost && label_or(node, state_label) != value)
       out.labels[state_label] = value;
@@ -212,10 +242,16 @@ struct context {
       m.failure = std::move(f);
       m.due = now + after;
     };
-    if (!world.config)
-      return refuse(world.config_problem, timing.scaled(timing.refusal));
-    auto found = world.config->profiles.find(m.run_profile);
-    if (found == world.config->profiles.end())
+    const dcm_file& f = file();
+    if (node.dcm_config.empty())
+      // No ConfigMap at /etc/config-manager: reading config.json fails.
+      return refuse({"InvalidJSONInConfigMap",
+                     "open /etc/config-manager/config.json: no such file or directory"},
+                    timing.scaled(timing.refusal));
+    if (!f.config)
+      return refuse(f.problem, timing.scaled(timing.refusal));
+    auto found = f.config->profiles.find(m.run_profile);
+    if (found == f.config->profiles.end())
       return refuse(
           {"NonExistentProfile", "profile " + m.run_profile + " does not exist in the config map"},
           timing.scaled(timing.refusal));
@@ -225,7 +261,7 @@ struct context {
     // The host services are stopped (so that they let go of the GPUs) before the GPUs are
     // touched, and started again after, whatever comes of it.
     const auto services =
-        timing.scaled(timing.host_service) * static_cast<int>(world.config->host_services.size());
+        timing.scaled(timing.host_service) * static_cast<int>(f.config->host_services.size());
     auto busy = world.gpu_pods.find(node.name);
     if ((busy != world.gpu_pods.end() && busy->second > 0) || faults.gpu_held) {
       m.outcome = attempt_outcome::busy;
@@ -333,7 +369,7 @@ struct context {
       m.dcm_pod = node.dcm_pod;
       m.last_profile = profile;
       m.profile_changes_seen = node.profile_changes;
-      m.config_generation_seen = world.config_generation;
+      m.config_generation_seen = file().generation;
       trigger = !profile.empty();
     } else {
       // A label removed and set again since the last step is a new request, even with
@@ -347,8 +383,8 @@ struct context {
         m.last_profile.clear();
       }
       // Any change of the file runs the label again, on every node that has one.
-      if (world.config_generation != m.config_generation_seen) {
-        m.config_generation_seen = world.config_generation;
+      if (file().generation != m.config_generation_seen) {
+        m.config_generation_seen = file().generation;
         trigger = trigger || !profile.empty();
       }
     }
@@ -537,7 +573,7 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
     m.dcm_pod = node.dcm_pod;
     m.last_profile = label_or(node, profile_label);
     m.profile_changes_seen = node.profile_changes;
-    m.config_generation_seen = world.config_generation;
+    m.config_generation_seen = cx.file().generation;
     if (!m.last_profile.empty() && label_or(node, state_label).empty() && !m.dcm_pod.empty())
       cx.start_run(m.last_profile);
     // The plugin starts with the node (or the simulator): it reports at once.

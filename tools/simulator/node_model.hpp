@@ -29,6 +29,11 @@ inline constexpr const char* dcm_component = "amd-device-config-manager";
 /// The label of the GPU operator's DCM DaemonSet pods.
 inline constexpr const char* dcm_pod_label = "app.kubernetes.io/name";
 inline constexpr const char* dcm_pod_label_value = "device-config-manager";
+/// The label of standalone DCM's pods (its own Helm chart, no GPU operator).
+inline constexpr const char* dcm_standalone_pod_label = "app";
+inline constexpr const char* dcm_standalone_pod_label_value = "amdgpu-device-config-manager";
+/// Where DCM reads its config: the directory a ConfigMap volume of its pod is mounted at.
+inline constexpr const char* dcm_config_dir = "/etc/config-manager";
 
 // -- the simulator's own --
 /// Comma-separated faults to inject on a node (a label, so `kubectl label` sets it); see
@@ -142,22 +147,42 @@ struct observed_node {
   /// DCM's pod running on this node ("" if none): DCM acts only while it runs, and its
   /// Events are about it.
   std::string dcm_pod;
+  /// The ConfigMap that pod mounts at /etc/config-manager ("" if none: its file is missing).
+  std::string dcm_config{};
   /// The uid of a DRA driver pod (dra_driver_pod) Running on this node and not being
   /// deleted ("" if none): on a DRA node the driver's kubelet plugin runs in it.
   std::string driver_pod{};
 };
 
-/// What the simulator sees of the rest: DCM's config file and the GPU pods per node.
-struct observed_world {
-  /// The config as DCM's file holds it now (kubelet delivers a change late), or why there
-  /// is none (ConfigMapNotPresent, InvalidJSONInConfigMap).
+/// DCM's config.json as a ConfigMap volume holds it now (kubelet delivers a change late).
+struct dcm_file {
+  /// The parsed config, or why there is none (ConfigMapNotPresent, InvalidJSONInConfigMap).
   std::optional<dcm_config> config;
-  dcm_failure config_problem{"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
-  /// Goes up each time the file changes: every node whose label is set runs again.
-  std::uint64_t config_generation = 0;
+  dcm_failure problem{"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
+  /// Goes up each time the file changes: every node whose DCM mounts it and whose label is
+  /// set runs again.
+  std::uint64_t generation = 0;
+};
+
+/// What the simulator sees of the rest: DCM's config files and the GPU pods per node.
+struct observed_world {
+  /// The file each ConfigMap of DCM's namespace makes, by the ConfigMap's name: a node's
+  /// DCM reads the one its pod mounts (observed_node::dcm_config).
+  std::map<std::string, dcm_file> files;
   /// Pods using an amd.com/ resource that still hold their GPUs, by node name.
   std::map<std::string, int> gpu_pods;
 };
+
+/// The ConfigMap a DCM pod mounts at /etc/config-manager: the configMap volume of a volume
+/// mount at that path (with or without a trailing slash); "" if none.
+std::string mounted_dcm_config(
+    const std::vector<std::pair<std::string, std::string>>& volumes, // volume, ConfigMap
+    const std::vector<std::pair<std::string, std::string>>& mounts); // volume, mountPath
+
+/// Whether a pod's labels make it one of DCM's pods: the GPU operator's
+/// (app.kubernetes.io/name=device-config-manager) or standalone DCM's
+/// (app=amdgpu-device-config-manager).
+bool is_dcm_pod(const std::map<std::string, std::string>& labels);
 
 /// The outcome of one attempt of a run, decided when it starts.
 enum class attempt_outcome { success, refused, busy };

@@ -67,10 +67,14 @@ struct dra_fixture {
     node.uid = "node-uid-1";
     node.api = api;
     node.dcm_pod = "dcm-abcde";
+    node.dcm_config = "default-dcm-config";
     sim::dcm_failure error;
-    world.config = sim::parse_dcm_config(config_text, error);
-    BOOST_REQUIRE_MESSAGE(world.config.has_value(), error.message);
+    file().config = sim::parse_dcm_config(config_text, error);
+    BOOST_REQUIRE_MESSAGE(file().config.has_value(), error.message);
   }
+
+  /// The file DCM's pod mounts.
+  sim::dcm_file& file() { return world.files[node.dcm_config]; }
 
   /// gpu-sim's tick for the node; the writes reach the server unless `deliver` is false.
   std::vector<sim::slice_write> step(sim::sim_time now, bool deliver = true) {

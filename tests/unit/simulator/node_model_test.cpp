@@ -42,10 +42,14 @@ struct node_fixture {
   node_fixture() {
     node.name = "gpu-node-01";
     node.dcm_pod = "dcm-abcde";
+    node.dcm_config = "default-dcm-config";
     sim::dcm_failure error;
-    world.config = sim::parse_dcm_config(config_text, error);
-    BOOST_REQUIRE_MESSAGE(world.config.has_value(), error.message);
+    file().config = sim::parse_dcm_config(config_text, error);
+    BOOST_REQUIRE_MESSAGE(file().config.has_value(), error.message);
   }
+
+  /// The file DCM's pod mounts.
+  sim::dcm_file& file() { return world.files[node.dcm_config]; }
 
   sim::node_actions step(sim::sim_time now) {
     auto a = sim::step_node(memory, node, world, now, timing, stack);
@@ -224,6 +228,72 @@ BOOST_AUTO_TEST_CASE(a_label_gets_no_answer_while_no_dcm_pod_runs_on_the_node) {
   BOOST_TEST(f.last_reason() == "SuccessfullyPartitioned");
 }
 
+BOOST_AUTO_TEST_CASE(dcm_reads_the_configmap_its_own_pod_mounts) {
+  node_fixture f;
+  // Another ConfigMap of DCM's namespace holds a profile the mounted one does not.
+  sim::dcm_failure error;
+  f.world.files["dcm-st"].config = sim::parse_dcm_config(
+      R"({"gpu-config-profiles":{"qpx-nps1":{"profiles":[{"computePartition":"QPX",)"
+      R"("memoryPartition":"NPS1","numGPUsAssigned":8}]}}})",
+      error);
+  f.step(t0);
+  f.request("qpx-nps1");
+  f.step(t0 + 1s);
+  f.step(t0 + 3s);
+  BOOST_TEST(f.last_reason() == "NonExistentProfile");
+  // A DCM pod mounting dcm-st (standalone DCM's chart) reads that one.
+  f.node.dcm_pod = "dcm-st-xyz";
+  f.node.dcm_config = "dcm-st";
+  f.step(t0 + 10s);
+  f.step(t0 + 10s + 12s);
+  BOOST_TEST(f.state() == "success");
+  BOOST_TEST(f.last_reason() == "SuccessfullyPartitioned");
+}
+
+BOOST_AUTO_TEST_CASE(a_change_of_a_configmap_no_dcm_pod_mounts_runs_nothing) {
+  node_fixture f;
+  f.step(t0);
+  f.request("spx-nps1");
+  f.step(t0 + 1s);
+  f.step(t0 + 30s);
+  BOOST_TEST(f.events.size() == 1u);
+  ++f.world.files["some-payload"].generation;
+  f.step(t0 + 60s);
+  f.step(t0 + 100s);
+  BOOST_TEST(f.events.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_dcm_pod_without_the_mount_finds_no_file_InvalidJSONInConfigMap) {
+  node_fixture f;
+  f.node.dcm_config.clear();
+  f.step(t0);
+  f.request("spx-nps1");
+  f.step(t0 + 1s);
+  f.step(t0 + 3s);
+  BOOST_TEST(f.state() == "failure");
+  BOOST_TEST(f.last_reason() == "InvalidJSONInConfigMap");
+}
+
+BOOST_AUTO_TEST_CASE(the_config_volume_is_found_by_its_mount_path_with_or_without_a_slash) {
+  const std::vector<std::pair<std::string, std::string>> volumes{
+      {"other", "payload"}, {"config-manager-config-volume", "config-manager-config"}};
+  BOOST_TEST(sim::mounted_dcm_config(volumes,
+                                     {{"config-manager-config-volume", "/etc/config-manager/"}}) ==
+             "config-manager-config");
+  BOOST_TEST(
+      sim::mounted_dcm_config(volumes, {{"config-manager-config-volume", "/etc/config-manager"}}) ==
+      "config-manager-config");
+  BOOST_TEST(sim::mounted_dcm_config(volumes, {{"other", "/etc/other"}}).empty());
+  BOOST_TEST(sim::mounted_dcm_config(volumes, {}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(dcm_pods_are_the_gpu_operators_or_standalone_dcms) {
+  BOOST_TEST(sim::is_dcm_pod({{"app.kubernetes.io/name", "device-config-manager"}}));
+  BOOST_TEST(sim::is_dcm_pod({{"app", "amdgpu-device-config-manager"}}));
+  BOOST_TEST(!sim::is_dcm_pod({{"app", "device-config-manager"}}));
+  BOOST_TEST(!sim::is_dcm_pod({}));
+}
+
 BOOST_AUTO_TEST_CASE(a_run_stops_the_host_services_then_partitions_and_says_so_as_dcm_does) {
   node_fixture f;
   f.step(t0);
@@ -323,7 +393,7 @@ BOOST_AUTO_TEST_CASE(a_change_of_the_file_runs_the_label_again_on_every_labelled
   f.step(t0 + 1s);
   f.step(t0 + 30s);
   BOOST_TEST(f.events.size() == 1u);
-  ++f.world.config_generation; // kubelet delivered a new config.json
+  ++f.file().generation; // kubelet delivered a new config.json
   f.step(t0 + 60s);
   f.step(t0 + 60s + 22s);
   BOOST_TEST(f.events.size() == 2u);
@@ -331,7 +401,7 @@ BOOST_AUTO_TEST_CASE(a_change_of_the_file_runs_the_label_again_on_every_labelled
   // A node without the label does not run.
   node_fixture g;
   g.step(t0);
-  ++g.world.config_generation;
+  ++g.file().generation;
   g.step(t0 + 1s);
   g.step(t0 + 100s);
   BOOST_TEST(g.events.empty());
@@ -350,11 +420,11 @@ BOOST_AUTO_TEST_CASE(a_profile_the_file_does_not_hold_yet_fails_with_NonExistent
   f.step(t0 + 200s);
   BOOST_TEST(f.events.size() == 1u);
   sim::dcm_failure error;
-  f.world.config = sim::parse_dcm_config(
+  f.file().config = sim::parse_dcm_config(
       R"({"gpu-config-profiles":{"qpx-nps1":{"profiles":[{"computePartition":"QPX",)"
       R"("memoryPartition":"NPS1","numGPUsAssigned":8}]}}})",
       error);
-  ++f.world.config_generation;
+  ++f.file().generation;
   f.step(t0 + 210s);
   f.step(t0 + 230s);
   BOOST_TEST(f.state() == "success");
