@@ -229,7 +229,7 @@ std::optional<dcm_failure> validate_profile(const dcm_profile& profile, int gpu_
   if (profile.groups.empty())
     return dcm_failure{"InvalidProfileInfo", "the profile assigns no GPUs"};
   int assigned = 0;
-  int open = 0; // groups without a count, which 1.5 gives the rest
+  int open = 0; // groups without a count, which newer DCM gives the rest
   std::set<std::string> memory;
   for (const auto& g : profile.groups) {
     if (partitions_per_gpu(g.compute) == 0)
@@ -238,7 +238,7 @@ std::optional<dcm_failure> validate_profile(const dcm_profile& profile, int gpu_
     if (memory_partitions(g.memory) == 0)
       return dcm_failure{"InvalidProfileInfo",
                          "memoryPartition \"" + g.memory + "\" is not one of NPS1, NPS2, NPS4"};
-    if (!g.count_given && version == dcm_version::v1_5)
+    if (!g.count_given && newer_dcm(version))
       ++open;
     else
       assigned += g.gpus;
@@ -264,12 +264,12 @@ std::vector<std::string> apply_profile(const dcm_profile& profile,
   const std::set<int> skipped(profile.skipped_gpus.begin(), profile.skipped_gpus.end());
   int assigned = 0;
   for (const auto& g : profile.groups)
-    if (g.count_given || version != dcm_version::v1_5)
+    if (g.count_given || !newer_dcm(version))
       assigned += g.gpus;
   const int rest = static_cast<int>(current.size()) - static_cast<int>(skipped.size()) - assigned;
   std::size_t gpu = 0;
   for (const auto& g : profile.groups) {
-    int n = g.count_given || version != dcm_version::v1_5 ? g.gpus : rest;
+    int n = g.count_given || !newer_dcm(version) ? g.gpus : rest;
     for (; n > 0 && gpu < out.size(); ++gpu) {
       if (skipped.count(static_cast<int>(gpu)))
         continue;

@@ -862,8 +862,10 @@ int run(const options& opt) {
   log_line("started: nodes " + opt.node_selector + ", DCM in " + opt.dcm_namespace +
            " (each DCM pod reads the ConfigMap it mounts at /etc/config-manager; lag " +
            std::to_string(opt.config_lag) + " s), DCM " +
-           (opt.stack.version == dcm_version::v1_5 ? "1.5" : "1.3") + ", " +
-           (opt.stack.strategy == resource_strategy::mixed ? "mixed" : "single") +
+           (opt.stack.version == dcm_version::v1_5   ? "1.5"
+            : opt.stack.version == dcm_version::v1_4 ? "1.4"
+                                                     : "1.3") +
+           ", " + (opt.stack.strategy == resource_strategy::mixed ? "mixed" : "single") +
            " strategy, GPU API " + gpu_api_name(opt.default_api) + ", time scale " +
            std::to_string(opt.time_scale) + (opt.heartbeats ? "" : ", no heartbeats"));
 
@@ -1160,8 +1162,10 @@ Flags:
   --dcm-config NS/NAME      deprecated: sets only the namespace (the name is read from
                             each DCM pod's volume)
   --dcm-config-lag SECONDS  kubelet's refresh of DCM's mounted config (default 60)
-  --dcm-version 1.3|1.5     1.5 gives one group without numGPUsAssigned the remaining
-                            GPUs and writes in-progress while it retries (default 1.3)
+  --dcm-version 1.3|1.4|1.5 the DCM played (default 1.3, the last public source);
+                            1.4 and 1.5 are "newer DCM": one group without
+                            numGPUsAssigned takes the remaining GPUs, a mode the GPU
+                            does not take is InvalidProfileInfo, not retried
   --resource-strategy single|mixed
                             the device plugin's naming: amd.com/gpu, or
                             amd.com/<compute>_<memory> per style (default single)
@@ -1231,11 +1235,13 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--dcm-version") {
       std::string v = value();
-      if (v != "1.3" && v != "1.5") {
-        std::fprintf(stderr, "gpu-sim: --dcm-version: \"%s\" is not 1.3 or 1.5\n", v.c_str());
+      if (v != "1.3" && v != "1.4" && v != "1.5") {
+        std::fprintf(stderr, "gpu-sim: --dcm-version: \"%s\" is not 1.3, 1.4 or 1.5\n", v.c_str());
         return 2;
       }
-      opt.stack.version = v == "1.5" ? dcm_version::v1_5 : dcm_version::v1_3;
+      opt.stack.version = v == "1.5"   ? dcm_version::v1_5
+                          : v == "1.4" ? dcm_version::v1_4
+                                       : dcm_version::v1_3;
     } else if (a == "--resource-strategy") {
       std::string v = value();
       if (v != "single" && v != "mixed") {

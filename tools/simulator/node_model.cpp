@@ -332,8 +332,9 @@ struct context {
     }
     case attempt_outcome::busy:
       if (now + timing.scaled(timing.retry_period) < m.retry_until) {
-        // 1.3 writes failure on each busy attempt; 1.5 says in-progress until the end.
-        state(stack.version == dcm_version::v1_5 ? "in-progress" : "failure");
+        // Every version writes failure on each failed attempt (no AMD source has another
+        // state while it retries).
+        state("failure");
         if (!m.said_retrying)
           out.events.push_back(
               {"Warning", "PartitionRetrying",

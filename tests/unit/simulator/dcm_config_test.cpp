@@ -127,6 +127,7 @@ BOOST_AUTO_TEST_CASE(a_missing_count_is_zero_not_a_parse_error) {
   BOOST_TEST(!p.groups.at(0).count_given);
   BOOST_TEST(sim::validate_profile(p, 8, sim::dcm_version::v1_3).has_value());
   BOOST_TEST(!sim::validate_profile(p, 8, sim::dcm_version::v1_5).has_value());
+  BOOST_TEST(!sim::validate_profile(p, 8, sim::dcm_version::v1_4).has_value());
   BOOST_TEST(sim::apply_profile(p, std::vector<std::string>(8, "SPX/NPS1"),
                                 sim::dcm_version::v1_5) == std::vector<std::string>(8, "CPX/NPS4"));
 }

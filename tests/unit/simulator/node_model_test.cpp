@@ -479,7 +479,7 @@ BOOST_AUTO_TEST_CASE(gpus_busy_for_thirty_minutes_end_in_PartitionFailure) {
   BOOST_TEST(f.events.size() == 2u);
 }
 
-BOOST_AUTO_TEST_CASE(dcm_1_5_says_in_progress_while_it_retries) {
+BOOST_AUTO_TEST_CASE(newer_dcm_writes_failure_while_it_retries_as_no_source_has_in_progress) {
   node_fixture f;
   f.stack.version = sim::dcm_version::v1_5;
   f.step(t0);
@@ -487,7 +487,7 @@ BOOST_AUTO_TEST_CASE(dcm_1_5_says_in_progress_while_it_retries) {
   f.request("cpx-nps4");
   f.step(t0 + 1s);
   f.step(t0 + 1s + 22s);
-  BOOST_TEST(f.state() == "in-progress");
+  BOOST_TEST(f.state() == "failure");
   BOOST_TEST(f.last_reason() == "PartitionRetrying");
 }
 
