@@ -35,7 +35,7 @@ bool mode_supported(const std::string& compute, const std::string& memory) {
   if (memory == "NPS1")
     return partitions_per_gpu(compute) > 0;
   if (memory == "NPS2")
-    return compute == "DPX" || compute == "CPX";
+    return compute == "DPX";
   if (memory == "NPS4")
     return compute == "QPX" || compute == "CPX";
   return false;

@@ -75,7 +75,8 @@ std::vector<std::string> apply_profile(const dcm_profile& profile,
                                        dcm_version version = dcm_version::v1_3);
 
 /// Whether MI300X's kernel driver takes this compute and memory mode together: SPX with
-/// NPS1; DPX with NPS1 or NPS2; QPX with NPS1 or NPS4; CPX with NPS1, NPS2 or NPS4.
+/// NPS1; DPX with NPS1 or NPS2; QPX with NPS1 or NPS4; CPX with NPS1 or NPS4 (CPX with NPS2
+/// only on virtual functions); never NPS8.
 bool mode_supported(const std::string& compute, const std::string& memory);
 
 /// Compute partitions per GPU: SPX 1, DPX 2, QPX 4, CPX 8; 0 for an unknown mode.

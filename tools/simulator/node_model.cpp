@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <sstream>
 
 namespace gpu_partitioner::sim {
@@ -195,20 +196,18 @@ std::string json_string(const std::string& text) {
 // DCM's PartitionStatus, as json.Marshal writes it (the struct has no json tags, so the
 // keys are Go's field names): the per-GPU list is null when no GPU was worked on.
 std::string partition_status(const std::string& profile, const std::string& final_status,
-                             const std::string& reason, const std::vector<std::string>* modes,
-                             const std::string& gpu_status, const std::string& gpu_message) {
+                             const std::string& reason, const std::vector<gpu_result>* gpus) {
   std::string out = "{\"SelectedProfile\":" + json_string(profile) +
                     ",\"FinalStatus\":" + json_string(final_status) +
                     ",\"Reason\":" + json_string(reason) + ",\"GPUStatus\":";
-  if (modes == nullptr)
+  if (gpus == nullptr)
     return out + "null}";
   out += "[";
-  for (std::size_t i = 0; i < modes->size(); ++i) {
-    std::string type = (*modes)[i];
-    std::replace(type.begin(), type.end(), '/', '-');
-    out += std::string(i ? "," : "") + "{\"GpuID\":" + std::to_string(i) +
-           ",\"PartitionType\":" + json_string(type) + ",\"Status\":" + json_string(gpu_status) +
-           ",\"Message\":" + json_string(gpu_message) + "}";
+  for (std::size_t i = 0; i < gpus->size(); ++i) {
+    const auto& g = (*gpus)[i];
+    out += std::string(i ? "," : "") + "{\"GpuID\":" + std::to_string(g.id) +
+           ",\"PartitionType\":" + json_string(g.type) + ",\"Status\":" + json_string(g.status) +
+           ",\"Message\":" + json_string(g.message) + "}";
   }
   return out + "]}";
 }
@@ -234,9 +233,17 @@ struct context {
       out.labels[state_label] = value;
   }
 
+  // Which GPUs a process holds (busy): every one while any pod or host process holds one.
+  std::vector<bool> busy_gpus() const {
+    auto held = world.gpu_pods.find(node.name);
+    const bool any = faults.gpu_held || (held != world.gpu_pods.end() && held->second > 0);
+    return std::vector<bool>(m.gpu_modes.size(), any);
+  }
+
   // One attempt of the run: its outcome is decided as it starts, and lands at m.due.
   void begin_attempt() {
     m.between_attempts = false;
+    m.gpu_results.clear();
     auto refuse = [&](dcm_failure f, sim_clock::duration after) {
       m.outcome = attempt_outcome::refused;
       m.failure = std::move(f);
@@ -262,36 +269,78 @@ struct context {
     // touched, and started again after, whatever comes of it.
     const auto services =
         timing.scaled(timing.host_service) * static_cast<int>(f.config->host_services.size());
-    auto busy = world.gpu_pods.find(node.name);
-    if ((busy != world.gpu_pods.end() && busy->second > 0) || faults.gpu_held) {
-      m.outcome = attempt_outcome::busy;
-      m.failure = {"PartitionRetrying",
-                   faults.gpu_held && (busy == world.gpu_pods.end() || busy->second == 0)
-                       ? "device busy: a host process holds the GPUs"
-                       : "device busy: " + std::to_string(busy->second) +
-                             " pod(s) hold GPUs on this node"};
-      m.due = now + services + timing.scaled(timing.refusal);
-      return;
-    }
     if (faults.dcm_failure)
-      return refuse({"AMDSMIAPIFailure", "amd-smi failed to set the partition (injected fault)"},
+      return refuse({"AMDSMIAPIFailure", "AMD-SMI API error : Failed to initialize AMD SMI!"},
                     services + timing.scaled(timing.refusal));
-    m.target_modes = apply_profile(found->second, m.gpu_modes, stack.version);
-    for (const auto& mode : m.target_modes) {
-      const auto slash = mode.find('/');
-      if (!mode_supported(mode.substr(0, slash), mode.substr(slash + 1)))
-        return refuse({"AMDSMIAPIFailure", "amd-smi: the driver refused " + mode},
-                      services + timing.scaled(timing.refusal));
-    }
+    const auto wanted = apply_profile(found->second, m.gpu_modes, stack.version);
+    // Newer DCM checks the modes the GPU takes before it sets any: a refused one is
+    // InvalidProfileInfo, nothing changes, no retry.
+    if (newer_dcm(stack.version))
+      for (std::size_t i = 0; i < wanted.size(); ++i) {
+        const auto slash = wanted[i].find('/');
+        if (wanted[i] != m.gpu_modes[i] &&
+            !mode_supported(wanted[i].substr(0, slash), wanted[i].substr(slash + 1)))
+          return refuse({"InvalidProfileInfo", "Unsupported partition " + wanted[i] +
+                                                   " given in profile for GPU " +
+                                                   std::to_string(i)},
+                        services + timing.scaled(timing.refusal));
+      }
+    // Per GPU, in order: the memory mode first, then the compute mode. A busy GPU takes
+    // neither; a compute mode the kernel refuses (1.3) leaves the memory mode already set.
+    const auto busy = busy_gpus();
+    const std::set<int> skipped(found->second.skipped_gpus.begin(),
+                                found->second.skipped_gpus.end());
+    m.target_modes = m.gpu_modes;
+    bool failed = false;
     bool memory_changes = false;
-    for (std::size_t i = 0; i < m.gpu_modes.size(); ++i)
-      memory_changes = memory_changes || m.gpu_modes[i].substr(m.gpu_modes[i].find('/')) !=
-                                             m.target_modes[i].substr(m.target_modes[i].find('/'));
-    m.outcome = attempt_outcome::success;
+    bool compute_changes = false;
+    std::string why;
+    for (std::size_t i = 0; i < wanted.size(); ++i) {
+      if (skipped.count(static_cast<int>(i)))
+        continue;
+      const auto slash = wanted[i].find('/');
+      const std::string compute = wanted[i].substr(0, slash);
+      const std::string memory = wanted[i].substr(slash + 1);
+      std::string type = compute + "-" + memory;
+      if (wanted[i] == m.gpu_modes[i]) {
+        m.gpu_results.push_back({static_cast<int>(i), type, "Success", "Partition not required"});
+        continue;
+      }
+      auto& now_mode = m.target_modes[i];
+      if (busy[i]) {
+        failed = true;
+        why = "Device busy.";
+      } else if (mode_supported(compute, memory)) {
+        memory_changes = memory_changes || now_mode.substr(now_mode.find('/') + 1) != memory;
+        compute_changes = compute_changes || now_mode.substr(0, now_mode.find('/')) != compute;
+        now_mode = wanted[i];
+      } else {
+        // A refused combination never succeeds: with the compute mode to change, the memory
+        // mode is set first and the compute set is refused; with the same compute mode, the
+        // memory set is.
+        const std::string current_compute = now_mode.substr(0, now_mode.find('/'));
+        if (current_compute != compute && now_mode.substr(now_mode.find('/') + 1) != memory) {
+          now_mode = current_compute + "/" + memory;
+          memory_changes = true;
+        }
+        failed = true;
+        why = "Invalid parameters.";
+      }
+      // DCM's failure flag is not reset per GPU: every GPU after a failure says so.
+      if (failed)
+        m.gpu_results.push_back(
+            {static_cast<int>(i), type, "Failure", "Partition failed with reason: " + why});
+      else
+        m.gpu_results.push_back({static_cast<int>(i), type, "Success", "Successfully partitioned"});
+    }
+    m.outcome = failed ? attempt_outcome::failed : attempt_outcome::success;
+    if (failed)
+      m.failure = {"PartitionRetrying", "Partition failed with reason: " + why};
     m.due = now + services +
-            timing.scaled(m.target_modes == m.gpu_modes ? timing.no_change
-                          : memory_changes              ? timing.memory_change
-                                                        : timing.compute_change);
+            timing.scaled(memory_changes    ? timing.memory_change
+                          : compute_changes ? timing.compute_change
+                          : failed          ? timing.refusal
+                                            : timing.no_change);
   }
 
   void start_run(const std::string& profile) {
@@ -314,42 +363,43 @@ struct context {
       out.events.push_back(
           {no_change ? "Warning" : "Normal",
            no_change ? "RequestedPartitionConfigAlreadyExists" : "SuccessfullyPartitioned",
-           partition_status(m.run_profile, "Success", "", &m.gpu_modes, "Success",
-                            no_change ? "Partition not required" : "Successfully partitioned")});
+           partition_status(m.run_profile, "Success",
+                            no_change ? "Existing GPU's partition configuration same as profile's "
+                                        "partition config"
+                                      : "All GPUs were successfully partitioned",
+                            &m.gpu_results)});
       m.running = false;
       break;
     }
     case attempt_outcome::refused: {
       state("failure");
-      const bool touched = m.failure.reason == "AMDSMIAPIFailure";
       out.events.push_back(
           {"Warning", m.failure.reason,
-           partition_status(m.run_profile, "Failure", m.failure.message,
-                            touched ? &m.gpu_modes : nullptr, "Failure",
-                            "Partition failed with reason: " + m.failure.message)});
+           partition_status(m.run_profile, "Failure", m.failure.message, nullptr)});
       m.running = false;
       break;
     }
-    case attempt_outcome::busy:
+    case attempt_outcome::failed:
+      // What changed stays changed (a memory mode set before a refused compute mode, the
+      // idle GPUs next to busy ones).
+      if (m.target_modes != m.gpu_modes) {
+        m.gpu_modes = m.target_modes;
+        out.annotations[partition_annotation] = encode_modes(m.gpu_modes);
+      }
+      state("failure");
       if (now + timing.scaled(timing.retry_period) < m.retry_until) {
-        // Every version writes failure on each failed attempt (no AMD source has another
-        // state while it retries).
-        state("failure");
         if (!m.said_retrying)
-          out.events.push_back(
-              {"Warning", "PartitionRetrying",
-               partition_status(m.run_profile, "Partition failed, retrying.", m.failure.message,
-                                &m.gpu_modes, "Failure",
-                                "Partition failed with reason: " + m.failure.message)});
+          out.events.push_back({"Warning", "PartitionRetrying",
+                                partition_status(m.run_profile, "Partition failed, retrying.",
+                                                 "Partition retrying for profile: " + m.run_profile,
+                                                 &m.gpu_results)});
         m.said_retrying = true;
         m.between_attempts = true;
         m.due = now + timing.scaled(timing.retry_period);
       } else {
-        state("failure");
         out.events.push_back(
             {"Warning", "PartitionFailure",
-             partition_status(m.run_profile, "Failure", m.failure.message, &m.gpu_modes, "Failure",
-                              "Partition failed with reason: " + m.failure.message)});
+             partition_status(m.run_profile, "Failure", m.failure.message, &m.gpu_results)});
         m.running = false;
       }
       break;

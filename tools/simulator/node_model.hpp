@@ -184,8 +184,18 @@ std::string mounted_dcm_config(
 /// (app=amdgpu-device-config-manager).
 bool is_dcm_pod(const std::map<std::string, std::string>& labels);
 
-/// The outcome of one attempt of a run, decided when it starts.
-enum class attempt_outcome { success, refused, busy };
+/// The outcome of one attempt of a run, decided when it starts: success; refused before
+/// any GPU was touched (not retried); failed in a set call (a busy GPU, a mode the kernel
+/// refuses: retried every minute for 30 minutes).
+enum class attempt_outcome { success, refused, failed };
+
+/// One GPU's part of an attempt, as DCM's Event lists it in GPUStatus.
+struct gpu_result {
+  int id = 0;
+  std::string type;   // the requested mode, "CPX-NPS4"
+  std::string status; // Success or Failure
+  std::string message;
+};
 
 /// The simulator's memory of one node: the hardware's modes, DCM's runs, the plugin.
 struct node_memory {
@@ -212,7 +222,9 @@ struct node_memory {
   bool said_retrying = false;
   attempt_outcome outcome = attempt_outcome::success;
   dcm_failure failure;
+  /// Each GPU's mode once the attempt in flight is done.
   std::vector<std::string> target_modes;
+  std::vector<gpu_result> gpu_results;
 
   // -- device plugin (or DRA kubelet plugin) and node labeller --
   /// The API the plugin runs as: a change stops it, and the other one starts.

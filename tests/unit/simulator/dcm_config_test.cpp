@@ -279,13 +279,13 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(resources)
 
-// MI300X's kernel (amd-dcm.md, "Mode validity"): the memory partitions of a GPU cannot
-// outnumber its compute partitions, and QPX does not take NPS2.
+// MI300X's kernel (amd-dcm.md, "Mode validity"): SPX+NPS1; DPX+NPS1|NPS2; QPX+NPS1|NPS4;
+// CPX+NPS1|NPS4 (CPX+NPS2 only for virtual functions); NPS8 never.
 BOOST_AUTO_TEST_CASE(the_kernel_takes_these_modes_and_no_others) {
   const char* computes[] = {"SPX", "DPX", "QPX", "CPX"};
-  const char* memories[] = {"NPS1", "NPS2", "NPS4"};
+  const char* memories[] = {"NPS1", "NPS2", "NPS4", "NPS8"};
   const std::vector<std::string> taken = {"SPX/NPS1", "DPX/NPS1", "DPX/NPS2", "QPX/NPS1",
-                                          "QPX/NPS4", "CPX/NPS1", "CPX/NPS2", "CPX/NPS4"};
+                                          "QPX/NPS4", "CPX/NPS1", "CPX/NPS4"};
   for (const char* c : computes)
     for (const char* m : memories) {
       const std::string mode = std::string(c) + "/" + m;

@@ -430,14 +430,60 @@ BOOST_AUTO_TEST_CASE(a_profile_the_file_does_not_hold_yet_fails_with_NonExistent
   BOOST_TEST(f.state() == "success");
 }
 
-BOOST_AUTO_TEST_CASE(a_mode_the_kernel_refuses_is_an_amd_smi_failure) {
+BOOST_AUTO_TEST_CASE(dcm_1_3_fails_a_refused_mode_and_retries_every_minute_for_30_minutes) {
   node_fixture f;
   f.step(t0);
   f.request("spx-nps4");
   f.step(t0 + 1s);
+  // The compute mode stays SPX: the kernel refuses the memory set, nothing changes.
   f.step(t0 + 1s + 22s);
   BOOST_TEST(f.state() == "failure");
-  BOOST_TEST(f.last_reason() == "AMDSMIAPIFailure");
+  BOOST_TEST(f.last_reason() == "PartitionRetrying");
+  BOOST_TEST(f.events.size() == 1u);
+  BOOST_TEST(f.node.annotations.at(sim::partition_annotation) == "SPX/NPS1");
+  // Retried every minute for 30 minutes: no more Events, then PartitionFailure.
+  for (auto t = 170s; t < 40min; t += 1s)
+    f.step(t0 + t);
+  BOOST_TEST(f.last_reason() == "PartitionFailure");
+  BOOST_TEST(f.events.size() == 2u);
+  BOOST_TEST(f.state() == "failure");
+  for (const auto& e : f.events)
+    BOOST_TEST(e.reason != "AMDSMIAPIFailure");
+}
+
+BOOST_AUTO_TEST_CASE(newer_dcm_refuses_a_mode_the_gpu_does_not_take_as_InvalidProfileInfo_at_once) {
+  for (auto version : {sim::dcm_version::v1_4, sim::dcm_version::v1_5}) {
+    node_fixture f;
+    f.stack.version = version;
+    f.step(t0);
+    f.request("spx-nps4");
+    f.step(t0 + 1s);
+    f.step(t0 + 1s + 22s);
+    BOOST_TEST(f.state() == "failure");
+    BOOST_TEST(f.last_reason() == "InvalidProfileInfo");
+    BOOST_TEST(f.events.back().type == "Warning");
+    BOOST_TEST(f.node.annotations.at(sim::partition_annotation) == "SPX/NPS1"); // nothing set
+    for (auto t = 30s; t < 10min; t += 1s)
+      f.step(t0 + t);
+    BOOST_TEST(f.events.size() == 1u); // no retry
+  }
+}
+
+// From SPX/NPS1 to CPX/NPS2 (not on MI300X): 1.3 sets NPS2, then the kernel refuses CPX.
+BOOST_AUTO_TEST_CASE(dcm_1_3_sets_the_memory_mode_before_the_refused_compute_mode) {
+  node_fixture f;
+  sim::dcm_failure error;
+  f.file().config = sim::parse_dcm_config(
+      R"({"gpu-config-profiles":{"cpx-nps2":{"profiles":[{"computePartition":"CPX",)"
+      R"("memoryPartition":"NPS2","numGPUsAssigned":8}]}}})",
+      error);
+  f.step(t0);
+  f.request("cpx-nps2");
+  f.step(t0 + 1s);
+  f.step(t0 + 1s + 145s);
+  BOOST_TEST(f.state() == "failure");
+  BOOST_TEST(f.last_reason() == "PartitionRetrying");
+  BOOST_TEST(f.node.annotations.at(sim::partition_annotation) == "SPX/NPS2");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
