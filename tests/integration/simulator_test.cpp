@@ -1021,7 +1021,9 @@ BOOST_AUTO_TEST_CASE(gpu_pods_on_the_node_fail_the_run_until_they_are_gone,
   BOOST_TEST(c.await_state(n) == "failure");
   // Busy GPUs are retried: failure now, PartitionRetrying, then success once free.
   E2E_CHECK(c.has_event(n, "PartitionRetrying"), describe(c.dcm_events(n)));
-  BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+  // Busy is per GPU: the held GPU 0 stays, the idle ones change.
+  BOOST_TEST(c.annotation(n, partition_annotation) ==
+             "SPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1");
 
   // DCM retries; once the pod has terminated, a retry succeeds.
   BOOST_REQUIRE(c.api.remove(kube::resources::pods(), c.ns, "gpu-user"));
@@ -1348,7 +1350,9 @@ BOOST_AUTO_TEST_CASE(a_pod_claiming_a_gpu_is_scheduled_started_and_keeps_dcm_bus
   c.request(n, "qpx-nps1");
   BOOST_TEST(c.await_state(n) == "failure");
   E2E_CHECK(c.has_event(n, "PartitionRetrying"), describe(c.dcm_events(n)));
-  BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+  // Busy is per GPU: the held GPU 0 stays, the idle ones change.
+  BOOST_TEST(c.annotation(n, partition_annotation) ==
+             "SPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1");
 
   // The pod goes: kubelet unprepares its claim and DCM's next retry succeeds.
   BOOST_REQUIRE(c.api.remove(kube::resources::pods(), c.ns, "gpu-claimer"));

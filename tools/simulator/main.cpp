@@ -894,7 +894,7 @@ int run(const options& opt) {
         driver_pod_of[running.first] = running.second;
       view.world.gpu_pods.clear();
       for (const auto& [key, held] : view.gpu_pods)
-        view.world.gpu_pods[held.first] += 1;
+        view.world.gpu_pods[held.first] += held.second;
       // A running pod whose claims hold gpu.amd.com devices of its node holds those GPUs
       // until kubelet stops it (NodeUnprepareResources).
       for (const auto& key : view.claim_pods) {
@@ -902,8 +902,8 @@ int run(const options& opt) {
         if (pod == view.pods.end() || view.gpu_pods.count(key) || pod->second.phase != "Running" ||
             view.stopped.count(pod->second.uid))
           continue;
-        if (claimed_devices(pod->second, view.claims, dra_driver) > 0)
-          view.world.gpu_pods[pod->second.node] += 1;
+        view.world.gpu_pods[pod->second.node] +=
+            claimed_devices(pod->second, view.claims, dra_driver);
       }
       for (const auto& name : view.deleted) {
         memory.erase(name);

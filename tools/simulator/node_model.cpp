@@ -135,6 +135,17 @@ bool is_dcm_pod(const std::map<std::string, std::string>& labels) {
          has(dcm_standalone_pod_label, dcm_standalone_pod_label_value);
 }
 
+std::vector<bool> busy_gpu_map(const std::vector<std::string>& gpu_modes, int held_partitions,
+                               bool host_holds_all) {
+  std::vector<bool> busy(gpu_modes.size(), host_holds_all);
+  for (std::size_t i = 0; i < gpu_modes.size() && held_partitions > 0; ++i) {
+    busy[i] = true;
+    held_partitions -=
+        std::max(1, partitions_per_gpu(gpu_modes[i].substr(0, gpu_modes[i].find('/'))));
+  }
+  return busy;
+}
+
 namespace {
 
 const dcm_file no_file{};
@@ -233,11 +244,10 @@ struct context {
       out.labels[state_label] = value;
   }
 
-  // Which GPUs a process holds (busy): every one while any pod or host process holds one.
   std::vector<bool> busy_gpus() const {
     auto held = world.gpu_pods.find(node.name);
-    const bool any = faults.gpu_held || (held != world.gpu_pods.end() && held->second > 0);
-    return std::vector<bool>(m.gpu_modes.size(), any);
+    return busy_gpu_map(m.gpu_modes, held == world.gpu_pods.end() ? 0 : held->second,
+                        faults.gpu_held);
   }
 
   // One attempt of the run: its outcome is decided as it starts, and lands at m.due.

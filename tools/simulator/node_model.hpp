@@ -169,9 +169,16 @@ struct observed_world {
   /// The file each ConfigMap of DCM's namespace makes, by the ConfigMap's name: a node's
   /// DCM reads the one its pod mounts (observed_node::dcm_config).
   std::map<std::string, dcm_file> files;
-  /// Pods using an amd.com/ resource that still hold their GPUs, by node name.
+  /// The partitions (amd.com/ units, or gpu.amd.com devices of claims) that running pods
+  /// hold, by node name.
   std::map<std::string, int> gpu_pods;
 };
+
+/// Which GPUs are busy (a process has them open): the partitions pods hold, packed onto
+/// the GPUs from GPU 0 up (a choice of the simulator: AMD's plugin does not say which
+/// devices it hands out first), and every GPU while a host process holds them.
+std::vector<bool> busy_gpu_map(const std::vector<std::string>& gpu_modes, int held_partitions,
+                               bool host_holds_all);
 
 /// The ConfigMap a DCM pod mounts at /etc/config-manager: the configMap volume of a volume
 /// mount at that path (with or without a trailing slash); "" if none.
