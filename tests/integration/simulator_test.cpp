@@ -739,8 +739,10 @@ BOOST_AUTO_TEST_CASE(wrong_count_reports_63_instead_of_64_for_cpx,
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
   c.set_dcm_taint(n, false);
   // Labels and resources are separate writes: wait for both.
-  BOOST_TEST(
-      eventually([&] { return c.label(n, ready_label).value_or("") == "true" && c.gpus(n) != 8; }));
+  // (allocatable is 0 until the plugin's status write, after its labels)
+  BOOST_TEST(eventually([&] {
+    return c.label(n, ready_label).value_or("") == "true" && c.gpus(n) != 8 && c.gpus(n) != 0;
+  }));
   BOOST_TEST(c.gpus(n) == 63);
   BOOST_TEST(c.label(n, partition_label).value_or("") == "cpx_nps4");
 }
