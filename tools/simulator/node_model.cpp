@@ -355,7 +355,6 @@ struct context {
 
   void start_run(const std::string& profile) {
     m.running = true;
-    m.pending = false;
     m.said_retrying = false;
     m.run_profile = profile;
     m.retry_until = now + timing.scaled(timing.retry_window);
@@ -421,7 +420,9 @@ struct context {
     if (node.dcm_pod.empty()) {
       // No DCM pod on the node: nothing answers, and a run in flight dies with it.
       m.dcm_pod.clear();
-      m.running = m.pending = m.between_attempts = false;
+      m.running = m.between_attempts = false;
+      m.waiting.reset();
+      m.queued.reset();
       return;
     }
     bool trigger = false;
@@ -449,14 +450,11 @@ struct context {
         trigger = trigger || !profile.empty();
       }
     }
-    if (trigger) {
-      // An attempt in flight completes (and writes its state) first; a wait between
-      // attempts is cancelled.
-      if (m.running && !m.between_attempts)
-        m.pending = true;
-      else
-        start_run(profile);
-    }
+    if (trigger)
+      fire(profile);
+    // A cancelled run ends at its next check: at once while it waits between attempts.
+    if (m.running && m.between_attempts && m.waiting)
+      next_run();
     if (!m.running || now < m.due || faults.dcm_stuck)
       return;
     if (m.between_attempts) {
@@ -464,11 +462,34 @@ struct context {
       return;
     }
     finish_attempt();
-    if (!m.running && m.pending) {
-      m.pending = false;
-      if (!profile.empty())
-        start_run(profile);
-    }
+    // The attempt in flight completed (and wrote its state); a cancelled run ends here.
+    if (m.waiting)
+      next_run();
+  }
+
+  // A trigger (TriggerRetryLoop) carries the profile read as it fired. With no run, the
+  // worker starts one at once; else it takes the trigger and cancels the run (which ends
+  // after its attempt in flight), and a further one waits in its channel; more are dropped.
+  void fire(const std::string& profile) {
+    if (!m.running)
+      start_run(profile);
+    else if (!m.waiting)
+      m.waiting = profile;
+    else if (!m.queued)
+      m.queued = profile;
+  }
+
+  // The cancelled run is over: the worker starts the one it holds, and at once takes the
+  // channel's and cancels that new run, which ends before its first attempt (its file read
+  // takes longer than the worker's cancel): the channel's profile runs.
+  void next_run() {
+    m.running = m.between_attempts = false;
+    std::string profile = *m.waiting;
+    if (m.queued)
+      profile = *m.queued;
+    m.waiting.reset();
+    m.queued.reset();
+    start_run(profile);
   }
 
   std::map<std::string, long long> zeros() const {

@@ -220,8 +220,10 @@ struct node_memory {
   /// A run is under way: an attempt in flight, or a wait between attempts.
   bool running = false;
   bool between_attempts = false;
-  /// One trigger queued behind the attempt in flight (a third is dropped).
-  bool pending = false;
+  /// DCM's queue, each trigger with the profile read when it fired: one the worker holds
+  /// while the run it cancelled ends, and one more in its channel; a third is dropped.
+  std::optional<std::string> waiting;
+  std::optional<std::string> queued;
   std::string run_profile;
   sim_time due{};
   sim_time retry_until{};

@@ -387,6 +387,46 @@ BOOST_AUTO_TEST_CASE(one_trigger_waits_behind_an_attempt_and_further_ones_are_dr
   BOOST_TEST(std::string(message_of(f.events[1])["SelectedProfile"].GetString()) == "cpx-nps4");
 }
 
+// Worker/TriggerRetryLoop: the worker holds one trigger, its channel one more, each with
+// the profile read when it fired; a fourth label is dropped, so an older profile is
+// applied under a newer label and the newest never runs.
+BOOST_AUTO_TEST_CASE(an_older_queued_profile_is_applied_after_a_newer_label_that_was_dropped) {
+  node_fixture f;
+  f.step(t0);
+  f.request("cpx-nps1"); // runs: 20 s services + 10 s compute change
+  f.step(t0 + 1s);
+  f.request("spx-nps1"); // the worker takes it and cancels the run
+  f.step(t0 + 2s);
+  f.request("cpx-nps4"); // waits in the channel
+  f.step(t0 + 3s);
+  f.request("half-cpx"); // dropped
+  f.step(t0 + 4s);
+  for (auto t = 5s; t < 20min; t += 1s)
+    f.step(t0 + t);
+  BOOST_REQUIRE(f.events.size() == 2u);
+  BOOST_TEST(std::string(message_of(f.events[0])["SelectedProfile"].GetString()) == "cpx-nps1");
+  BOOST_TEST(std::string(message_of(f.events[1])["SelectedProfile"].GetString()) == "cpx-nps4");
+  BOOST_TEST(f.label(sim::profile_label) == "half-cpx");
+  BOOST_TEST(f.state() == "success");
+  BOOST_TEST(f.node.annotations.at(sim::partition_annotation) == "CPX/NPS4");
+}
+
+BOOST_AUTO_TEST_CASE(a_trigger_carries_the_profile_it_read_even_if_the_label_is_removed) {
+  node_fixture f;
+  f.step(t0);
+  f.request("cpx-nps1");
+  f.step(t0 + 1s);
+  f.request("cpx-nps4"); // held by the worker
+  f.step(t0 + 2s);
+  f.node.labels.erase(sim::profile_label); // a removal is only logged
+  ++f.node.profile_changes;
+  f.step(t0 + 3s);
+  for (auto t = 4s; t < 10min; t += 1s)
+    f.step(t0 + t);
+  BOOST_REQUIRE(f.events.size() == 2u);
+  BOOST_TEST(std::string(message_of(f.events[1])["SelectedProfile"].GetString()) == "cpx-nps4");
+}
+
 BOOST_AUTO_TEST_CASE(a_change_of_the_file_runs_the_label_again_on_every_labelled_node) {
   node_fixture f;
   f.step(t0);
