@@ -1176,6 +1176,11 @@ Flags:
                             could carve, as shared counters) (default device-plugin)
   --ready-label KEY=VALUE   a site's own readiness label, set while the plugin is up
                             (default none: AMD's components set none)
+  --labeller-partition-labels
+                            the node labeller also sets its opt-in partition labels
+                            (amd.com/gpu.compute-memory-partition, only when every GPU
+                            has one style, and amd.com/gpu.*-partitioning-supported);
+                            the GPU operator runs it without them (default off)
   --time-scale F            multiply every simulated delay by F (default 1)
   --writers N               parallel connections for writes, each with a thread of its
                             own (default 32; a node's writes keep their order, as do a
@@ -1278,6 +1283,8 @@ int main(int argc, char** argv) {
                      v.c_str());
         return 2;
       }
+    } else if (a == "--labeller-partition-labels") {
+      opt.stack.partition_labels = true;
     } else if (a == "--no-heartbeats") {
       opt.heartbeats = false;
     } else if (a == "--time-scale") {

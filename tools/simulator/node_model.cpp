@@ -612,15 +612,20 @@ struct context {
           {"amd.com/gpu.cu-count", "304"},
           {"amd.com/gpu.simd-count", "1216"},
           {"amd.com/gpu.driver-version", "6.10.5"},
-          {"amd.com/gpu.compute-partitioning-supported", "true"},
-          {"amd.com/gpu.memory-partitioning-supported", "true"},
           {"feature.node.kubernetes.io/amd-gpu", "true"},
       };
       for (const auto& [k, v] : fixed)
         if (label_or(node, k) != v)
           out.labels[k] = v;
+      if (stack.partition_labels)
+        for (const char* k : {"amd.com/gpu.compute-partitioning-supported",
+                              "amd.com/gpu.memory-partitioning-supported"})
+          if (label_or(node, k) != "true")
+            out.labels[k] = "true";
     }
-    if (auto style = partition_style(m.gpu_modes)) {
+    if (!stack.partition_labels) {
+      // The GPU operator runs the labeller without its partition labels.
+    } else if (auto style = partition_style(m.gpu_modes)) {
       if (label_or(node, partition_label) != *style)
         out.labels[partition_label] = *style;
     } else if (node.labels.count(partition_label)) {

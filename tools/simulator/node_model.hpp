@@ -101,6 +101,9 @@ struct stack_options {
   /// none (AMD's components set none).
   std::string ready_key;
   std::string ready_value;
+  /// The labeller's opt-in partition labels (amd.com/gpu.compute-memory-partition and the
+  /// *-partitioning-supported ones): off as the GPU operator runs it.
+  bool partition_labels = false;
 };
 
 /// Faults of the real stack, injected per node by the fault label.

@@ -485,7 +485,7 @@ BOOST_AUTO_TEST_CASE(a_dra_node_publishes_one_slice_and_advertises_no_amd_resour
   BOOST_TEST(s.content.devices.size() == 8u);
   BOOST_TEST(f.node.gpu_capacity.empty());
   BOOST_TEST(f.allocatable.empty());
-  BOOST_TEST(f.node.labels.at(sim::partition_label) == "spx_nps1"); // the labeller runs
+  BOOST_TEST(f.node.labels.at("amd.com/gpu.device-id") == "74a1"); // the labeller runs
 }
 
 BOOST_AUTO_TEST_CASE(an_unchanged_pool_is_never_written_again) {

@@ -97,7 +97,10 @@ BOOST_AUTO_TEST_CASE(a_new_node_reports_its_gpus_and_amds_labels_but_no_ready_la
   f.step(t0);
   BOOST_TEST(f.allocatable.at("amd.com/gpu") == 8);
   BOOST_TEST(f.node.gpu_capacity.at("amd.com/gpu") == 8);
-  BOOST_TEST(f.label(sim::partition_label) == "spx_nps1");
+  // As the GPU operator runs the labeller: no partition labels.
+  BOOST_TEST(f.label(sim::partition_label) == "<none>");
+  BOOST_TEST(f.label("amd.com/gpu.compute-partitioning-supported") == "<none>");
+  BOOST_TEST(f.label("amd.com/gpu.memory-partitioning-supported") == "<none>");
   BOOST_TEST(f.label("amd.com/gpu.device-id") == "74a1");
   BOOST_TEST(f.label("amd.com/gpu.family") == "AI");
   BOOST_TEST(f.label("feature.node.kubernetes.io/amd-gpu") == "true");
@@ -105,8 +108,18 @@ BOOST_AUTO_TEST_CASE(a_new_node_reports_its_gpus_and_amds_labels_but_no_ready_la
   BOOST_TEST(f.events.empty());
 }
 
+BOOST_AUTO_TEST_CASE(the_labellers_partition_labels_are_set_only_when_turned_on) {
+  node_fixture f;
+  f.stack.partition_labels = true;
+  f.step(t0);
+  BOOST_TEST(f.label(sim::partition_label) == "spx_nps1");
+  BOOST_TEST(f.label("amd.com/gpu.compute-partitioning-supported") == "true");
+  BOOST_TEST(f.label("amd.com/gpu.memory-partitioning-supported") == "true");
+}
+
 BOOST_AUTO_TEST_CASE(a_sites_ready_label_is_set_only_when_asked_and_goes_with_the_plugin) {
   node_fixture f;
+  f.stack.partition_labels = true;
   f.stack.ready_key = "example.com/gpu-ready";
   f.stack.ready_value = "true";
   f.step(t0);
@@ -156,6 +169,7 @@ BOOST_AUTO_TEST_CASE(mixed_strategy_names_resources_by_style_and_zeroes_the_old_
 
 BOOST_AUTO_TEST_CASE(gpus_of_two_styles_crash_loop_the_single_plugin_and_drop_the_label) {
   node_fixture f;
+  f.stack.partition_labels = true;
   f.step(t0);
   f.node.dcm_taint = true;
   f.request("half-cpx");
@@ -710,6 +724,7 @@ BOOST_AUTO_TEST_CASE(wrong_count_shows_63_in_cpx) {
 
 BOOST_AUTO_TEST_CASE(a_restarted_simulator_keeps_the_modes_from_the_annotation) {
   node_fixture f;
+  f.stack.partition_labels = true;
   f.node.annotations[sim::partition_annotation] = "CPX/NPS4";
   f.step(t0);
   BOOST_TEST(f.allocatable.at("amd.com/gpu") == 64);
