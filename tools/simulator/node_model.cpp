@@ -346,11 +346,43 @@ struct context {
     m.outcome = failed ? attempt_outcome::failed : attempt_outcome::success;
     if (failed)
       m.failure = {"PartitionRetrying", "Partition failed with reason: " + why};
+    // A KMM-managed driver cannot reload itself: DCM unloads it and waits (up to 5 min) for
+    // KMM to load it again; newer DCM says so in a Normal Event as the memory change starts.
+    const bool kmm = label_or(node, kmm_driver_label) == "true";
     m.due = now + services +
-            timing.scaled(memory_changes    ? timing.memory_change
-                          : compute_changes ? timing.compute_change
-                          : failed          ? timing.refusal
-                                            : timing.no_change);
+            timing.scaled(memory_changes && kmm ? timing.kmm_memory_change
+                          : memory_changes      ? timing.memory_change
+                          : compute_changes     ? timing.compute_change
+                          : failed              ? timing.refusal
+                                                : timing.no_change);
+    m.kmm_event_at.reset();
+    if (memory_changes && kmm && newer_dcm(stack.version))
+      m.kmm_event_at = now + services;
+  }
+
+  // Newer DCM's mid-run Event of a KMM driver's memory change: progress, not an answer.
+  void kmm_event() {
+    m.kmm_event_at.reset();
+    std::vector<gpu_result> so_far;
+    for (std::size_t i = 0; i < m.gpu_results.size(); ++i) {
+      auto g = m.gpu_results[i];
+      const bool changes = m.target_modes[static_cast<std::size_t>(g.id)].substr(
+                               m.target_modes[static_cast<std::size_t>(g.id)].find('/')) !=
+                           m.gpu_modes[static_cast<std::size_t>(g.id)].substr(
+                               m.gpu_modes[static_cast<std::size_t>(g.id)].find('/'));
+      if (changes) {
+        so_far.push_back({g.id, g.type, "Pending",
+                          "trying to recover the memory partition by reloading KMM driver"});
+        break;
+      }
+      so_far.push_back(g);
+    }
+    out.events.push_back(
+        {"Normal", kmm_recovery_reason,
+         partition_status(
+             m.run_profile, "Failure",
+             "Waiting up to 5 minutes for kmm drivers memory partition to match expected value...",
+             &so_far)});
   }
 
   void start_run(const std::string& profile) {
@@ -455,6 +487,9 @@ struct context {
     // A cancelled run ends at its next check: at once while it waits between attempts.
     if (m.running && m.between_attempts && m.waiting)
       next_run();
+    if (m.running && !m.between_attempts && m.kmm_event_at && now >= *m.kmm_event_at &&
+        !faults.dcm_stuck)
+      kmm_event();
     if (!m.running || now < m.due || faults.dcm_stuck)
       return;
     if (m.between_attempts) {
@@ -679,7 +714,8 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
 std::optional<sim_time> next_due(const node_memory& m) {
   std::optional<sim_time> due;
   if (m.running)
-    due = m.due;
+    due =
+        m.kmm_event_at && !m.between_attempts && *m.kmm_event_at < m.due ? *m.kmm_event_at : m.due;
   if (m.plugin_restarting && (!due || m.plugin_ready_at < *due))
     due = m.plugin_ready_at;
   return due;

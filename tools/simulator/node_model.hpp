@@ -42,6 +42,12 @@ inline constexpr const char* fault_label = "sim.gpu-partitioner.io/fault";
 /// The GPUs' actual modes ("CPX/NPS4", or one per GPU, comma-separated, when they differ),
 /// kept on the node so a restarted simulator remembers what the hardware is in.
 inline constexpr const char* partition_annotation = "sim.gpu-partitioner.io/partition";
+/// "true": the node's amdgpu driver is managed by KMM (the GPU operator's driver
+/// DaemonSet): a memory change takes up to 5 minutes, and newer DCM says so in an Event.
+inline constexpr const char* kmm_driver_label = "sim.gpu-partitioner.io/kmm-driver";
+/// Newer DCM's Event reason (also its generateName) while a KMM driver reloads.
+inline constexpr const char* kmm_recovery_reason =
+    "recovering memory partition for KMM driver, might take upto 5 mins";
 /// GPUs per node (default 8, an MI300X platform).
 inline constexpr const char* gpu_count_annotation = "sim.gpu-partitioner.io/gpus";
 /// Which GPU API the node's GPU stack offers: `device-plugin`, `dra` or `dra-dynamic`; a
@@ -71,6 +77,9 @@ struct sim_timing {
   /// A compute-only change takes seconds; a memory (NPS) change reloads the driver.
   std::chrono::milliseconds compute_change{10000};
   std::chrono::milliseconds memory_change{140000};
+  /// A memory change with a KMM-managed driver: DCM unloads it and waits up to 5 minutes
+  /// for KMM to load it again.
+  std::chrono::milliseconds kmm_memory_change{300000};
   /// A request for the mode the GPUs are already in still answers.
   std::chrono::milliseconds no_change{2000};
   /// Refusals (missing config, unknown profile, bad counts) come back quickly.
@@ -237,6 +246,8 @@ struct node_memory {
   /// Each GPU's mode once the attempt in flight is done.
   std::vector<std::string> target_modes;
   std::vector<gpu_result> gpu_results;
+  /// When the attempt in flight says newer DCM's KMM recovery Event (none: it does not).
+  std::optional<sim_time> kmm_event_at;
 
   // -- device plugin (or DRA kubelet plugin) and node labeller --
   /// The API the plugin runs as: a change stops it, and the other one starts.

@@ -543,6 +543,68 @@ BOOST_AUTO_TEST_CASE(dcm_1_3_sets_the_memory_mode_before_the_refused_compute_mod
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(kmm_driver)
+
+BOOST_AUTO_TEST_CASE(newer_dcm_says_a_kmm_memory_change_in_a_normal_event_and_takes_5_minutes) {
+  for (auto version : {sim::dcm_version::v1_4, sim::dcm_version::v1_5}) {
+    node_fixture f;
+    f.stack.version = version;
+    f.node.labels[sim::kmm_driver_label] = "true";
+    f.step(t0);
+    f.request("cpx-nps4");
+    f.step(t0 + 1s);
+    f.step(t0 + 1s + 20s); // the services are stopped: the memory change starts
+    BOOST_REQUIRE(f.events.size() == 1u);
+    BOOST_TEST(f.events[0].type == "Normal");
+    BOOST_TEST(f.events[0].reason ==
+               "recovering memory partition for KMM driver, might take upto 5 mins");
+    BOOST_TEST(std::string(message_of(f.events[0])["SelectedProfile"].GetString()) == "cpx-nps4");
+    BOOST_TEST(f.state() == "<none>");
+    // 140 s is not enough with KMM: up to 5 minutes.
+    f.step(t0 + 1s + 20s + 140s);
+    BOOST_TEST(f.state() == "<none>");
+    f.step(t0 + 1s + 20s + 300s);
+    BOOST_TEST(f.state() == "success");
+    BOOST_TEST(f.last_reason() == "SuccessfullyPartitioned");
+    BOOST_TEST(f.events.size() == 2u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_compute_only_change_or_a_driver_not_under_kmm_says_nothing_mid_run) {
+  node_fixture f;
+  f.stack.version = sim::dcm_version::v1_5;
+  f.node.labels[sim::kmm_driver_label] = "true";
+  f.step(t0);
+  f.request("cpx-nps1"); // compute only
+  for (auto t = 1s; t < 60s; t += 1s)
+    f.step(t0 + t);
+  BOOST_REQUIRE(f.events.size() == 1u);
+  BOOST_TEST(f.last_reason() == "SuccessfullyPartitioned");
+  node_fixture g;
+  g.stack.version = sim::dcm_version::v1_5;
+  g.step(t0);
+  g.request("cpx-nps4");
+  for (auto t = 1s; t < 200s; t += 1s)
+    g.step(t0 + t);
+  BOOST_REQUIRE(g.events.size() == 1u);
+  BOOST_TEST(g.last_reason() == "SuccessfullyPartitioned");
+}
+
+BOOST_AUTO_TEST_CASE(dcm_1_3_takes_the_kmm_reload_time_without_an_event) {
+  node_fixture f;
+  f.node.labels[sim::kmm_driver_label] = "true";
+  f.step(t0);
+  f.request("cpx-nps4");
+  for (auto t = 1s; t < 200s; t += 1s)
+    f.step(t0 + t);
+  BOOST_TEST(f.events.empty());
+  f.step(t0 + 1s + 20s + 300s);
+  BOOST_TEST(f.events.size() == 1u);
+  BOOST_TEST(f.state() == "success");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(busy_gpus)
 
 BOOST_AUTO_TEST_CASE(busy_gpus_fail_and_retry_every_minute_and_succeed_once_free) {
