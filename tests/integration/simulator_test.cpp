@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -714,6 +715,14 @@ BOOST_AUTO_TEST_CASE(dcm_failure_fails_the_run_with_AMDSMIAPIFailure,
   BOOST_TEST(c.await_state(n) == "failure");
   E2E_CHECK(c.has_event(n, "AMDSMIAPIFailure"), describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+  // amd-smi's init failure passes no error: DCM's Event is Normal.
+  kube::list_options o;
+  o.field_selector = "reason=AMDSMIAPIFailure";
+  auto events = c.api.list(kube::resources::events(), c.ns, o);
+  BOOST_REQUIRE(events.ok());
+  BOOST_REQUIRE(!events.value()["items"].Empty());
+  for (const auto& e : events.value()["items"].GetArray())
+    BOOST_TEST(kube::string_at(e, "type") == "Normal");
 }
 
 BOOST_AUTO_TEST_CASE(dcm_stuck_never_writes_a_state_label_while_a_healthy_node_succeeds,
@@ -831,6 +840,8 @@ BOOST_AUTO_TEST_CASE(dcms_events_are_about_its_pod_and_name_the_profile_they_ser
                      *boost::unit_test::timeout(150)) {
   sim_cluster c{""};
   const auto& n = c.nodes[0];
+  // The node's clock is an hour behind: DCM stamps its Events with it.
+  c.set_labels(n, {{"sim.gpu-partitioner.io/clock-skew-seconds", "-3600"}});
   c.request(n, "cpx-nps1");
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
   BOOST_REQUIRE(c.has_event(n, "SuccessfullyPartitioned"));
@@ -843,6 +854,15 @@ BOOST_AUTO_TEST_CASE(dcms_events_are_about_its_pod_and_name_the_profile_they_ser
     if (kube::string_at(e["source"], "host") != n)
       continue;
     found = true;
+    // A new object per Event, named after its reason; no reportingComponent.
+    BOOST_TEST(kube::string_at(e["metadata"], "generateName") == "SuccessfullyPartitioned");
+    BOOST_TEST(kube::string_at(e, "reportingComponent").empty());
+    BOOST_TEST(kube::string_at(e["source"], "component") == dcm_component);
+    std::tm tm{};
+    BOOST_REQUIRE(::strptime(kube::string_at(e, "lastTimestamp").c_str(), "%Y-%m-%dT%H:%M:%SZ",
+                             &tm) != nullptr);
+    const auto skew = ::timegm(&tm) - std::time(nullptr);
+    BOOST_TEST((skew < -3400 && skew > -3800), "lastTimestamp off by " << skew << " s");
     BOOST_TEST(kube::string_at(e["involvedObject"], "kind") == "Pod");
     BOOST_TEST(kube::string_at(e["involvedObject"], "namespace") == c.ns);
     rapidjson::Document m;

@@ -173,9 +173,13 @@ std::optional<dcm_profile> parse_dcm_profile(const std::string& text, dcm_failur
   return profile;
 }
 
-std::optional<dcm_config> parse_dcm_config(const std::string& text, dcm_failure& error) {
+std::optional<dcm_config> parse_dcm_config(const std::string& text, dcm_failure& error,
+                                           bool* not_json) {
   rapidjson::Document doc;
-  if (!parse_document(text, doc, error, "config.json"))
+  const bool parsed = parse_document(text, doc, error, "config.json");
+  if (not_json != nullptr)
+    *not_json = !parsed;
+  if (!parsed)
     return std::nullopt;
   dcm_config config;
   if (doc.IsNull())

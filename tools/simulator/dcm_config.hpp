@@ -56,7 +56,10 @@ struct dcm_config {
 /// zero. A value of the wrong JSON type anywhere (a string count, a negative or fractional
 /// one, a profile that is not an object) fails the whole file: the error is DCM's
 /// InvalidJSONInConfigMap, which every node then gets.
-std::optional<dcm_config> parse_dcm_config(const std::string& text, dcm_failure& error);
+/// `not_json` (if given) says whether the text is no JSON at all (a syntax error), which
+/// DCM's first read of the file (its host services) already fails on.
+std::optional<dcm_config> parse_dcm_config(const std::string& text, dcm_failure& error,
+                                           bool* not_json = nullptr);
 
 /// Parses one profile object the same way (the payload ConfigMaps' `profile.json`).
 std::optional<dcm_profile> parse_dcm_profile(const std::string& text, dcm_failure& error);

@@ -5,7 +5,6 @@
 // heartbeat_model; this file only watches, ticks and writes.
 #include "kube/client.hpp"
 #include "kube/config.hpp"
-#include "kube/event_recorder.hpp"
 #include "kube/list_watch.hpp"
 #include "protocol/timestamp.hpp"
 #include "tools/simulator/dra_model.hpp"
@@ -565,11 +564,12 @@ void deliver_config(world_view& view, sim_time now, sim_clock::duration lag) {
       ++file.generation;
     if (due->missing) {
       file.config.reset();
+      file.unreadable = false;
       file.problem = {"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
       continue;
     }
     dcm_failure problem;
-    file.config = parse_dcm_config(due->text, problem);
+    file.config = parse_dcm_config(due->text, problem, &file.unreadable);
     if (!file.config)
       file.problem = problem;
   }
@@ -621,7 +621,6 @@ int run(const options& opt) {
   struct lane {
     kube::http_client http;
     kube::client api;
-    kube::event_recorder events;
     std::mutex mutex;
     std::condition_variable wake;
     std::deque<std::function<void(lane&)>> jobs; // under `mutex`
@@ -633,8 +632,8 @@ int run(const options& opt) {
     std::string dcm_namespace;
     std::thread worker;
     lane(const kube::connection_config& c, std::string ns)
-        : http(c, std::make_shared<kube::credentials>(c)), api(http),
-          events(api, dcm_component, "gpu-sim"), dcm_namespace(std::move(ns)) {}
+        : http(c, std::make_shared<kube::credentials>(c)), api(http), dcm_namespace(std::move(ns)) {
+    }
     void queue(std::vector<std::function<void(lane&)>>& batch) {
       if (batch.empty())
         return;
@@ -781,14 +780,13 @@ int run(const options& opt) {
       }
       for (const auto& e : a.events) {
         log_line("node " + name + ": " + e.reason + " " + e.message);
-        // DCM's Events are about its own pod, from the node it runs on.
-        kube::event_spec spec;
-        spec.regarding = {"v1", "Pod", dcm_namespace, dcm_pod, ""};
-        spec.host = name;
-        spec.type = e.type;
-        spec.reason = e.reason;
-        spec.message = e.message;
-        (void)events.record(spec);
+        // DCM's Events are about its own pod, from the node it runs on, one object each,
+        // stamped by the node's clock.
+        auto r = api.create(kube::resources::events(), dcm_namespace,
+                            dcm_event_object(e, dcm_namespace, dcm_pod, name,
+                                             std::chrono::system_clock::now() + a.clock_skew));
+        if (!r)
+          log_line("node " + name + ": Event " + e.reason + " failed: " + r.error().describe());
       }
     }
   };

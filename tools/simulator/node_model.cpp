@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <set>
 #include <sstream>
 
@@ -135,6 +136,33 @@ bool is_dcm_pod(const std::map<std::string, std::string>& labels) {
          has(dcm_standalone_pod_label, dcm_standalone_pod_label_value);
 }
 
+std::string dcm_event_object(const sim_event& event, const std::string& ns, const std::string& pod,
+                             const std::string& node, std::chrono::system_clock::time_point at) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(at);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  auto q = [](const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\')
+        out += std::string("\\") + c;
+      else if (static_cast<unsigned char>(c) < 0x20)
+        out += ' ';
+      else
+        out += c;
+    }
+    return out + "\"";
+  };
+  return R"({"apiVersion":"v1","kind":"Event","metadata":{"generateName":)" + q(event.reason) +
+         R"(,"namespace":)" + q(ns) + R"(},"involvedObject":{"kind":"Pod","namespace":)" + q(ns) +
+         R"(,"name":)" + q(pod) + R"(},"reason":)" + q(event.reason) + R"(,"message":)" +
+         q(event.message) + R"(,"type":)" + q(event.type) + R"(,"count":1,"firstTimestamp":")" +
+         stamp + R"(","lastTimestamp":")" + stamp +
+         R"(","source":{"component":"amd-device-config-manager","host":)" + q(node) + "}}";
+}
+
 std::vector<bool> busy_gpu_map(const std::vector<std::string>& gpu_modes, int held_partitions,
                                bool host_holds_all) {
   std::vector<bool> busy(gpu_modes.size(), host_holds_all);
@@ -265,8 +293,12 @@ struct context {
       return refuse({"InvalidJSONInConfigMap",
                      "open /etc/config-manager/config.json: no such file or directory"},
                     timing.scaled(timing.refusal));
-    if (!f.config)
+    if (!f.config) {
+      if (!f.unreadable)
+        m.status_profile = m.run_profile; // PartitionGPU ran: its own read failed
       return refuse(f.problem, timing.scaled(timing.refusal));
+    }
+    m.status_profile = m.run_profile;
     auto found = f.config->profiles.find(m.run_profile);
     if (found == f.config->profiles.end())
       return refuse(
@@ -414,9 +446,14 @@ struct context {
     }
     case attempt_outcome::refused: {
       state("failure");
-      out.events.push_back(
-          {"Warning", m.failure.reason,
-           partition_status(m.run_profile, "Failure", m.failure.message, nullptr)});
+      // amd-smi's init failure passes a nil error: a Normal Event. A file RetryPartition
+      // cannot read is reported with DCM's status of the last run that got further.
+      const bool unread = m.failure.reason == "InvalidJSONInConfigMap" &&
+                          (node.dcm_config.empty() || file().unreadable);
+      out.events.push_back({m.failure.reason == "AMDSMIAPIFailure" ? "Normal" : "Warning",
+                            m.failure.reason,
+                            partition_status(unread ? m.status_profile : m.run_profile, "Failure",
+                                             m.failure.message, nullptr)});
       m.running = false;
       break;
     }
@@ -708,6 +745,12 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
   }
   cx.dcm();
   cx.plugin();
+  if (!out.events.empty()) {
+    try {
+      out.clock_skew = std::chrono::seconds(std::stoll(label_or(node, clock_skew_label)));
+    } catch (...) {
+    }
+  }
   return out;
 }
 

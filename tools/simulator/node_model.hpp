@@ -48,6 +48,9 @@ inline constexpr const char* kmm_driver_label = "sim.gpu-partitioner.io/kmm-driv
 /// Newer DCM's Event reason (also its generateName) while a KMM driver reloads.
 inline constexpr const char* kmm_recovery_reason =
     "recovering memory partition for KMM driver, might take upto 5 mins";
+/// Seconds the node's clock is off (an integer, may be negative): DCM stamps its Events
+/// with the node's clock. A choice of the simulator.
+inline constexpr const char* clock_skew_label = "sim.gpu-partitioner.io/clock-skew-seconds";
 /// GPUs per node (default 8, an MI300X platform).
 inline constexpr const char* gpu_count_annotation = "sim.gpu-partitioner.io/gpus";
 /// Which GPU API the node's GPU stack offers: `device-plugin`, `dra` or `dra-dynamic`; a
@@ -174,6 +177,9 @@ struct dcm_file {
   /// Goes up each time the file changes: every node whose DCM mounts it and whose label is
   /// set runs again.
   std::uint64_t generation = 0;
+  /// The file is not JSON at all (or absent): RetryPartition's own read of it fails before
+  /// the run reaches PartitionGPU.
+  bool unreadable = false;
 };
 
 /// What the simulator sees of the rest: DCM's config files and the GPU pods per node.
@@ -246,6 +252,9 @@ struct node_memory {
   /// Each GPU's mode once the attempt in flight is done.
   std::vector<std::string> target_modes;
   std::vector<gpu_result> gpu_results;
+  /// The profile of the last attempt that reached PartitionGPU: DCM's global status still
+  /// names it when RetryPartition cannot read the file.
+  std::string status_profile;
   /// When the attempt in flight says newer DCM's KMM recovery Event (none: it does not).
   std::optional<sim_time> kmm_event_at;
 
@@ -284,6 +293,8 @@ struct node_actions {
   std::optional<std::map<std::string, long long>> allocatable;
   std::optional<std::map<std::string, long long>> capacity;
   std::vector<sim_event> events;
+  /// How far the node's clock is off: its Events' timestamps are shifted by this.
+  std::chrono::seconds clock_skew{0};
   bool empty() const {
     return labels.empty() && annotations.empty() && !allocatable && !capacity && events.empty();
   }
@@ -296,6 +307,14 @@ struct node_actions {
 /// driver pod was seen on the node it also follows that pod (node_memory::driver_pod).
 node_actions step_node(node_memory& memory, const observed_node& node, const observed_world& world,
                        sim_time now, const sim_timing& timing, const stack_options& stack = {});
+
+/// DCM's Event as createEventObject makes it: a new object each time (generateName = the
+/// reason: the API server takes it as it is, Event names are not DNS-validated; it keeps
+/// 58 characters of it), about DCM's pod, source component amd-device-config-manager and
+/// host the node, count 1, first and last timestamp `at` (the node's clock); no
+/// reportingComponent, no eventTime.
+std::string dcm_event_object(const sim_event& event, const std::string& ns, const std::string& pod,
+                             const std::string& node, std::chrono::system_clock::time_point at);
 
 /// When step_node next needs to run for this node, if nothing changes before.
 std::optional<sim_time> next_due(const node_memory& memory);

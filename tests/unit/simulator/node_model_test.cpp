@@ -543,6 +543,84 @@ BOOST_AUTO_TEST_CASE(dcm_1_3_sets_the_memory_mode_before_the_refused_compute_mod
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(dcm_events)
+
+BOOST_AUTO_TEST_CASE(an_event_is_a_new_object_named_after_its_reason_and_stamped_by_the_node) {
+  const auto at = std::chrono::system_clock::from_time_t(1796572800); // 2026-12-06T16:00:00Z
+  rapidjson::Document d;
+  const auto text = sim::dcm_event_object({"Warning", "PartitionRetrying", R"({"a":"b"})"},
+                                          "kube-amd-gpu", "dcm-abcde", "gpu-node-01", at);
+  d.Parse(text.c_str());
+  BOOST_REQUIRE(!d.HasParseError());
+  BOOST_TEST(std::string(d["metadata"]["generateName"].GetString()) == "PartitionRetrying");
+  BOOST_TEST(!d["metadata"].HasMember("name"));
+  BOOST_TEST(!d.HasMember("reportingComponent"));
+  BOOST_TEST(!d.HasMember("eventTime"));
+  BOOST_TEST(std::string(d["involvedObject"]["name"].GetString()) == "dcm-abcde");
+  BOOST_TEST(std::string(d["source"]["component"].GetString()) == "amd-device-config-manager");
+  BOOST_TEST(std::string(d["source"]["host"].GetString()) == "gpu-node-01");
+  BOOST_TEST(std::string(d["firstTimestamp"].GetString()) == "2026-12-06T16:00:00Z");
+  BOOST_TEST(std::string(d["lastTimestamp"].GetString()) == "2026-12-06T16:00:00Z");
+  BOOST_TEST(d["count"].GetInt() == 1);
+  BOOST_TEST(std::string(d["message"].GetString()) == R"({"a":"b"})");
+}
+
+BOOST_AUTO_TEST_CASE(the_nodes_clock_skew_label_shifts_its_events) {
+  node_fixture f;
+  f.node.labels[sim::clock_skew_label] = "-90";
+  f.step(t0);
+  f.request("spx-nps1");
+  f.step(t0 + 1s);
+  auto a = f.step(t0 + 30s);
+  BOOST_REQUIRE(a.events.size() == 1u);
+  BOOST_TEST(a.clock_skew.count() == -90);
+}
+
+BOOST_AUTO_TEST_CASE(amd_smis_init_failure_is_a_normal_AMDSMIAPIFailure) {
+  node_fixture f;
+  f.node.labels[sim::fault_label] = "dcm-failure";
+  f.step(t0);
+  f.request("cpx-nps4");
+  for (auto t = 1s; t < 60s; t += 1s)
+    f.step(t0 + t);
+  BOOST_REQUIRE(f.events.size() == 1u);
+  BOOST_TEST(f.last_reason() == "AMDSMIAPIFailure");
+  BOOST_TEST(f.events[0].type == "Normal");
+  BOOST_TEST(f.state() == "failure");
+}
+
+BOOST_AUTO_TEST_CASE(a_file_that_is_no_json_is_reported_with_the_previous_runs_profile) {
+  node_fixture f;
+  f.step(t0);
+  f.request("spx-nps1");
+  for (auto t = 1s; t < 40s; t += 1s)
+    f.step(t0 + t);
+  BOOST_REQUIRE(f.events.size() == 1u);
+  sim::dcm_failure error;
+  f.file().config = sim::parse_dcm_config("{not json", error, &f.file().unreadable);
+  f.file().problem = error;
+  ++f.file().generation;
+  f.request("cpx-nps4");
+  for (auto t = 40s; t < 80s; t += 1s)
+    f.step(t0 + t);
+  BOOST_REQUIRE(f.events.size() == 2u);
+  BOOST_TEST(f.last_reason() == "InvalidJSONInConfigMap");
+  BOOST_TEST(std::string(message_of(f.events[1])["SelectedProfile"].GetString()) == "spx-nps1");
+  // A file of JSON with a wrong type fails later, in PartitionGPU: the run's own profile.
+  f.file().config = sim::parse_dcm_config(
+      R"({"gpu-config-profiles":{"x":{"profiles":[{"numGPUsAssigned":"8"}]}}})", error,
+      &f.file().unreadable);
+  f.file().problem = error;
+  ++f.file().generation;
+  for (auto t = 80s; t < 120s; t += 1s)
+    f.step(t0 + t);
+  BOOST_REQUIRE(f.events.size() == 3u);
+  BOOST_TEST(f.last_reason() == "InvalidJSONInConfigMap");
+  BOOST_TEST(std::string(message_of(f.events[2])["SelectedProfile"].GetString()) == "cpx-nps4");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(kmm_driver)
 
 BOOST_AUTO_TEST_CASE(newer_dcm_says_a_kmm_memory_change_in_a_normal_event_and_takes_5_minutes) {
