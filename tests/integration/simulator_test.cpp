@@ -841,7 +841,7 @@ BOOST_AUTO_TEST_CASE(dcms_events_are_about_its_pod_and_name_the_profile_they_ser
   sim_cluster c{""};
   const auto& n = c.nodes[0];
   // The node's clock is an hour behind: DCM stamps its Events with it.
-  c.set_labels(n, {{"sim.gpu-partitioner.io/clock-skew-seconds", "-3600"}});
+  c.set_labels(n, {{"sim.gpu-partitioner.io/clock-skew-seconds", "n3600"}});
   c.request(n, "cpx-nps1");
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
   BOOST_REQUIRE(c.has_event(n, "SuccessfullyPartitioned"));

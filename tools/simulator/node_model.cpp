@@ -746,8 +746,14 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
   cx.dcm();
   cx.plugin();
   if (!out.events.empty()) {
+    // A label value cannot start with '-': a clock behind is written n<seconds>.
+    std::string skew = label_or(node, clock_skew_label);
+    const bool behind = !skew.empty() && skew[0] == 'n';
     try {
-      out.clock_skew = std::chrono::seconds(std::stoll(label_or(node, clock_skew_label)));
+      std::size_t used = 0;
+      const long long s = std::stoll(behind ? skew.substr(1) : skew, &used);
+      if (used == skew.size() - (behind ? 1 : 0))
+        out.clock_skew = std::chrono::seconds(behind ? -s : s);
     } catch (...) {
     }
   }

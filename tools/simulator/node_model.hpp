@@ -48,8 +48,8 @@ inline constexpr const char* kmm_driver_label = "sim.gpu-partitioner.io/kmm-driv
 /// Newer DCM's Event reason (also its generateName) while a KMM driver reloads.
 inline constexpr const char* kmm_recovery_reason =
     "recovering memory partition for KMM driver, might take upto 5 mins";
-/// Seconds the node's clock is off (an integer, may be negative): DCM stamps its Events
-/// with the node's clock. A choice of the simulator.
+/// Seconds the node's clock is ahead (`90`) or behind (`n90`: a label value cannot start
+/// with '-'): DCM stamps its Events with the node's clock. A choice of the simulator.
 inline constexpr const char* clock_skew_label = "sim.gpu-partitioner.io/clock-skew-seconds";
 /// GPUs per node (default 8, an MI300X platform).
 inline constexpr const char* gpu_count_annotation = "sim.gpu-partitioner.io/gpus";

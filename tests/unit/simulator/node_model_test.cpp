@@ -567,13 +567,19 @@ BOOST_AUTO_TEST_CASE(an_event_is_a_new_object_named_after_its_reason_and_stamped
 
 BOOST_AUTO_TEST_CASE(the_nodes_clock_skew_label_shifts_its_events) {
   node_fixture f;
-  f.node.labels[sim::clock_skew_label] = "-90";
+  f.node.labels[sim::clock_skew_label] = "n90"; // 90 s behind
   f.step(t0);
   f.request("spx-nps1");
   f.step(t0 + 1s);
   auto a = f.step(t0 + 30s);
   BOOST_REQUIRE(a.events.size() == 1u);
   BOOST_TEST(a.clock_skew.count() == -90);
+  f.node.labels[sim::clock_skew_label] = "3600"; // an hour ahead
+  f.request("cpx-nps1");
+  f.step(t0 + 40s);
+  a = f.step(t0 + 80s);
+  BOOST_REQUIRE(a.events.size() == 1u);
+  BOOST_TEST(a.clock_skew.count() == 3600);
 }
 
 BOOST_AUTO_TEST_CASE(amd_smis_init_failure_is_a_normal_AMDSMIAPIFailure) {
