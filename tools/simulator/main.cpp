@@ -867,8 +867,19 @@ int run(const options& opt) {
            " strategy, GPU API " + gpu_api_name(opt.default_api) + ", time scale " +
            std::to_string(opt.time_scale) + (opt.heartbeats ? "" : ", no heartbeats"));
 
+  // DCM's cost at scale: each attempt LISTs every pod of the cluster (v1.3 GetPods), on each
+  // labelled node. Counted and logged every minute; gpu-sim does not make them.
+  long long dcm_pod_lists = 0;
+  long long dcm_pod_lists_logged = 0;
+  auto cost_logged_at = sim_clock::now();
   while (!stopping) {
     std::this_thread::sleep_for(std::chrono::milliseconds(opt.tick_ms));
+    if (sim_clock::now() - cost_logged_at >= std::chrono::minutes(1)) {
+      cost_logged_at = sim_clock::now();
+      log_line("DCM cluster-wide pod LISTs: " + std::to_string(dcm_pod_lists) + " (+" +
+               std::to_string(dcm_pod_lists - dcm_pod_lists_logged) + " in the last minute)");
+      dcm_pod_lists_logged = dcm_pod_lists;
+    }
     std::vector<std::pair<std::string, node_actions>> node_work;
     std::vector<std::tuple<std::string, std::string, std::vector<slice_write>>> slice_work;
     std::vector<std::string> to_register;
@@ -946,6 +957,7 @@ int run(const options& opt) {
                    "\" (not device-plugin, dra or dra-dynamic): the device plugin it is");
         auto& state = memory[name];
         auto a = step_node(state, seen, view.world, now, timing, opt.stack);
+        dcm_pod_lists += a.pod_lists;
         if (view.slices_synced) {
           auto found = view.slices.find(name);
           auto writes =
@@ -1147,7 +1159,11 @@ is up), with kubelet's heartbeats (a Lease per node in kube-node-lease renewed e
 node-lifecycle controller. A node's label
 sim.gpu-partitioner.io/gpu-api=device-plugin|dra|dra-dynamic chooses its GPU API. Faults per node: label
 sim.gpu-partitioner.io/fault=dcm-failure,dcm-stuck,wrong-count,slow-plugin,dcm-missing,
-kubelet-stopped,state-lost,gpu-held,plugin-crashloop.
+kubelet-stopped,state-lost,gpu-held,plugin-crashloop. Node labels
+sim.gpu-partitioner.io/kmm-driver=true (a KMM-managed driver: 5 min memory changes)
+and sim.gpu-partitioner.io/clock-skew-seconds=N|nN (the node's clock N s ahead or
+behind, for DCM's Events).
+Every minute gpu-sim logs how many cluster-wide pod LISTs DCM would have made.
 
 Flags:
   --kubeconfig PATH         else $KUBECONFIG, in-cluster, ~/.kube/config

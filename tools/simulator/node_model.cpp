@@ -314,6 +314,7 @@ struct context {
     if (faults.dcm_failure)
       return refuse({"AMDSMIAPIFailure", "AMD-SMI API error : Failed to initialize AMD SMI!"},
                     services + timing.scaled(timing.refusal));
+    ++out.pod_lists; // amdSMIHelper: kc.GetPods, a LIST of every pod in the cluster
     const auto wanted = apply_profile(found->second, m.gpu_modes, stack.version);
     // Newer DCM checks the modes the GPU takes before it sets any: a refused one is
     // InvalidProfileInfo, nothing changes, no retry.

@@ -295,6 +295,9 @@ struct node_actions {
   std::vector<sim_event> events;
   /// How far the node's clock is off: its Events' timestamps are shifted by this.
   std::chrono::seconds clock_skew{0};
+  /// Cluster-wide pod LISTs DCM made (one per attempt past amd-smi's init: GetPods lists
+  /// every pod of the cluster). Counted, not made.
+  int pod_lists = 0;
   bool empty() const {
     return labels.empty() && annotations.empty() && !allocatable && !capacity && events.empty();
   }

@@ -627,6 +627,29 @@ BOOST_AUTO_TEST_CASE(a_file_that_is_no_json_is_reported_with_the_previous_runs_p
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(dcm_cost)
+
+BOOST_AUTO_TEST_CASE(each_attempt_past_amd_smis_init_lists_every_pod_of_the_cluster) {
+  node_fixture f;
+  f.world.gpu_pods[f.node.name] = 8; // busy: retried every minute
+  f.step(t0);
+  f.request("cpx-nps4");
+  int lists = 0;
+  for (auto t = 1s; t < 200s; t += 1s)
+    lists += f.step(t0 + t).pod_lists;
+  BOOST_TEST(lists == 3); // attempts at 1 s, 83 s, 165 s
+  // Refusals before amd-smi (an unknown profile) list nothing.
+  node_fixture g;
+  g.step(t0);
+  g.request("no-such-profile");
+  int refused = 0;
+  for (auto t = 1s; t < 60s; t += 1s)
+    refused += g.step(t0 + t).pod_lists;
+  BOOST_TEST(refused == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(kmm_driver)
 
 BOOST_AUTO_TEST_CASE(newer_dcm_says_a_kmm_memory_change_in_a_normal_event_and_takes_5_minutes) {
