@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -101,8 +102,9 @@ std::string dcm_config_json() {
   return kube::to_json(doc);
 }
 
-std::string config_map_body(const std::string& ns, const std::string& config_json) {
-  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" + quoted(dcm_config_name) +
+std::string config_map_body(const std::string& ns, const std::string& config_json,
+                            const std::string& name = dcm_config_name) {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" + quoted(name) +
          R"(,"namespace":)" + quoted(ns) + R"(},"data":{"config.json":)" + quoted(config_json) +
          "}}";
 }
@@ -191,6 +193,29 @@ bool pod_ready(const rapidjson::Value& pod) {
   return false;
 }
 
+/// DCM's DaemonSet: pods labelled `pod_label` (key, value) on the nodes labelled
+/// simtest=<selector>, mounting the ConfigMap `config_map` at /etc/config-manager/ as the GPU
+/// operator does (volume config-manager-config-volume); the image's tag is DCM's version.
+std::string dcm_daemon_set(const std::string& name,
+                           const std::pair<std::string, std::string>& pod_label,
+                           const std::string& selector, const std::string& config_map,
+                           const std::string& version = "v1.3.0") {
+  const std::string labels = "{" + quoted(pod_label.first) + ":" + quoted(pod_label.second) + "}";
+  return R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":)" + quoted(name) +
+         R"(},"spec":{"selector":{"matchLabels":)" + labels +
+         R"(},"template":{"metadata":{"labels":)" + labels +
+         R"(},"spec":{"nodeSelector":{"simtest":)" + quoted(selector) +
+         R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
+         R"("terminationGracePeriodSeconds":1,)"
+         R"("volumes":[{"name":"config-manager-config-volume","configMap":{"name":)" +
+         quoted(config_map) +
+         R"(}}],"containers":[{"name":"device-config-manager-container",)"
+         R"("image":"rocm/device-config-manager:)" +
+         version +
+         R"(","volumeMounts":[{"name":"config-manager-config-volume",)"
+         R"("mountPath":"/etc/config-manager/"}]}]}}}})";
+}
+
 /// One test's simulated GPU cluster: a namespace with DCM's ConfigMap, nodes that only
 /// this test's gpu-sim plays, and the gpu-sim process. Removed again at the end.
 struct sim_cluster {
@@ -207,12 +232,17 @@ struct sim_cluster {
   std::vector<std::string> extra;
   /// Per node, its gpu-api label ("" or missing: none, gpu-sim's --gpu-api decides).
   std::vector<std::string> apis;
+  /// DCM deployed by its standalone chart (pods app=amdgpu-device-config-manager, mounting
+  /// the ConfigMap dcm-st) instead of by the GPU operator.
+  bool standalone_dcm = false;
   std::vector<std::string> args;
   std::string log_base;
 
   sim_cluster(std::initializer_list<std::string> node_faults, std::string lag_seconds = config_lag,
-              std::vector<std::string> extra_args = {}, std::vector<std::string> node_apis = {})
-      : lag(std::move(lag_seconds)), extra(std::move(extra_args)), apis(std::move(node_apis)) {
+              std::vector<std::string> extra_args = {}, std::vector<std::string> node_apis = {},
+              bool standalone = false)
+      : lag(std::move(lag_seconds)), extra(std::move(extra_args)), apis(std::move(node_apis)),
+        standalone_dcm(standalone) {
     try {
       set_up(node_faults);
     } catch (...) {
@@ -231,19 +261,30 @@ struct sim_cluster {
     auto cm =
         api.create(kube::resources::config_maps(), ns, config_map_body(ns, dcm_config_json()));
     BOOST_REQUIRE_MESSAGE(cm.ok(), (cm.ok() ? "" : cm.error().describe()));
-    // DCM's DaemonSet, as the GPU operator deploys it: gpu-sim plays DCM where its pod runs.
+    // DCM's DaemonSet, as the GPU operator deploys it: gpu-sim plays DCM where its pod runs,
+    // reading the ConfigMap the pod mounts. Standalone DCM's chart names its pods and its
+    // ConfigMap otherwise.
     const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
-    auto ds = api.create(
-        daemon_sets, ns,
-        R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"default-device-config-manager"},)"
-        R"("spec":{"selector":{"matchLabels":{"app.kubernetes.io/name":"device-config-manager"}},)"
-        R"("template":{"metadata":{"labels":{"app.kubernetes.io/name":"device-config-manager"}},)"
-        R"("spec":{"nodeSelector":{"simtest":)" +
-            quoted(selector_value) +
-            R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
-            R"("terminationGracePeriodSeconds":1,"containers":[{"name":"dcm",)"
-            R"("image":"rocm/device-config-manager:sim"}]}}}})");
-    BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+    auto version = std::find(extra.begin(), extra.end(), "--dcm-version");
+    const std::string tag = version != extra.end() && version + 1 != extra.end()
+                                ? "v" + *(version + 1) + ".0"
+                                : "v1.3.0";
+    if (!standalone_dcm) {
+      auto ds = api.create(daemon_sets, ns,
+                           dcm_daemon_set("default-device-config-manager",
+                                          {"app.kubernetes.io/name", "device-config-manager"},
+                                          selector_value, dcm_config_name, tag));
+      BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+    } else {
+      auto st = api.create(kube::resources::config_maps(), ns,
+                           config_map_body(ns, dcm_config_json(), "dcm-st"));
+      BOOST_REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().describe()));
+      auto ds = api.create(daemon_sets, ns,
+                           dcm_daemon_set("amdgpu-device-config-manager",
+                                          {"app", "amdgpu-device-config-manager"}, selector_value,
+                                          "dcm-st", tag));
+      BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+    }
     for (std::size_t i = 0; i < faults.size(); ++i) {
       const std::string name = id + "-" + std::to_string(i + 1);
       std::map<std::string, std::optional<std::string>> labels{
@@ -269,8 +310,8 @@ struct sim_cluster {
     args = {runfile("tools/simulator/gpu-sim"),
             "--node-selector",
             "simtest=" + selector_value,
-            "--dcm-config",
-            ns + "/" + dcm_config_name,
+            "--dcm-namespace",
+            ns,
             "--time-scale",
             time_scale,
             "--kubeconfig",
@@ -561,7 +602,9 @@ BOOST_AUTO_TEST_CASE(a_profile_run_under_the_taint_succeeds_and_untainting_bring
                      *boost::unit_test::timeout(150)) {
   sim_cluster c{""};
   const auto& n = c.nodes[0];
-  BOOST_TEST(c.label(n, partition_label).value_or("") == "spx_nps1");
+  // AMD's labeller as the GPU operator runs it: no partition labels.
+  BOOST_TEST(!c.label(n, partition_label));
+  BOOST_TEST(!c.label(n, "amd.com/gpu.compute-partitioning-supported"));
   c.taint_and_wait_for_plugin_down(n);
   // kubelet marks a stopped plugin's devices unhealthy at once: gpu-sim writes it with the
   // label's removal, in a write of the node's status after the label's.
@@ -575,12 +618,23 @@ BOOST_AUTO_TEST_CASE(a_profile_run_under_the_taint_succeeds_and_untainting_bring
   BOOST_TEST(c.gpus(n) == 0);
 
   c.set_dcm_taint(n, false);
-  E2E_CHECK(eventually([&] {
-              return c.gpus(n) == 64 && c.label(n, ready_label).value_or("") == "true" &&
-                     c.label(n, partition_label).value_or("") == "cpx_nps4";
-            }),
-            "after untaint: amd.com/gpu=" << c.gpus(n) << ", partition "
-                                          << c.label(n, partition_label).value_or("<none>"));
+  E2E_CHECK(
+      eventually([&] { return c.gpus(n) == 64 && c.label(n, ready_label).value_or("") == "true"; }),
+      "after untaint: amd.com/gpu=" << c.gpus(n));
+}
+
+BOOST_AUTO_TEST_CASE(standalone_dcm_reads_the_dcm_st_configmap_its_pods_mount,
+                     *boost::unit_test::timeout(150)) {
+  sim_cluster c({""}, config_lag, {}, {}, true);
+  const auto& n = c.nodes[0];
+  // The GPU operator's default ConfigMap lacks the profile: only dcm-st, which standalone
+  // DCM's pods mount, may answer.
+  BOOST_REQUIRE(c.api.remove(kube::resources::config_maps(), c.ns, dcm_config_name));
+  c.taint_and_wait_for_plugin_down(n);
+  c.request(n, "cpx-nps4");
+  BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
+  E2E_CHECK(c.has_event(n, "SuccessfullyPartitioned"), describe(c.dcm_events(n)));
+  BOOST_TEST(c.annotation(n, partition_annotation) == "CPX/NPS4");
 }
 
 BOOST_AUTO_TEST_CASE(writing_the_same_profile_again_starts_no_second_run,
@@ -661,6 +715,14 @@ BOOST_AUTO_TEST_CASE(dcm_failure_fails_the_run_with_AMDSMIAPIFailure,
   BOOST_TEST(c.await_state(n) == "failure");
   E2E_CHECK(c.has_event(n, "AMDSMIAPIFailure"), describe(c.dcm_events(n)));
   BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+  // amd-smi's init failure passes no error: DCM's Event is Normal.
+  kube::list_options o;
+  o.field_selector = "reason=AMDSMIAPIFailure";
+  auto events = c.api.list(kube::resources::events(), c.ns, o);
+  BOOST_REQUIRE(events.ok());
+  BOOST_REQUIRE(!events.value()["items"].Empty());
+  for (const auto& e : events.value()["items"].GetArray())
+    BOOST_TEST(kube::string_at(e, "type") == "Normal");
 }
 
 BOOST_AUTO_TEST_CASE(dcm_stuck_never_writes_a_state_label_while_a_healthy_node_succeeds,
@@ -678,15 +740,18 @@ BOOST_AUTO_TEST_CASE(dcm_stuck_never_writes_a_state_label_while_a_healthy_node_s
 
 BOOST_AUTO_TEST_CASE(wrong_count_reports_63_instead_of_64_for_cpx,
                      *boost::unit_test::timeout(150)) {
-  sim_cluster c{"wrong-count"};
+  // With the labeller's opt-in partition labels.
+  sim_cluster c({"wrong-count"}, config_lag, {"--labeller-partition-labels"});
   const auto& n = c.nodes[0];
   c.taint_and_wait_for_plugin_down(n);
   c.request(n, "cpx-nps4");
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
   c.set_dcm_taint(n, false);
   // Labels and resources are separate writes: wait for both.
-  BOOST_TEST(
-      eventually([&] { return c.label(n, ready_label).value_or("") == "true" && c.gpus(n) != 8; }));
+  // (allocatable is 0 until the plugin's status write, after its labels)
+  BOOST_TEST(eventually([&] {
+    return c.label(n, ready_label).value_or("") == "true" && c.gpus(n) != 8 && c.gpus(n) != 0;
+  }));
   BOOST_TEST(c.gpus(n) == 63);
   BOOST_TEST(c.label(n, partition_label).value_or("") == "cpx_nps4");
 }
@@ -775,6 +840,8 @@ BOOST_AUTO_TEST_CASE(dcms_events_are_about_its_pod_and_name_the_profile_they_ser
                      *boost::unit_test::timeout(150)) {
   sim_cluster c{""};
   const auto& n = c.nodes[0];
+  // The node's clock is an hour behind: DCM stamps its Events with it.
+  c.set_labels(n, {{"sim.gpu-partitioner.io/clock-skew-seconds", "n3600"}});
   c.request(n, "cpx-nps1");
   BOOST_REQUIRE_EQUAL(c.await_state(n), "success");
   BOOST_REQUIRE(c.has_event(n, "SuccessfullyPartitioned"));
@@ -787,6 +854,15 @@ BOOST_AUTO_TEST_CASE(dcms_events_are_about_its_pod_and_name_the_profile_they_ser
     if (kube::string_at(e["source"], "host") != n)
       continue;
     found = true;
+    // A new object per Event, named after its reason; no reportingComponent.
+    BOOST_TEST(kube::string_at(e["metadata"], "generateName") == "SuccessfullyPartitioned");
+    BOOST_TEST(kube::string_at(e, "reportingComponent").empty());
+    BOOST_TEST(kube::string_at(e["source"], "component") == dcm_component);
+    std::tm tm{};
+    BOOST_REQUIRE(::strptime(kube::string_at(e, "lastTimestamp").c_str(), "%Y-%m-%dT%H:%M:%SZ",
+                             &tm) != nullptr);
+    const auto skew = ::timegm(&tm) - std::time(nullptr);
+    BOOST_TEST((skew < -3400 && skew > -3800), "lastTimestamp off by " << skew << " s");
     BOOST_TEST(kube::string_at(e["involvedObject"], "kind") == "Pod");
     BOOST_TEST(kube::string_at(e["involvedObject"], "namespace") == c.ns);
     rapidjson::Document m;
@@ -815,12 +891,13 @@ BOOST_AUTO_TEST_CASE(gpu_held_is_busy_and_retried, *boost::unit_test::timeout(15
   E2E_CHECK(c.has_event(n, "PartitionRetrying"), describe(c.dcm_events(n)));
 }
 
-BOOST_AUTO_TEST_CASE(dcm_1_5_says_in_progress_while_busy_gpus_are_retried,
+// Newer DCM (1.4 and 1.5 alike) writes failure, not an in-progress state no source has.
+BOOST_AUTO_TEST_CASE(dcm_1_4_says_failure_while_busy_gpus_are_retried,
                      *boost::unit_test::timeout(150)) {
-  sim_cluster c({"gpu-held"}, config_lag, {"--dcm-version", "1.5"});
+  sim_cluster c({"gpu-held"}, config_lag, {"--dcm-version", "1.4"});
   const auto& n = c.nodes[0];
   c.request(n, "cpx-nps1");
-  BOOST_TEST(c.await_state(n) == "in-progress");
+  BOOST_TEST(c.await_state(n) == "failure");
 }
 
 BOOST_AUTO_TEST_CASE(a_crash_looping_plugin_reports_nothing_after_the_untaint,
@@ -966,7 +1043,9 @@ BOOST_AUTO_TEST_CASE(gpu_pods_on_the_node_fail_the_run_until_they_are_gone,
   BOOST_TEST(c.await_state(n) == "failure");
   // Busy GPUs are retried: failure now, PartitionRetrying, then success once free.
   E2E_CHECK(c.has_event(n, "PartitionRetrying"), describe(c.dcm_events(n)));
-  BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+  // Busy is per GPU: the held GPU 0 stays, the idle ones change.
+  BOOST_TEST(c.annotation(n, partition_annotation) ==
+             "SPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1");
 
   // DCM retries; once the pod has terminated, a retry succeeds.
   BOOST_REQUIRE(c.api.remove(kube::resources::pods(), c.ns, "gpu-user"));
@@ -1293,7 +1372,9 @@ BOOST_AUTO_TEST_CASE(a_pod_claiming_a_gpu_is_scheduled_started_and_keeps_dcm_bus
   c.request(n, "qpx-nps1");
   BOOST_TEST(c.await_state(n) == "failure");
   E2E_CHECK(c.has_event(n, "PartitionRetrying"), describe(c.dcm_events(n)));
-  BOOST_TEST(c.annotation(n, partition_annotation) == "SPX/NPS1");
+  // Busy is per GPU: the held GPU 0 stays, the idle ones change.
+  BOOST_TEST(c.annotation(n, partition_annotation) ==
+             "SPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1,QPX/NPS1");
 
   // The pod goes: kubelet unprepares its claim and DCM's next retry succeeds.
   BOOST_REQUIRE(c.api.remove(kube::resources::pods(), c.ns, "gpu-claimer"));

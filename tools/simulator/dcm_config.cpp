@@ -35,7 +35,7 @@ bool mode_supported(const std::string& compute, const std::string& memory) {
   if (memory == "NPS1")
     return partitions_per_gpu(compute) > 0;
   if (memory == "NPS2")
-    return compute == "DPX" || compute == "CPX";
+    return compute == "DPX";
   if (memory == "NPS4")
     return compute == "QPX" || compute == "CPX";
   return false;
@@ -173,9 +173,13 @@ std::optional<dcm_profile> parse_dcm_profile(const std::string& text, dcm_failur
   return profile;
 }
 
-std::optional<dcm_config> parse_dcm_config(const std::string& text, dcm_failure& error) {
+std::optional<dcm_config> parse_dcm_config(const std::string& text, dcm_failure& error,
+                                           bool* not_json) {
   rapidjson::Document doc;
-  if (!parse_document(text, doc, error, "config.json"))
+  const bool parsed = parse_document(text, doc, error, "config.json");
+  if (not_json != nullptr)
+    *not_json = !parsed;
+  if (!parsed)
     return std::nullopt;
   dcm_config config;
   if (doc.IsNull())
@@ -229,7 +233,7 @@ std::optional<dcm_failure> validate_profile(const dcm_profile& profile, int gpu_
   if (profile.groups.empty())
     return dcm_failure{"InvalidProfileInfo", "the profile assigns no GPUs"};
   int assigned = 0;
-  int open = 0; // groups without a count, which 1.5 gives the rest
+  int open = 0; // groups without a count, which newer DCM gives the rest
   std::set<std::string> memory;
   for (const auto& g : profile.groups) {
     if (partitions_per_gpu(g.compute) == 0)
@@ -238,7 +242,7 @@ std::optional<dcm_failure> validate_profile(const dcm_profile& profile, int gpu_
     if (memory_partitions(g.memory) == 0)
       return dcm_failure{"InvalidProfileInfo",
                          "memoryPartition \"" + g.memory + "\" is not one of NPS1, NPS2, NPS4"};
-    if (!g.count_given && version == dcm_version::v1_5)
+    if (!g.count_given && newer_dcm(version))
       ++open;
     else
       assigned += g.gpus;
@@ -264,12 +268,12 @@ std::vector<std::string> apply_profile(const dcm_profile& profile,
   const std::set<int> skipped(profile.skipped_gpus.begin(), profile.skipped_gpus.end());
   int assigned = 0;
   for (const auto& g : profile.groups)
-    if (g.count_given || version != dcm_version::v1_5)
+    if (g.count_given || !newer_dcm(version))
       assigned += g.gpus;
   const int rest = static_cast<int>(current.size()) - static_cast<int>(skipped.size()) - assigned;
   std::size_t gpu = 0;
   for (const auto& g : profile.groups) {
-    int n = g.count_given || version != dcm_version::v1_5 ? g.gpus : rest;
+    int n = g.count_given || !newer_dcm(version) ? g.gpus : rest;
     for (; n > 0 && gpu < out.size(); ++gpu) {
       if (skipped.count(static_cast<int>(gpu)))
         continue;

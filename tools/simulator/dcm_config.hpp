@@ -11,9 +11,15 @@
 
 namespace gpu_partitioner::sim {
 
-/// Which DCM the simulator plays: 1.3 (the default) or 1.5, which gives one group without
-/// numGPUsAssigned the remaining GPUs and writes `in-progress` while it retries.
-enum class dcm_version { v1_3, v1_5 };
+/// Which DCM the simulator plays: 1.3 (the default, the last public source) or a newer one
+/// (1.4, 1.5: AMD's images and docs), which behave alike here ("newer DCM").
+enum class dcm_version { v1_3, v1_4, v1_5 };
+
+/// DCM after 1.3: one group without numGPUsAssigned takes the remaining GPUs, modes the
+/// part does not support are InvalidProfileInfo up front.
+inline bool newer_dcm(dcm_version v) {
+  return v != dcm_version::v1_3;
+}
 
 /// One entry of a DCM profile's `profiles` list: this many GPUs in this mode.
 struct gpu_group {
@@ -50,7 +56,10 @@ struct dcm_config {
 /// zero. A value of the wrong JSON type anywhere (a string count, a negative or fractional
 /// one, a profile that is not an object) fails the whole file: the error is DCM's
 /// InvalidJSONInConfigMap, which every node then gets.
-std::optional<dcm_config> parse_dcm_config(const std::string& text, dcm_failure& error);
+/// `not_json` (if given) says whether the text is no JSON at all (a syntax error), which
+/// DCM's first read of the file (its host services) already fails on.
+std::optional<dcm_config> parse_dcm_config(const std::string& text, dcm_failure& error,
+                                           bool* not_json = nullptr);
 
 /// Parses one profile object the same way (the payload ConfigMaps' `profile.json`).
 std::optional<dcm_profile> parse_dcm_profile(const std::string& text, dcm_failure& error);
@@ -58,7 +67,7 @@ std::optional<dcm_profile> parse_dcm_profile(const std::string& text, dcm_failur
 /// DCM's validation of a profile for a node with `gpu_count` GPUs (names and counts only;
 /// whether the kernel takes a mode is found when it is applied, see mode_supported): the
 /// GPUs assigned plus the skipped ones must be all of them, one memory mode per profile.
-/// 1.5 gives one group without a count the GPUs the others leave.
+/// Newer DCM gives one group without a count the GPUs the others leave.
 std::optional<dcm_failure> validate_profile(const dcm_profile& profile, int gpu_count,
                                             dcm_version version = dcm_version::v1_3);
 
@@ -69,7 +78,8 @@ std::vector<std::string> apply_profile(const dcm_profile& profile,
                                        dcm_version version = dcm_version::v1_3);
 
 /// Whether MI300X's kernel driver takes this compute and memory mode together: SPX with
-/// NPS1; DPX with NPS1 or NPS2; QPX with NPS1 or NPS4; CPX with NPS1, NPS2 or NPS4.
+/// NPS1; DPX with NPS1 or NPS2; QPX with NPS1 or NPS4; CPX with NPS1 or NPS4 (CPX with NPS2
+/// only on virtual functions); never NPS8.
 bool mode_supported(const std::string& compute, const std::string& memory);
 
 /// Compute partitions per GPU: SPX 1, DPX 2, QPX 4, CPX 8; 0 for an unknown mode.

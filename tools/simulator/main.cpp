@@ -5,7 +5,6 @@
 // heartbeat_model; this file only watches, ticks and writes.
 #include "kube/client.hpp"
 #include "kube/config.hpp"
-#include "kube/event_recorder.hpp"
 #include "kube/list_watch.hpp"
 #include "protocol/timestamp.hpp"
 #include "tools/simulator/dra_model.hpp"
@@ -47,10 +46,9 @@ void on_signal(int) {
 struct options {
   std::string kubeconfig;
   std::string node_selector = "gpu.vendor=amd";
+  /// DCM's namespace: its pods, and the ConfigMaps they may mount (each pod's own volume
+  /// says which one its DCM reads).
   std::string dcm_namespace = "kube-amd-gpu";
-  /// The ConfigMap DCM's DaemonSet mounts: the one the GPU operator's DeviceConfig names,
-  /// default-dcm-config when it names none.
-  std::string dcm_name = "default-dcm-config";
   double time_scale = 1.0;
   /// kubelet's refresh of a ConfigMap volume, in seconds before --time-scale.
   double config_lag = 60;
@@ -98,18 +96,21 @@ struct world_view {
   /// at once; the pods' watch may lag behind the nodes', as after an API server restart).
   std::set<std::string> stopped;
   observed_world world;
-  /// DCM's ConfigMap as the watch saw it, oldest first: DCM's file holds the newest entry
-  /// at least the config lag old (kubelet's refresh of the volume).
+  /// Each ConfigMap of DCM's namespace as the watch saw it, oldest first: a volume of it
+  /// holds the newest entry at least the config lag old (kubelet's refresh of the volume).
   struct config_version {
     sim_time seen{};
     std::string text; // "" with `missing`
     bool missing = true;
   };
-  std::deque<config_version> config_history;
-  /// What DCM's file holds now (nullopt before the first delivery).
-  std::optional<config_version> delivered;
-  /// DCM's pod per node, while it runs.
-  std::map<pod_key, std::string> dcm_pods; // pod -> node
+  struct config_map_files {
+    std::deque<config_version> history;
+    /// What its volumes hold now (nullopt before the first delivery).
+    std::optional<config_version> delivered;
+  };
+  std::map<std::string, config_map_files> config_maps;
+  /// DCM's pods while they run: the node, and the ConfigMap mounted at /etc/config-manager.
+  std::map<pod_key, std::pair<std::string, std::string>> dcm_pods;
   /// The DRA driver's pods (dra_driver_pod) per node, while they run and are not being
   /// deleted: the node's driver runs in one.
   std::map<pod_key, std::pair<std::string, std::string>> driver_pods{}; // pod -> node, uid
@@ -228,6 +229,22 @@ std::vector<pod_claim> pod_claims(const rapidjson::Value& pod) {
   return out;
 }
 
+// The ConfigMap a DCM pod mounts at /etc/config-manager (its config.json), "" if none.
+std::string dcm_config_of(const rapidjson::Value& pod) {
+  std::vector<std::pair<std::string, std::string>> volumes;
+  std::vector<std::pair<std::string, std::string>> mounts;
+  if (const auto* vs = kube::find_path(pod, {"spec", "volumes"}); vs && vs->IsArray())
+    for (const auto& v : vs->GetArray())
+      if (const auto* cm = kube::find_path(v, {"configMap"}); cm && cm->IsObject())
+        volumes.emplace_back(kube::string_at(v, "name"), kube::string_at(*cm, "name"));
+  if (const auto* cs = kube::find_path(pod, {"spec", "containers"}); cs && cs->IsArray())
+    for (const auto& c : cs->GetArray())
+      if (const auto* ms = kube::find_path(c, {"volumeMounts"}); ms && ms->IsArray())
+        for (const auto& m : ms->GetArray())
+          mounts.emplace_back(kube::string_at(m, "name"), kube::string_at(m, "mountPath"));
+  return mounted_dcm_config(volumes, mounts);
+}
+
 struct pod_watch : kube::watch_handler {
   world_view& view;
   std::string dcm_namespace;
@@ -264,11 +281,10 @@ struct pod_watch : kube::watch_handler {
     p.deleting = kube::find_path(o, {"metadata", "deletionTimestamp"}) != nullptr;
     p.crash_loop =
         kube::find_path(o, {"metadata", "annotations", crash_loop_annotation}) != nullptr;
-    if (const auto* labels = kube::find_path(o, {"metadata", "labels"}))
-      p.dcm =
-          key.ns == dcm_namespace && kube::string_at(*labels, dcm_pod_label) == dcm_pod_label_value;
+    p.dcm = key.ns == dcm_namespace &&
+            is_dcm_pod(kube::string_map(kube::find_path(o, {"metadata", "labels"})));
     if (p.dcm && p.phase == "Running" && !p.deleting)
-      view.dcm_pods[key] = p.node;
+      view.dcm_pods[key] = {p.node, dcm_config_of(o)};
     if (p.phase == "Running" && !p.deleting && dra_driver_pod(o))
       view.driver_pods[key] = {p.node, p.uid};
     if (const auto* g = kube::find_path(o, {"metadata", "deletionGracePeriodSeconds"});
@@ -327,7 +343,7 @@ struct config_watch : kube::watch_handler {
     // Before DCM's pod started, the file it mounts is whatever the ConfigMap holds then.
     if (!view.config_synced)
       v.seen = sim_time{};
-    view.config_history.push_back(std::move(v));
+    view.config_maps[d.key.name].history.push_back(std::move(v));
   }
   void on_synced() override {
     std::lock_guard<std::mutex> lock(view.mutex);
@@ -529,30 +545,34 @@ std::string label_or(const observed_node& node, const char* key) {
 }
 
 // DCM reads its ConfigMap as a mounted file, which kubelet refreshes on its periodic sync:
-// the file holds the newest version that is at least `lag` old. A change of the file is a
-// new generation, which runs every labelled node again.
+// a volume holds the newest version of its ConfigMap that is at least `lag` old. A change
+// of the file is a new generation, which runs again every labelled node whose DCM mounts it.
 void deliver_config(world_view& view, sim_time now, sim_clock::duration lag) {
-  std::optional<world_view::config_version> due;
-  while (!view.config_history.empty() && view.config_history.front().seen + lag <= now) {
-    due = std::move(view.config_history.front());
-    view.config_history.pop_front();
+  for (auto& [name, cm] : view.config_maps) {
+    std::optional<world_view::config_version> due;
+    while (!cm.history.empty() && cm.history.front().seen + lag <= now) {
+      due = std::move(cm.history.front());
+      cm.history.pop_front();
+    }
+    if (!due ||
+        (cm.delivered && cm.delivered->text == due->text && cm.delivered->missing == due->missing))
+      continue;
+    const bool first = !cm.delivered;
+    cm.delivered = due;
+    dcm_file& file = view.world.files[name];
+    if (!first)
+      ++file.generation;
+    if (due->missing) {
+      file.config.reset();
+      file.unreadable = false;
+      file.problem = {"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
+      continue;
+    }
+    dcm_failure problem;
+    file.config = parse_dcm_config(due->text, problem, &file.unreadable);
+    if (!file.config)
+      file.problem = problem;
   }
-  if (!due || (view.delivered && view.delivered->text == due->text &&
-               view.delivered->missing == due->missing))
-    return;
-  const bool first = !view.delivered;
-  view.delivered = due;
-  if (!first)
-    ++view.world.config_generation;
-  if (due->missing) {
-    view.world.config.reset();
-    view.world.config_problem = {"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
-    return;
-  }
-  dcm_failure problem;
-  view.world.config = parse_dcm_config(due->text, problem);
-  if (!view.world.config)
-    view.world.config_problem = problem;
 }
 
 int run(const options& opt) {
@@ -579,7 +599,6 @@ int run(const options& opt) {
   kube::list_watch_options cm_opts;
   cm_opts.what = kube::resources::config_maps();
   cm_opts.ns = opt.dcm_namespace;
-  cm_opts.field_selector = "metadata.name=" + opt.dcm_name;
   kube::list_watch_options slice_opts;
   slice_opts.what = kube::resources::resource_slices();
   slice_opts.field_selector = std::string("spec.driver=") + dra_driver;
@@ -602,7 +621,6 @@ int run(const options& opt) {
   struct lane {
     kube::http_client http;
     kube::client api;
-    kube::event_recorder events;
     std::mutex mutex;
     std::condition_variable wake;
     std::deque<std::function<void(lane&)>> jobs; // under `mutex`
@@ -614,8 +632,8 @@ int run(const options& opt) {
     std::string dcm_namespace;
     std::thread worker;
     lane(const kube::connection_config& c, std::string ns)
-        : http(c, std::make_shared<kube::credentials>(c)), api(http),
-          events(api, dcm_component, "gpu-sim"), dcm_namespace(std::move(ns)) {}
+        : http(c, std::make_shared<kube::credentials>(c)), api(http), dcm_namespace(std::move(ns)) {
+    }
     void queue(std::vector<std::function<void(lane&)>>& batch) {
       if (batch.empty())
         return;
@@ -762,14 +780,13 @@ int run(const options& opt) {
       }
       for (const auto& e : a.events) {
         log_line("node " + name + ": " + e.reason + " " + e.message);
-        // DCM's Events are about its own pod, from the node it runs on.
-        kube::event_spec spec;
-        spec.regarding = {"v1", "Pod", dcm_namespace, dcm_pod, ""};
-        spec.host = name;
-        spec.type = e.type;
-        spec.reason = e.reason;
-        spec.message = e.message;
-        (void)events.record(spec);
+        // DCM's Events are about its own pod, from the node it runs on, one object each,
+        // stamped by the node's clock.
+        auto r = api.create(kube::resources::events(), dcm_namespace,
+                            dcm_event_object(e, dcm_namespace, dcm_pod, name,
+                                             std::chrono::system_clock::now() + a.clock_skew));
+        if (!r)
+          log_line("node " + name + ": Event " + e.reason + " failed: " + r.error().describe());
       }
     }
   };
@@ -840,15 +857,29 @@ int run(const options& opt) {
   };
   std::map<std::string, std::string> dcm_pod_names; // node -> its DCM pod, once seen
   int next_ip = 1;
-  log_line("started: nodes " + opt.node_selector + ", DCM config " + opt.dcm_namespace + "/" +
-           opt.dcm_name + " (lag " + std::to_string(opt.config_lag) + " s), DCM " +
-           (opt.stack.version == dcm_version::v1_5 ? "1.5" : "1.3") + ", " +
-           (opt.stack.strategy == resource_strategy::mixed ? "mixed" : "single") +
+  log_line("started: nodes " + opt.node_selector + ", DCM in " + opt.dcm_namespace +
+           " (each DCM pod reads the ConfigMap it mounts at /etc/config-manager; lag " +
+           std::to_string(opt.config_lag) + " s), DCM " +
+           (opt.stack.version == dcm_version::v1_5   ? "1.5"
+            : opt.stack.version == dcm_version::v1_4 ? "1.4"
+                                                     : "1.3") +
+           ", " + (opt.stack.strategy == resource_strategy::mixed ? "mixed" : "single") +
            " strategy, GPU API " + gpu_api_name(opt.default_api) + ", time scale " +
            std::to_string(opt.time_scale) + (opt.heartbeats ? "" : ", no heartbeats"));
 
+  // DCM's cost at scale: each attempt LISTs every pod of the cluster (v1.3 GetPods), on each
+  // labelled node. Counted and logged every minute; gpu-sim does not make them.
+  long long dcm_pod_lists = 0;
+  long long dcm_pod_lists_logged = 0;
+  auto cost_logged_at = sim_clock::now();
   while (!stopping) {
     std::this_thread::sleep_for(std::chrono::milliseconds(opt.tick_ms));
+    if (sim_clock::now() - cost_logged_at >= std::chrono::minutes(1)) {
+      cost_logged_at = sim_clock::now();
+      log_line("DCM cluster-wide pod LISTs: " + std::to_string(dcm_pod_lists) + " (+" +
+               std::to_string(dcm_pod_lists - dcm_pod_lists_logged) + " in the last minute)");
+      dcm_pod_lists_logged = dcm_pod_lists;
+    }
     std::vector<std::pair<std::string, node_actions>> node_work;
     std::vector<std::tuple<std::string, std::string, std::vector<slice_write>>> slice_work;
     std::vector<std::string> to_register;
@@ -863,15 +894,16 @@ int run(const options& opt) {
           view, now,
           timing.scaled(std::chrono::milliseconds(static_cast<long long>(opt.config_lag * 1000))));
       // A tick at thousands of nodes copies no node's strings: these point into the view.
-      std::unordered_map<std::string_view, std::string_view> dcm_pod_of;
-      for (const auto& [key, node] : view.dcm_pods)
-        dcm_pod_of[node] = key.name;
+      std::unordered_map<std::string_view, std::pair<std::string_view, std::string_view>>
+          dcm_pod_of; // node -> pod, its ConfigMap
+      for (const auto& [key, running] : view.dcm_pods)
+        dcm_pod_of[running.first] = {key.name, running.second};
       std::unordered_map<std::string_view, std::string_view> driver_pod_of; // node -> uid
       for (const auto& [key, running] : view.driver_pods)
         driver_pod_of[running.first] = running.second;
       view.world.gpu_pods.clear();
       for (const auto& [key, held] : view.gpu_pods)
-        view.world.gpu_pods[held.first] += 1;
+        view.world.gpu_pods[held.first] += held.second;
       // A running pod whose claims hold gpu.amd.com devices of its node holds those GPUs
       // until kubelet stops it (NodeUnprepareResources).
       for (const auto& key : view.claim_pods) {
@@ -879,8 +911,8 @@ int run(const options& opt) {
         if (pod == view.pods.end() || view.gpu_pods.count(key) || pod->second.phase != "Running" ||
             view.stopped.count(pod->second.uid))
           continue;
-        if (claimed_devices(pod->second, view.claims, dra_driver) > 0)
-          view.world.gpu_pods[pod->second.node] += 1;
+        view.world.gpu_pods[pod->second.node] +=
+            claimed_devices(pod->second, view.claims, dra_driver);
       }
       for (const auto& name : view.deleted) {
         memory.erase(name);
@@ -910,7 +942,8 @@ int run(const options& opt) {
         // The fields the tick adds are set in place, every tick, not on a copy.
         observed_node& seen = node;
         auto dcm_pod = dcm_pod_of.find(name);
-        seen.dcm_pod = dcm_pod == dcm_pod_of.end() ? std::string_view() : dcm_pod->second;
+        seen.dcm_pod = dcm_pod == dcm_pod_of.end() ? std::string_view() : dcm_pod->second.first;
+        seen.dcm_config = dcm_pod == dcm_pod_of.end() ? std::string_view() : dcm_pod->second.second;
         auto driver_pod = driver_pod_of.find(name);
         seen.driver_pod =
             driver_pod == driver_pod_of.end() ? std::string_view() : driver_pod->second;
@@ -924,6 +957,7 @@ int run(const options& opt) {
                    "\" (not device-plugin, dra or dra-dynamic): the device plugin it is");
         auto& state = memory[name];
         auto a = step_node(state, seen, view.world, now, timing, opt.stack);
+        dcm_pod_lists += a.pod_lists;
         if (view.slices_synced) {
           auto found = view.slices.find(name);
           auto writes =
@@ -1125,17 +1159,27 @@ is up), with kubelet's heartbeats (a Lease per node in kube-node-lease renewed e
 node-lifecycle controller. A node's label
 sim.gpu-partitioner.io/gpu-api=device-plugin|dra|dra-dynamic chooses its GPU API. Faults per node: label
 sim.gpu-partitioner.io/fault=dcm-failure,dcm-stuck,wrong-count,slow-plugin,dcm-missing,
-kubelet-stopped,state-lost,gpu-held,plugin-crashloop.
+kubelet-stopped,state-lost,gpu-held,plugin-crashloop. Node labels
+sim.gpu-partitioner.io/kmm-driver=true (a KMM-managed driver: 5 min memory changes)
+and sim.gpu-partitioner.io/clock-skew-seconds=N|nN (the node's clock N s ahead or
+behind, for DCM's Events).
+Every minute gpu-sim logs how many cluster-wide pod LISTs DCM would have made.
 
 Flags:
   --kubeconfig PATH         else $KUBECONFIG, in-cluster, ~/.kube/config
   --node-selector SEL       nodes to simulate (default gpu.vendor=amd)
-  --dcm-config NS/NAME      the ConfigMap DCM's pods mount; DCM's pods are those in NS
-                            labelled app.kubernetes.io/name=device-config-manager
-                            (default kube-amd-gpu/default-dcm-config)
+  --dcm-namespace NS        DCM's namespace (default kube-amd-gpu): DCM's pods are those
+                            in NS labelled app.kubernetes.io/name=device-config-manager
+                            (GPU operator) or app=amdgpu-device-config-manager
+                            (standalone); each reads config.json from the ConfigMap
+                            volume its pod mounts at /etc/config-manager
+  --dcm-config NS/NAME      deprecated: sets only the namespace (the name is read from
+                            each DCM pod's volume)
   --dcm-config-lag SECONDS  kubelet's refresh of DCM's mounted config (default 60)
-  --dcm-version 1.3|1.5     1.5 gives one group without numGPUsAssigned the remaining
-                            GPUs and writes in-progress while it retries (default 1.3)
+  --dcm-version 1.3|1.4|1.5 the DCM played (default 1.3, the last public source);
+                            1.4 and 1.5 are "newer DCM": one group without
+                            numGPUsAssigned takes the remaining GPUs, a mode the GPU
+                            does not take is InvalidProfileInfo, not retried
   --resource-strategy single|mixed
                             the device plugin's naming: amd.com/gpu, or
                             amd.com/<compute>_<memory> per style (default single)
@@ -1146,6 +1190,11 @@ Flags:
                             could carve, as shared counters) (default device-plugin)
   --ready-label KEY=VALUE   a site's own readiness label, set while the plugin is up
                             (default none: AMD's components set none)
+  --labeller-partition-labels
+                            the node labeller also sets its opt-in partition labels
+                            (amd.com/gpu.compute-memory-partition, only when every GPU
+                            has one style, and amd.com/gpu.*-partitioning-supported);
+                            the GPU operator runs it without them (default off)
   --time-scale F            multiply every simulated delay by F (default 1)
   --writers N               parallel connections for writes, each with a thread of its
                             own (default 32; a node's writes keep their order, as do a
@@ -1177,6 +1226,12 @@ int main(int argc, char** argv) {
       opt.kubeconfig = value();
     } else if (a == "--node-selector") {
       opt.node_selector = value();
+    } else if (a == "--dcm-namespace") {
+      opt.dcm_namespace = value();
+      if (opt.dcm_namespace.empty()) {
+        std::fprintf(stderr, "gpu-sim: --dcm-namespace needs a namespace\n");
+        return 2;
+      }
     } else if (a == "--dcm-config") {
       std::string v = value();
       auto slash = v.find('/');
@@ -1185,7 +1240,9 @@ int main(int argc, char** argv) {
         return 2;
       }
       opt.dcm_namespace = v.substr(0, slash);
-      opt.dcm_name = v.substr(slash + 1);
+      log_line("--dcm-config is deprecated: it sets only DCM's namespace (" + opt.dcm_namespace +
+               "); each DCM pod's ConfigMap is read from its volume, not \"" + v.substr(slash + 1) +
+               "\"");
     } else if (a == "--dcm-config-lag") {
       std::string v = value();
       char* end = nullptr;
@@ -1197,11 +1254,13 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--dcm-version") {
       std::string v = value();
-      if (v != "1.3" && v != "1.5") {
-        std::fprintf(stderr, "gpu-sim: --dcm-version: \"%s\" is not 1.3 or 1.5\n", v.c_str());
+      if (v != "1.3" && v != "1.4" && v != "1.5") {
+        std::fprintf(stderr, "gpu-sim: --dcm-version: \"%s\" is not 1.3, 1.4 or 1.5\n", v.c_str());
         return 2;
       }
-      opt.stack.version = v == "1.5" ? dcm_version::v1_5 : dcm_version::v1_3;
+      opt.stack.version = v == "1.5"   ? dcm_version::v1_5
+                          : v == "1.4" ? dcm_version::v1_4
+                                       : dcm_version::v1_3;
     } else if (a == "--resource-strategy") {
       std::string v = value();
       if (v != "single" && v != "mixed") {
@@ -1238,6 +1297,8 @@ int main(int argc, char** argv) {
                      v.c_str());
         return 2;
       }
+    } else if (a == "--labeller-partition-labels") {
+      opt.stack.partition_labels = true;
     } else if (a == "--no-heartbeats") {
       opt.heartbeats = false;
     } else if (a == "--time-scale") {

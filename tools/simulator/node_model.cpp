@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
+#include <set>
 #include <sstream>
 
 namespace gpu_partitioner::sim {
@@ -112,7 +114,69 @@ plugin_resources(const std::vector<std::string>& gpu_modes, resource_strategy st
   return out;
 }
 
+std::string mounted_dcm_config(const std::vector<std::pair<std::string, std::string>>& volumes,
+                               const std::vector<std::pair<std::string, std::string>>& mounts) {
+  const std::string dir = dcm_config_dir;
+  for (const auto& [volume, path] : mounts) {
+    if (path != dir && path != dir + "/")
+      continue;
+    for (const auto& [name, config_map] : volumes)
+      if (name == volume)
+        return config_map;
+  }
+  return {};
+}
+
+bool is_dcm_pod(const std::map<std::string, std::string>& labels) {
+  auto has = [&](const char* key, const char* value) {
+    auto it = labels.find(key);
+    return it != labels.end() && it->second == value;
+  };
+  return has(dcm_pod_label, dcm_pod_label_value) ||
+         has(dcm_standalone_pod_label, dcm_standalone_pod_label_value);
+}
+
+std::string dcm_event_object(const sim_event& event, const std::string& ns, const std::string& pod,
+                             const std::string& node, std::chrono::system_clock::time_point at) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(at);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  auto q = [](const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\')
+        out += std::string("\\") + c;
+      else if (static_cast<unsigned char>(c) < 0x20)
+        out += ' ';
+      else
+        out += c;
+    }
+    return out + "\"";
+  };
+  return R"({"apiVersion":"v1","kind":"Event","metadata":{"generateName":)" + q(event.reason) +
+         R"(,"namespace":)" + q(ns) + R"(},"involvedObject":{"kind":"Pod","namespace":)" + q(ns) +
+         R"(,"name":)" + q(pod) + R"(},"reason":)" + q(event.reason) + R"(,"message":)" +
+         q(event.message) + R"(,"type":)" + q(event.type) + R"(,"count":1,"firstTimestamp":")" +
+         stamp + R"(","lastTimestamp":")" + stamp +
+         R"(","source":{"component":"amd-device-config-manager","host":)" + q(node) + "}}";
+}
+
+std::vector<bool> busy_gpu_map(const std::vector<std::string>& gpu_modes, int held_partitions,
+                               bool host_holds_all) {
+  std::vector<bool> busy(gpu_modes.size(), host_holds_all);
+  for (std::size_t i = 0; i < gpu_modes.size() && held_partitions > 0; ++i) {
+    busy[i] = true;
+    held_partitions -=
+        std::max(1, partitions_per_gpu(gpu_modes[i].substr(0, gpu_modes[i].find('/'))));
+  }
+  return busy;
+}
+
 namespace {
+
+const dcm_file no_file{};
 
 std::string label_or(const observed_node& node, const char* key) {
   auto it = node.labels.find(key);
@@ -171,20 +235,18 @@ std::string json_string(const std::string& text) {
 // DCM's PartitionStatus, as json.Marshal writes it (the struct has no json tags, so the
 // keys are Go's field names): the per-GPU list is null when no GPU was worked on.
 std::string partition_status(const std::string& profile, const std::string& final_status,
-                             const std::string& reason, const std::vector<std::string>* modes,
-                             const std::string& gpu_status, const std::string& gpu_message) {
+                             const std::string& reason, const std::vector<gpu_result>* gpus) {
   std::string out = "{\"SelectedProfile\":" + json_string(profile) +
                     ",\"FinalStatus\":" + json_string(final_status) +
                     ",\"Reason\":" + json_string(reason) + ",\"GPUStatus\":";
-  if (modes == nullptr)
+  if (gpus == nullptr)
     return out + "null}";
   out += "[";
-  for (std::size_t i = 0; i < modes->size(); ++i) {
-    std::string type = (*modes)[i];
-    std::replace(type.begin(), type.end(), '/', '-');
-    out += std::string(i ? "," : "") + "{\"GpuID\":" + std::to_string(i) +
-           ",\"PartitionType\":" + json_string(type) + ",\"Status\":" + json_string(gpu_status) +
-           ",\"Message\":" + json_string(gpu_message) + "}";
+  for (std::size_t i = 0; i < gpus->size(); ++i) {
+    const auto& g = (*gpus)[i];
+    out += std::string(i ? "," : "") + "{\"GpuID\":" + std::to_string(g.id) +
+           ",\"PartitionType\":" + json_string(g.type) + ",\"Status\":" + json_string(g.status) +
+           ",\"Message\":" + json_string(g.message) + "}";
   }
   return out + "]}";
 }
@@ -199,23 +261,46 @@ struct context {
   const stack_options& stack;
   node_actions& out;
 
+  /// The file DCM's pod on this node reads (an empty one when it mounts no ConfigMap).
+  const dcm_file& file() const {
+    auto it = world.files.find(node.dcm_config);
+    return node.dcm_config.empty() || it == world.files.end() ? no_file : it->second;
+  }
+
   void state(const char* value) {
     if (!faults.state_lost && label_or(node, state_label) != value)
       out.labels[state_label] = value;
   }
 
+  std::vector<bool> busy_gpus() const {
+    auto held = world.gpu_pods.find(node.name);
+    return busy_gpu_map(m.gpu_modes, held == world.gpu_pods.end() ? 0 : held->second,
+                        faults.gpu_held);
+  }
+
   // One attempt of the run: its outcome is decided as it starts, and lands at m.due.
   void begin_attempt() {
     m.between_attempts = false;
+    m.gpu_results.clear();
     auto refuse = [&](dcm_failure f, sim_clock::duration after) {
       m.outcome = attempt_outcome::refused;
       m.failure = std::move(f);
       m.due = now + after;
     };
-    if (!world.config)
-      return refuse(world.config_problem, timing.scaled(timing.refusal));
-    auto found = world.config->profiles.find(m.run_profile);
-    if (found == world.config->profiles.end())
+    const dcm_file& f = file();
+    if (node.dcm_config.empty())
+      // No ConfigMap at /etc/config-manager: reading config.json fails.
+      return refuse({"InvalidJSONInConfigMap",
+                     "open /etc/config-manager/config.json: no such file or directory"},
+                    timing.scaled(timing.refusal));
+    if (!f.config) {
+      if (!f.unreadable)
+        m.status_profile = m.run_profile; // PartitionGPU ran: its own read failed
+      return refuse(f.problem, timing.scaled(timing.refusal));
+    }
+    m.status_profile = m.run_profile;
+    auto found = f.config->profiles.find(m.run_profile);
+    if (found == f.config->profiles.end())
       return refuse(
           {"NonExistentProfile", "profile " + m.run_profile + " does not exist in the config map"},
           timing.scaled(timing.refusal));
@@ -225,42 +310,116 @@ struct context {
     // The host services are stopped (so that they let go of the GPUs) before the GPUs are
     // touched, and started again after, whatever comes of it.
     const auto services =
-        timing.scaled(timing.host_service) * static_cast<int>(world.config->host_services.size());
-    auto busy = world.gpu_pods.find(node.name);
-    if ((busy != world.gpu_pods.end() && busy->second > 0) || faults.gpu_held) {
-      m.outcome = attempt_outcome::busy;
-      m.failure = {"PartitionRetrying",
-                   faults.gpu_held && (busy == world.gpu_pods.end() || busy->second == 0)
-                       ? "device busy: a host process holds the GPUs"
-                       : "device busy: " + std::to_string(busy->second) +
-                             " pod(s) hold GPUs on this node"};
-      m.due = now + services + timing.scaled(timing.refusal);
-      return;
-    }
+        timing.scaled(timing.host_service) * static_cast<int>(f.config->host_services.size());
     if (faults.dcm_failure)
-      return refuse({"AMDSMIAPIFailure", "amd-smi failed to set the partition (injected fault)"},
+      return refuse({"AMDSMIAPIFailure", "AMD-SMI API error : Failed to initialize AMD SMI!"},
                     services + timing.scaled(timing.refusal));
-    m.target_modes = apply_profile(found->second, m.gpu_modes, stack.version);
-    for (const auto& mode : m.target_modes) {
-      const auto slash = mode.find('/');
-      if (!mode_supported(mode.substr(0, slash), mode.substr(slash + 1)))
-        return refuse({"AMDSMIAPIFailure", "amd-smi: the driver refused " + mode},
-                      services + timing.scaled(timing.refusal));
-    }
+    ++out.pod_lists; // amdSMIHelper: kc.GetPods, a LIST of every pod in the cluster
+    const auto wanted = apply_profile(found->second, m.gpu_modes, stack.version);
+    // Newer DCM checks the modes the GPU takes before it sets any: a refused one is
+    // InvalidProfileInfo, nothing changes, no retry.
+    if (newer_dcm(stack.version))
+      for (std::size_t i = 0; i < wanted.size(); ++i) {
+        const auto slash = wanted[i].find('/');
+        if (wanted[i] != m.gpu_modes[i] &&
+            !mode_supported(wanted[i].substr(0, slash), wanted[i].substr(slash + 1)))
+          return refuse({"InvalidProfileInfo", "Unsupported partition " + wanted[i] +
+                                                   " given in profile for GPU " +
+                                                   std::to_string(i)},
+                        services + timing.scaled(timing.refusal));
+      }
+    // Per GPU, in order: the memory mode first, then the compute mode. A busy GPU takes
+    // neither; a compute mode the kernel refuses (1.3) leaves the memory mode already set.
+    const auto busy = busy_gpus();
+    const std::set<int> skipped(found->second.skipped_gpus.begin(),
+                                found->second.skipped_gpus.end());
+    m.target_modes = m.gpu_modes;
+    bool failed = false;
     bool memory_changes = false;
-    for (std::size_t i = 0; i < m.gpu_modes.size(); ++i)
-      memory_changes = memory_changes || m.gpu_modes[i].substr(m.gpu_modes[i].find('/')) !=
-                                             m.target_modes[i].substr(m.target_modes[i].find('/'));
-    m.outcome = attempt_outcome::success;
+    bool compute_changes = false;
+    std::string why;
+    for (std::size_t i = 0; i < wanted.size(); ++i) {
+      if (skipped.count(static_cast<int>(i)))
+        continue;
+      const auto slash = wanted[i].find('/');
+      const std::string compute = wanted[i].substr(0, slash);
+      const std::string memory = wanted[i].substr(slash + 1);
+      std::string type = compute + "-" + memory;
+      if (wanted[i] == m.gpu_modes[i]) {
+        m.gpu_results.push_back({static_cast<int>(i), type, "Success", "Partition not required"});
+        continue;
+      }
+      auto& now_mode = m.target_modes[i];
+      if (busy[i]) {
+        failed = true;
+        why = "Device busy.";
+      } else if (mode_supported(compute, memory)) {
+        memory_changes = memory_changes || now_mode.substr(now_mode.find('/') + 1) != memory;
+        compute_changes = compute_changes || now_mode.substr(0, now_mode.find('/')) != compute;
+        now_mode = wanted[i];
+      } else {
+        // A refused combination never succeeds: with the compute mode to change, the memory
+        // mode is set first and the compute set is refused; with the same compute mode, the
+        // memory set is.
+        const std::string current_compute = now_mode.substr(0, now_mode.find('/'));
+        if (current_compute != compute && now_mode.substr(now_mode.find('/') + 1) != memory) {
+          now_mode = current_compute + "/" + memory;
+          memory_changes = true;
+        }
+        failed = true;
+        why = "Invalid parameters.";
+      }
+      // DCM's failure flag is not reset per GPU: every GPU after a failure says so.
+      if (failed)
+        m.gpu_results.push_back(
+            {static_cast<int>(i), type, "Failure", "Partition failed with reason: " + why});
+      else
+        m.gpu_results.push_back({static_cast<int>(i), type, "Success", "Successfully partitioned"});
+    }
+    m.outcome = failed ? attempt_outcome::failed : attempt_outcome::success;
+    if (failed)
+      m.failure = {"PartitionRetrying", "Partition failed with reason: " + why};
+    // A KMM-managed driver cannot reload itself: DCM unloads it and waits (up to 5 min) for
+    // KMM to load it again; newer DCM says so in a Normal Event as the memory change starts.
+    const bool kmm = label_or(node, kmm_driver_label) == "true";
     m.due = now + services +
-            timing.scaled(m.target_modes == m.gpu_modes ? timing.no_change
-                          : memory_changes              ? timing.memory_change
-                                                        : timing.compute_change);
+            timing.scaled(memory_changes && kmm ? timing.kmm_memory_change
+                          : memory_changes      ? timing.memory_change
+                          : compute_changes     ? timing.compute_change
+                          : failed              ? timing.refusal
+                                                : timing.no_change);
+    m.kmm_event_at.reset();
+    if (memory_changes && kmm && newer_dcm(stack.version))
+      m.kmm_event_at = now + services;
+  }
+
+  // Newer DCM's mid-run Event of a KMM driver's memory change: progress, not an answer.
+  void kmm_event() {
+    m.kmm_event_at.reset();
+    std::vector<gpu_result> so_far;
+    for (std::size_t i = 0; i < m.gpu_results.size(); ++i) {
+      auto g = m.gpu_results[i];
+      const bool changes = m.target_modes[static_cast<std::size_t>(g.id)].substr(
+                               m.target_modes[static_cast<std::size_t>(g.id)].find('/')) !=
+                           m.gpu_modes[static_cast<std::size_t>(g.id)].substr(
+                               m.gpu_modes[static_cast<std::size_t>(g.id)].find('/'));
+      if (changes) {
+        so_far.push_back({g.id, g.type, "Pending",
+                          "trying to recover the memory partition by reloading KMM driver"});
+        break;
+      }
+      so_far.push_back(g);
+    }
+    out.events.push_back(
+        {"Normal", kmm_recovery_reason,
+         partition_status(
+             m.run_profile, "Failure",
+             "Waiting up to 5 minutes for kmm drivers memory partition to match expected value...",
+             &so_far)});
   }
 
   void start_run(const std::string& profile) {
     m.running = true;
-    m.pending = false;
     m.said_retrying = false;
     m.run_profile = profile;
     m.retry_until = now + timing.scaled(timing.retry_window);
@@ -278,41 +437,48 @@ struct context {
       out.events.push_back(
           {no_change ? "Warning" : "Normal",
            no_change ? "RequestedPartitionConfigAlreadyExists" : "SuccessfullyPartitioned",
-           partition_status(m.run_profile, "Success", "", &m.gpu_modes, "Success",
-                            no_change ? "Partition not required" : "Successfully partitioned")});
+           partition_status(m.run_profile, "Success",
+                            no_change ? "Existing GPU's partition configuration same as profile's "
+                                        "partition config"
+                                      : "All GPUs were successfully partitioned",
+                            &m.gpu_results)});
       m.running = false;
       break;
     }
     case attempt_outcome::refused: {
       state("failure");
-      const bool touched = m.failure.reason == "AMDSMIAPIFailure";
-      out.events.push_back(
-          {"Warning", m.failure.reason,
-           partition_status(m.run_profile, "Failure", m.failure.message,
-                            touched ? &m.gpu_modes : nullptr, "Failure",
-                            "Partition failed with reason: " + m.failure.message)});
+      // amd-smi's init failure passes a nil error: a Normal Event. A file RetryPartition
+      // cannot read is reported with DCM's status of the last run that got further.
+      const bool unread = m.failure.reason == "InvalidJSONInConfigMap" &&
+                          (node.dcm_config.empty() || file().unreadable);
+      out.events.push_back({m.failure.reason == "AMDSMIAPIFailure" ? "Normal" : "Warning",
+                            m.failure.reason,
+                            partition_status(unread ? m.status_profile : m.run_profile, "Failure",
+                                             m.failure.message, nullptr)});
       m.running = false;
       break;
     }
-    case attempt_outcome::busy:
+    case attempt_outcome::failed:
+      // What changed stays changed (a memory mode set before a refused compute mode, the
+      // idle GPUs next to busy ones).
+      if (m.target_modes != m.gpu_modes) {
+        m.gpu_modes = m.target_modes;
+        out.annotations[partition_annotation] = encode_modes(m.gpu_modes);
+      }
+      state("failure");
       if (now + timing.scaled(timing.retry_period) < m.retry_until) {
-        // 1.3 writes failure on each busy attempt; 1.5 says in-progress until the end.
-        state(stack.version == dcm_version::v1_5 ? "in-progress" : "failure");
         if (!m.said_retrying)
-          out.events.push_back(
-              {"Warning", "PartitionRetrying",
-               partition_status(m.run_profile, "Partition failed, retrying.", m.failure.message,
-                                &m.gpu_modes, "Failure",
-                                "Partition failed with reason: " + m.failure.message)});
+          out.events.push_back({"Warning", "PartitionRetrying",
+                                partition_status(m.run_profile, "Partition failed, retrying.",
+                                                 "Partition retrying for profile: " + m.run_profile,
+                                                 &m.gpu_results)});
         m.said_retrying = true;
         m.between_attempts = true;
         m.due = now + timing.scaled(timing.retry_period);
       } else {
-        state("failure");
         out.events.push_back(
             {"Warning", "PartitionFailure",
-             partition_status(m.run_profile, "Failure", m.failure.message, &m.gpu_modes, "Failure",
-                              "Partition failed with reason: " + m.failure.message)});
+             partition_status(m.run_profile, "Failure", m.failure.message, &m.gpu_results)});
         m.running = false;
       }
       break;
@@ -324,7 +490,9 @@ struct context {
     if (node.dcm_pod.empty()) {
       // No DCM pod on the node: nothing answers, and a run in flight dies with it.
       m.dcm_pod.clear();
-      m.running = m.pending = m.between_attempts = false;
+      m.running = m.between_attempts = false;
+      m.waiting.reset();
+      m.queued.reset();
       return;
     }
     bool trigger = false;
@@ -333,7 +501,7 @@ struct context {
       m.dcm_pod = node.dcm_pod;
       m.last_profile = profile;
       m.profile_changes_seen = node.profile_changes;
-      m.config_generation_seen = world.config_generation;
+      m.config_generation_seen = file().generation;
       trigger = !profile.empty();
     } else {
       // A label removed and set again since the last step is a new request, even with
@@ -347,19 +515,19 @@ struct context {
         m.last_profile.clear();
       }
       // Any change of the file runs the label again, on every node that has one.
-      if (world.config_generation != m.config_generation_seen) {
-        m.config_generation_seen = world.config_generation;
+      if (file().generation != m.config_generation_seen) {
+        m.config_generation_seen = file().generation;
         trigger = trigger || !profile.empty();
       }
     }
-    if (trigger) {
-      // An attempt in flight completes (and writes its state) first; a wait between
-      // attempts is cancelled.
-      if (m.running && !m.between_attempts)
-        m.pending = true;
-      else
-        start_run(profile);
-    }
+    if (trigger)
+      fire(profile);
+    // A cancelled run ends at its next check: at once while it waits between attempts.
+    if (m.running && m.between_attempts && m.waiting)
+      next_run();
+    if (m.running && !m.between_attempts && m.kmm_event_at && now >= *m.kmm_event_at &&
+        !faults.dcm_stuck)
+      kmm_event();
     if (!m.running || now < m.due || faults.dcm_stuck)
       return;
     if (m.between_attempts) {
@@ -367,11 +535,34 @@ struct context {
       return;
     }
     finish_attempt();
-    if (!m.running && m.pending) {
-      m.pending = false;
-      if (!profile.empty())
-        start_run(profile);
-    }
+    // The attempt in flight completed (and wrote its state); a cancelled run ends here.
+    if (m.waiting)
+      next_run();
+  }
+
+  // A trigger (TriggerRetryLoop) carries the profile read as it fired. With no run, the
+  // worker starts one at once; else it takes the trigger and cancels the run (which ends
+  // after its attempt in flight), and a further one waits in its channel; more are dropped.
+  void fire(const std::string& profile) {
+    if (!m.running)
+      start_run(profile);
+    else if (!m.waiting)
+      m.waiting = profile;
+    else if (!m.queued)
+      m.queued = profile;
+  }
+
+  // The cancelled run is over: the worker starts the one it holds, and at once takes the
+  // channel's and cancels that new run, which ends before its first attempt (its file read
+  // takes longer than the worker's cancel): the channel's profile runs.
+  void next_run() {
+    m.running = m.between_attempts = false;
+    std::string profile = *m.waiting;
+    if (m.queued)
+      profile = *m.queued;
+    m.waiting.reset();
+    m.queued.reset();
+    start_run(profile);
   }
 
   std::map<std::string, long long> zeros() const {
@@ -494,15 +685,20 @@ struct context {
           {"amd.com/gpu.cu-count", "304"},
           {"amd.com/gpu.simd-count", "1216"},
           {"amd.com/gpu.driver-version", "6.10.5"},
-          {"amd.com/gpu.compute-partitioning-supported", "true"},
-          {"amd.com/gpu.memory-partitioning-supported", "true"},
           {"feature.node.kubernetes.io/amd-gpu", "true"},
       };
       for (const auto& [k, v] : fixed)
         if (label_or(node, k) != v)
           out.labels[k] = v;
+      if (stack.partition_labels)
+        for (const char* k : {"amd.com/gpu.compute-partitioning-supported",
+                              "amd.com/gpu.memory-partitioning-supported"})
+          if (label_or(node, k) != "true")
+            out.labels[k] = "true";
     }
-    if (auto style = partition_style(m.gpu_modes)) {
+    if (!stack.partition_labels) {
+      // The GPU operator runs the labeller without its partition labels.
+    } else if (auto style = partition_style(m.gpu_modes)) {
       if (label_or(node, partition_label) != *style)
         out.labels[partition_label] = *style;
     } else if (node.labels.count(partition_label)) {
@@ -537,7 +733,7 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
     m.dcm_pod = node.dcm_pod;
     m.last_profile = label_or(node, profile_label);
     m.profile_changes_seen = node.profile_changes;
-    m.config_generation_seen = world.config_generation;
+    m.config_generation_seen = cx.file().generation;
     if (!m.last_profile.empty() && label_or(node, state_label).empty() && !m.dcm_pod.empty())
       cx.start_run(m.last_profile);
     // The plugin starts with the node (or the simulator): it reports at once.
@@ -550,13 +746,26 @@ node_actions step_node(node_memory& m, const observed_node& node, const observed
   }
   cx.dcm();
   cx.plugin();
+  if (!out.events.empty()) {
+    // A label value cannot start with '-': a clock behind is written n<seconds>.
+    std::string skew = label_or(node, clock_skew_label);
+    const bool behind = !skew.empty() && skew[0] == 'n';
+    try {
+      std::size_t used = 0;
+      const long long s = std::stoll(behind ? skew.substr(1) : skew, &used);
+      if (used == skew.size() - (behind ? 1 : 0))
+        out.clock_skew = std::chrono::seconds(behind ? -s : s);
+    } catch (...) {
+    }
+  }
   return out;
 }
 
 std::optional<sim_time> next_due(const node_memory& m) {
   std::optional<sim_time> due;
   if (m.running)
-    due = m.due;
+    due =
+        m.kmm_event_at && !m.between_attempts && *m.kmm_event_at < m.due ? *m.kmm_event_at : m.due;
   if (m.plugin_restarting && (!due || m.plugin_ready_at < *due))
     due = m.plugin_ready_at;
   return due;

@@ -29,6 +29,11 @@ inline constexpr const char* dcm_component = "amd-device-config-manager";
 /// The label of the GPU operator's DCM DaemonSet pods.
 inline constexpr const char* dcm_pod_label = "app.kubernetes.io/name";
 inline constexpr const char* dcm_pod_label_value = "device-config-manager";
+/// The label of standalone DCM's pods (its own Helm chart, no GPU operator).
+inline constexpr const char* dcm_standalone_pod_label = "app";
+inline constexpr const char* dcm_standalone_pod_label_value = "amdgpu-device-config-manager";
+/// Where DCM reads its config: the directory a ConfigMap volume of its pod is mounted at.
+inline constexpr const char* dcm_config_dir = "/etc/config-manager";
 
 // -- the simulator's own --
 /// Comma-separated faults to inject on a node (a label, so `kubectl label` sets it); see
@@ -37,6 +42,15 @@ inline constexpr const char* fault_label = "sim.gpu-partitioner.io/fault";
 /// The GPUs' actual modes ("CPX/NPS4", or one per GPU, comma-separated, when they differ),
 /// kept on the node so a restarted simulator remembers what the hardware is in.
 inline constexpr const char* partition_annotation = "sim.gpu-partitioner.io/partition";
+/// "true": the node's amdgpu driver is managed by KMM (the GPU operator's driver
+/// DaemonSet): a memory change takes up to 5 minutes, and newer DCM says so in an Event.
+inline constexpr const char* kmm_driver_label = "sim.gpu-partitioner.io/kmm-driver";
+/// Newer DCM's Event reason (also its generateName) while a KMM driver reloads.
+inline constexpr const char* kmm_recovery_reason =
+    "recovering memory partition for KMM driver, might take upto 5 mins";
+/// Seconds the node's clock is ahead (`90`) or behind (`n90`: a label value cannot start
+/// with '-'): DCM stamps its Events with the node's clock. A choice of the simulator.
+inline constexpr const char* clock_skew_label = "sim.gpu-partitioner.io/clock-skew-seconds";
 /// GPUs per node (default 8, an MI300X platform).
 inline constexpr const char* gpu_count_annotation = "sim.gpu-partitioner.io/gpus";
 /// Which GPU API the node's GPU stack offers: `device-plugin`, `dra` or `dra-dynamic`; a
@@ -66,6 +80,9 @@ struct sim_timing {
   /// A compute-only change takes seconds; a memory (NPS) change reloads the driver.
   std::chrono::milliseconds compute_change{10000};
   std::chrono::milliseconds memory_change{140000};
+  /// A memory change with a KMM-managed driver: DCM unloads it and waits up to 5 minutes
+  /// for KMM to load it again.
+  std::chrono::milliseconds kmm_memory_change{300000};
   /// A request for the mode the GPUs are already in still answers.
   std::chrono::milliseconds no_change{2000};
   /// Refusals (missing config, unknown profile, bad counts) come back quickly.
@@ -96,6 +113,9 @@ struct stack_options {
   /// none (AMD's components set none).
   std::string ready_key;
   std::string ready_value;
+  /// The labeller's opt-in partition labels (amd.com/gpu.compute-memory-partition and the
+  /// *-partitioning-supported ones): off as the GPU operator runs it.
+  bool partition_labels = false;
 };
 
 /// Faults of the real stack, injected per node by the fault label.
@@ -142,25 +162,65 @@ struct observed_node {
   /// DCM's pod running on this node ("" if none): DCM acts only while it runs, and its
   /// Events are about it.
   std::string dcm_pod;
+  /// The ConfigMap that pod mounts at /etc/config-manager ("" if none: its file is missing).
+  std::string dcm_config{};
   /// The uid of a DRA driver pod (dra_driver_pod) Running on this node and not being
   /// deleted ("" if none): on a DRA node the driver's kubelet plugin runs in it.
   std::string driver_pod{};
 };
 
-/// What the simulator sees of the rest: DCM's config file and the GPU pods per node.
-struct observed_world {
-  /// The config as DCM's file holds it now (kubelet delivers a change late), or why there
-  /// is none (ConfigMapNotPresent, InvalidJSONInConfigMap).
+/// DCM's config.json as a ConfigMap volume holds it now (kubelet delivers a change late).
+struct dcm_file {
+  /// The parsed config, or why there is none (ConfigMapNotPresent, InvalidJSONInConfigMap).
   std::optional<dcm_config> config;
-  dcm_failure config_problem{"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
-  /// Goes up each time the file changes: every node whose label is set runs again.
-  std::uint64_t config_generation = 0;
-  /// Pods using an amd.com/ resource that still hold their GPUs, by node name.
+  dcm_failure problem{"ConfigMapNotPresent", "DCM's ConfigMap does not exist"};
+  /// Goes up each time the file changes: every node whose DCM mounts it and whose label is
+  /// set runs again.
+  std::uint64_t generation = 0;
+  /// The file is not JSON at all (or absent): RetryPartition's own read of it fails before
+  /// the run reaches PartitionGPU.
+  bool unreadable = false;
+};
+
+/// What the simulator sees of the rest: DCM's config files and the GPU pods per node.
+struct observed_world {
+  /// The file each ConfigMap of DCM's namespace makes, by the ConfigMap's name: a node's
+  /// DCM reads the one its pod mounts (observed_node::dcm_config).
+  std::map<std::string, dcm_file> files;
+  /// The partitions (amd.com/ units, or gpu.amd.com devices of claims) that running pods
+  /// hold, by node name.
   std::map<std::string, int> gpu_pods;
 };
 
-/// The outcome of one attempt of a run, decided when it starts.
-enum class attempt_outcome { success, refused, busy };
+/// Which GPUs are busy (a process has them open): the partitions pods hold, packed onto
+/// the GPUs from GPU 0 up (a choice of the simulator: AMD's plugin does not say which
+/// devices it hands out first), and every GPU while a host process holds them.
+std::vector<bool> busy_gpu_map(const std::vector<std::string>& gpu_modes, int held_partitions,
+                               bool host_holds_all);
+
+/// The ConfigMap a DCM pod mounts at /etc/config-manager: the configMap volume of a volume
+/// mount at that path (with or without a trailing slash); "" if none.
+std::string mounted_dcm_config(
+    const std::vector<std::pair<std::string, std::string>>& volumes, // volume, ConfigMap
+    const std::vector<std::pair<std::string, std::string>>& mounts); // volume, mountPath
+
+/// Whether a pod's labels make it one of DCM's pods: the GPU operator's
+/// (app.kubernetes.io/name=device-config-manager) or standalone DCM's
+/// (app=amdgpu-device-config-manager).
+bool is_dcm_pod(const std::map<std::string, std::string>& labels);
+
+/// The outcome of one attempt of a run, decided when it starts: success; refused before
+/// any GPU was touched (not retried); failed in a set call (a busy GPU, a mode the kernel
+/// refuses: retried every minute for 30 minutes).
+enum class attempt_outcome { success, refused, failed };
+
+/// One GPU's part of an attempt, as DCM's Event lists it in GPUStatus.
+struct gpu_result {
+  int id = 0;
+  std::string type;   // the requested mode, "CPX-NPS4"
+  std::string status; // Success or Failure
+  std::string message;
+};
 
 /// The simulator's memory of one node: the hardware's modes, DCM's runs, the plugin.
 struct node_memory {
@@ -178,8 +238,10 @@ struct node_memory {
   /// A run is under way: an attempt in flight, or a wait between attempts.
   bool running = false;
   bool between_attempts = false;
-  /// One trigger queued behind the attempt in flight (a third is dropped).
-  bool pending = false;
+  /// DCM's queue, each trigger with the profile read when it fired: one the worker holds
+  /// while the run it cancelled ends, and one more in its channel; a third is dropped.
+  std::optional<std::string> waiting;
+  std::optional<std::string> queued;
   std::string run_profile;
   sim_time due{};
   sim_time retry_until{};
@@ -187,7 +249,14 @@ struct node_memory {
   bool said_retrying = false;
   attempt_outcome outcome = attempt_outcome::success;
   dcm_failure failure;
+  /// Each GPU's mode once the attempt in flight is done.
   std::vector<std::string> target_modes;
+  std::vector<gpu_result> gpu_results;
+  /// The profile of the last attempt that reached PartitionGPU: DCM's global status still
+  /// names it when RetryPartition cannot read the file.
+  std::string status_profile;
+  /// When the attempt in flight says newer DCM's KMM recovery Event (none: it does not).
+  std::optional<sim_time> kmm_event_at;
 
   // -- device plugin (or DRA kubelet plugin) and node labeller --
   /// The API the plugin runs as: a change stops it, and the other one starts.
@@ -224,6 +293,11 @@ struct node_actions {
   std::optional<std::map<std::string, long long>> allocatable;
   std::optional<std::map<std::string, long long>> capacity;
   std::vector<sim_event> events;
+  /// How far the node's clock is off: its Events' timestamps are shifted by this.
+  std::chrono::seconds clock_skew{0};
+  /// Cluster-wide pod LISTs DCM made (one per attempt past amd-smi's init: GetPods lists
+  /// every pod of the cluster). Counted, not made.
+  int pod_lists = 0;
   bool empty() const {
     return labels.empty() && annotations.empty() && !allocatable && !capacity && events.empty();
   }
@@ -236,6 +310,14 @@ struct node_actions {
 /// driver pod was seen on the node it also follows that pod (node_memory::driver_pod).
 node_actions step_node(node_memory& memory, const observed_node& node, const observed_world& world,
                        sim_time now, const sim_timing& timing, const stack_options& stack = {});
+
+/// DCM's Event as createEventObject makes it: a new object each time (generateName = the
+/// reason: the API server takes it as it is, Event names are not DNS-validated; it keeps
+/// 58 characters of it), about DCM's pod, source component amd-device-config-manager and
+/// host the node, count 1, first and last timestamp `at` (the node's clock); no
+/// reportingComponent, no eventTime.
+std::string dcm_event_object(const sim_event& event, const std::string& ns, const std::string& pod,
+                             const std::string& node, std::chrono::system_clock::time_point at);
 
 /// When step_node next needs to run for this node, if nothing changes before.
 std::optional<sim_time> next_due(const node_memory& memory);

@@ -567,9 +567,18 @@ void e2e_cluster::set_up() {
                            quoted(dcm_config_name) + R"(},"data":{"config.json":)" +
                            quoted(config) + "}}");
   BOOST_REQUIRE_MESSAGE(cm.ok(), (cm.ok() ? "" : cm.error().describe()));
+  // AMD's GPU operator names DCM's ConfigMap in its DeviceConfig. A cluster without AMD's
+  // CRD (tools/simulator/deviceconfig-crd.yaml) gets none.
+  const kube::resource device_configs{"amd.com", "v1alpha1", "deviceconfigs", true};
+  (void)api.create(
+      device_configs, ns,
+      R"({"apiVersion":"amd.com/v1alpha1","kind":"DeviceConfig","metadata":{"name":"default"},)"
+      R"("spec":{"configManager":{"enable":true,"config":{"name":)" +
+          quoted(dcm_config_name) + "}}}}");
   // DCM as the GPU operator deploys it: a DaemonSet on the test's nodes, tolerating every
-  // taint (the real one tolerates amd-dcm=up:NoExecute; these nodes also carry e2e=<key>).
-  // gpu-sim plays DCM on a node only while its pod runs there.
+  // taint (the real one tolerates amd-dcm=up:NoExecute; these nodes also carry e2e=<key>),
+  // reading config.json from its ConfigMap mounted at /etc/config-manager/. gpu-sim plays
+  // DCM on a node only while its pod runs there; the image's tag is DCM's version.
   const kube::resource daemon_sets{"apps", "v1", "daemonsets", true};
   auto ds = api.create(
       daemon_sets, ns,
@@ -579,8 +588,12 @@ void e2e_cluster::set_up() {
       R"("spec":{"nodeSelector":{"e2e":)" +
           quoted(key) +
           R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
-          R"("terminationGracePeriodSeconds":1,"containers":[{"name":"device-config-manager-container",)"
-          R"("image":"rocm/device-config-manager:sim"}]}}}})");
+          R"("terminationGracePeriodSeconds":1,)"
+          R"("volumes":[{"name":"config-manager-config-volume","configMap":{"name":)" +
+          quoted(dcm_config_name) +
+          R"(}}],"containers":[{"name":"device-config-manager-container",)"
+          R"("image":"rocm/device-config-manager:v1.3.0","volumeMounts":)"
+          R"([{"name":"config-manager-config-volume","mountPath":"/etc/config-manager/"}]}]}}}})");
   BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
   // The sample payloads, moved into this namespace.
   for (const auto& text :
@@ -774,11 +787,22 @@ void e2e_cluster::start_simulator(const std::string& time_scale,
   const std::string log =
       std::string(outputs != nullptr ? outputs : "/tmp") + "/gpu-sim-" + id + ".log";
   std::vector<std::string> args{runfile("tools/simulator/gpu-sim"), "--node-selector", "e2e=" + key,
-                                "--dcm-config", ns + "/" + dcm_config_name, "--time-scale",
-                                time_scale, "--kubeconfig", kubeconfig_,
+                                "--dcm-namespace", ns, "--time-scale", time_scale, "--kubeconfig",
+                                kubeconfig_,
                                 // The samples' ready label, as a site's labeller sets it.
                                 "--ready-label", std::string(ready_label) + "=true"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  // DCM's image names the version gpu-sim plays (the operator reads it from the tag). A
+  // merge patch replaces the container list: the patch repeats the mount.
+  if (auto v = std::find(extra_args.begin(), extra_args.end(), "--dcm-version");
+      v != extra_args.end() && v + 1 != extra_args.end())
+    patch(kube::resource{"apps", "v1", "daemonsets", true}, "default-device-config-manager",
+          R"({"spec":{"template":{"spec":{"containers":[{"name":"device-config-manager-container",)"
+          R"("image":"rocm/device-config-manager:v)" +
+              *(v + 1) +
+              R"(.0","volumeMounts":[{"name":"config-manager-config-volume",)"
+              R"("mountPath":"/etc/config-manager/"}]}]}}}})",
+          ns);
   sim_ = std::make_unique<child_process>(args, log);
   for (const auto& n : nodes)
     BOOST_REQUIRE_MESSAGE(

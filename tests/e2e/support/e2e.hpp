@@ -46,7 +46,9 @@ inline constexpr const char* partition_annotation = "sim.gpu-partitioner.io/part
 inline constexpr const char* was_unschedulable = "infrastructure.silogen.ai/was-unschedulable";
 inline constexpr const char* applied_hash = "infrastructure.silogen.ai/applied-hash";
 inline constexpr const char* item_finalizer = "infrastructure.silogen.ai/node-partitioning";
-inline constexpr const char* dcm_config_name = "default-dcm-config";
+/// DCM's ConfigMap as AMD's docs name it; the fixture's DeviceConfig names it and DCM's pods
+/// mount it.
+inline constexpr const char* dcm_config_name = "config-manager-config";
 
 extern const kube::resource plans;
 extern const kube::resource profiles;

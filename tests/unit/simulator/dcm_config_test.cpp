@@ -127,6 +127,7 @@ BOOST_AUTO_TEST_CASE(a_missing_count_is_zero_not_a_parse_error) {
   BOOST_TEST(!p.groups.at(0).count_given);
   BOOST_TEST(sim::validate_profile(p, 8, sim::dcm_version::v1_3).has_value());
   BOOST_TEST(!sim::validate_profile(p, 8, sim::dcm_version::v1_5).has_value());
+  BOOST_TEST(!sim::validate_profile(p, 8, sim::dcm_version::v1_4).has_value());
   BOOST_TEST(sim::apply_profile(p, std::vector<std::string>(8, "SPX/NPS1"),
                                 sim::dcm_version::v1_5) == std::vector<std::string>(8, "CPX/NPS4"));
 }
@@ -278,13 +279,13 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(resources)
 
-// MI300X's kernel (amd-dcm.md, "Mode validity"): the memory partitions of a GPU cannot
-// outnumber its compute partitions, and QPX does not take NPS2.
+// MI300X's kernel (amd-dcm.md, "Mode validity"): SPX+NPS1; DPX+NPS1|NPS2; QPX+NPS1|NPS4;
+// CPX+NPS1|NPS4 (CPX+NPS2 only for virtual functions); NPS8 never.
 BOOST_AUTO_TEST_CASE(the_kernel_takes_these_modes_and_no_others) {
   const char* computes[] = {"SPX", "DPX", "QPX", "CPX"};
-  const char* memories[] = {"NPS1", "NPS2", "NPS4"};
+  const char* memories[] = {"NPS1", "NPS2", "NPS4", "NPS8"};
   const std::vector<std::string> taken = {"SPX/NPS1", "DPX/NPS1", "DPX/NPS2", "QPX/NPS1",
-                                          "QPX/NPS4", "CPX/NPS1", "CPX/NPS2", "CPX/NPS4"};
+                                          "QPX/NPS4", "CPX/NPS1", "CPX/NPS4"};
   for (const char* c : computes)
     for (const char* m : memories) {
       const std::string mode = std::string(c) + "/" + m;

@@ -67,10 +67,14 @@ struct dra_fixture {
     node.uid = "node-uid-1";
     node.api = api;
     node.dcm_pod = "dcm-abcde";
+    node.dcm_config = "default-dcm-config";
     sim::dcm_failure error;
-    world.config = sim::parse_dcm_config(config_text, error);
-    BOOST_REQUIRE_MESSAGE(world.config.has_value(), error.message);
+    file().config = sim::parse_dcm_config(config_text, error);
+    BOOST_REQUIRE_MESSAGE(file().config.has_value(), error.message);
   }
+
+  /// The file DCM's pod mounts.
+  sim::dcm_file& file() { return world.files[node.dcm_config]; }
 
   /// gpu-sim's tick for the node; the writes reach the server unless `deliver` is false.
   std::vector<sim::slice_write> step(sim::sim_time now, bool deliver = true) {
@@ -481,7 +485,7 @@ BOOST_AUTO_TEST_CASE(a_dra_node_publishes_one_slice_and_advertises_no_amd_resour
   BOOST_TEST(s.content.devices.size() == 8u);
   BOOST_TEST(f.node.gpu_capacity.empty());
   BOOST_TEST(f.allocatable.empty());
-  BOOST_TEST(f.node.labels.at(sim::partition_label) == "spx_nps1"); // the labeller runs
+  BOOST_TEST(f.node.labels.at("amd.com/gpu.device-id") == "74a1"); // the labeller runs
 }
 
 BOOST_AUTO_TEST_CASE(an_unchanged_pool_is_never_written_again) {
