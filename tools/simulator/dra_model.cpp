@@ -80,6 +80,11 @@ void identity(dra_device& d, int gpu, bool partition) {
   d.attributes[partition ? "parentPciAddr" : "pciAddr"] =
       device_attribute::of_string(pci_address(gpu));
   d.attributes[partition ? "parentDeviceID" : "deviceID"] = device_attribute::of_string(device_id);
+  // The standard attribute k8s.io/dynamic-resource-allocation's deviceattribute reads from
+  // sysfs (the driver publishes it on every device, a partition with its parent's): the
+  // root complex above the GPU. One root per GPU is the simulator's choice.
+  d.attributes["resource.kubernetes.io/pcieRoot"] =
+      device_attribute::of_string("pci0000:" + pci_address(gpu).substr(5, 2));
 }
 
 } // namespace

@@ -305,7 +305,8 @@ struct pod_watch : kube::watch_handler {
     for (const auto& [name, image] : p.containers)
       p.device_plugin =
           p.device_plugin ||
-          (key.ns == dcm_namespace && (name == "device-plugin" || name == "gpu-kubeletplugin"));
+          (key.ns == dcm_namespace &&
+           (name == "device-plugin" || name == "gpu-kubeletplugin" || name == "plugin"));
     p.claims = pod_claims(o);
     if (!p.claims.empty())
       view.claim_pods.insert(key);

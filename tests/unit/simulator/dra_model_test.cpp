@@ -233,6 +233,11 @@ BOOST_AUTO_TEST_CASE(partitions_name_their_parent_and_the_parent_is_not_listed) 
     BOOST_TEST(n == 8, parent << " has " << n << " partitions");
   BOOST_TEST(text(devices[0], "parentPciAddr") == "0000:0c:00.0");
   BOOST_TEST(text(devices[63], "parentPciAddr") == text(devices[56], "parentPciAddr"));
+  // The standard PCIe root attribute, a partition's its parent's.
+  BOOST_TEST(text(devices[0], "resource.kubernetes.io/pcieRoot") == "pci0000:0c");
+  BOOST_TEST(text(devices[63], "resource.kubernetes.io/pcieRoot") ==
+             text(devices[56], "resource.kubernetes.io/pcieRoot"));
+  BOOST_TEST(text(devices[63], "resource.kubernetes.io/pcieRoot") != "pci0000:0c");
   BOOST_TEST(devices.back().name == "gpu-64-191");
 }
 
