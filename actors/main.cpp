@@ -121,6 +121,23 @@ struct flags {
   int api_burst = 100;
 };
 
+// The comma-separated names of `flag`'s `value` into `out`, each checked by `valid`; false
+// (said on stderr, naming the flag and the name) on the first that is not `what`.
+bool name_list(const std::string& flag, const std::string& value, bool (*valid)(std::string_view),
+               const char* what, std::set<std::string>& out) {
+  for (std::size_t start = 0; start <= value.size();) {
+    const auto comma = std::min(value.find(',', start), value.size());
+    const std::string name = value.substr(start, comma - start);
+    if (!valid(name)) {
+      std::cerr << "gpu-partitioner: " << flag << ": \"" << name << "\" is not " << what << "\n";
+      return false;
+    }
+    out.insert(name);
+    start = comma + 1;
+  }
+  return true;
+}
+
 // Returns 0 to go on, else the exit code (help, version, bad flags).
 int parse(int argc, char** argv, flags& f) {
   for (int i = 1; i < argc; ++i) {
@@ -184,35 +201,15 @@ int parse(int argc, char** argv, flags& f) {
       continue;
     }
     if (a == "--dcm-configmaps") {
-      if (!next())
+      if (!next() || !name_list(a, value, protocol::codec::is_dns1123_subdomain, "a ConfigMap name",
+                                f.dcm_configmaps))
         return 2;
-      for (std::size_t start = 0; start <= value.size();) {
-        const auto comma = std::min(value.find(',', start), value.size());
-        const std::string name = value.substr(start, comma - start);
-        if (!protocol::codec::is_dns1123_subdomain(name)) {
-          std::cerr << "gpu-partitioner: --dcm-configmaps: \"" << name
-                    << "\" is not a ConfigMap name\n";
-          return 2;
-        }
-        f.dcm_configmaps.insert(name);
-        start = comma + 1;
-      }
       continue;
     }
     if (a == "--payload-namespaces") {
-      if (!next())
+      if (!next() || !name_list(a, value, protocol::codec::is_dns1123_label, "a namespace name",
+                                f.payload_namespaces))
         return 2;
-      for (std::size_t start = 0; start <= value.size();) {
-        const auto comma = std::min(value.find(',', start), value.size());
-        const std::string ns = value.substr(start, comma - start);
-        if (!protocol::codec::is_dns1123_label(ns)) {
-          std::cerr << "gpu-partitioner: --payload-namespaces: \"" << ns
-                    << "\" is not a namespace name\n";
-          return 2;
-        }
-        f.payload_namespaces.insert(ns);
-        start = comma + 1;
-      }
       continue;
     }
     if (a == "--dcm-config-sync") {

@@ -74,6 +74,22 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
+/// A DaemonSet whose pod on each node holds a GPU and tolerates every taint: the drain
+/// leaves it (a DaemonSet's), so DCM finds that GPU busy until it is deleted.
+void start_gpu_agent(e2e_cluster& c) {
+  auto ds = c.api.create(
+      daemon_sets, c.ns,
+      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"gpu-agent"},)"
+      R"("spec":{"selector":{"matchLabels":{"app":"gpu-agent"}},"template":{"metadata":)"
+      R"({"labels":{"app":"gpu-agent"}},"spec":{"nodeSelector":{"e2e":)" +
+          quoted(c.key) +
+          R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
+          R"("terminationGracePeriodSeconds":1,"containers":[{"name":"agent","image":"x:sim",)"
+          R"("resources":{"requests":{"amd.com/gpu":"1"},"limits":{"amd.com/gpu":"1"}}}]}}}})");
+  BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
+  BOOST_REQUIRE(eventually([&] { return c.healthy_pods("gpu-agent") == 1; }, 60s));
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(real_stack)
@@ -229,17 +245,7 @@ BOOST_AUTO_TEST_CASE(dcm_retrying_busy_gpus_keeps_the_node_waiting_until_they_ar
   c.start_simulator();
   c.await_default_service_account();
   const auto& a = c.nodes[0];
-  auto ds = c.api.create(
-      daemon_sets, c.ns,
-      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"gpu-agent"},)"
-      R"("spec":{"selector":{"matchLabels":{"app":"gpu-agent"}},"template":{"metadata":)"
-      R"({"labels":{"app":"gpu-agent"}},"spec":{"nodeSelector":{"e2e":)" +
-          quoted(c.key) +
-          R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
-          R"("terminationGracePeriodSeconds":1,"containers":[{"name":"agent","image":"x:sim",)"
-          R"("resources":{"requests":{"amd.com/gpu":"1"},"limits":{"amd.com/gpu":"1"}}}]}}}})");
-  BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
-  BOOST_REQUIRE(eventually([&] { return c.healthy_pods("gpu-agent") == 1; }, 60s));
+  start_gpu_agent(c);
   c.start_operator();
   const std::string dcm_name = "e2e-cpx-" + c.key;
   c.create_payload("cpx", cpx_nps4);
@@ -391,17 +397,7 @@ BOOST_AUTO_TEST_CASE(a_run_failed_while_dcm_retries_stays_tainted_until_dcm_give
   c.await_default_service_account();
   const auto& a = c.nodes[0];
   // A DaemonSet's GPU pod tolerating every taint: left by the drain, it keeps the GPUs busy.
-  auto ds = c.api.create(
-      daemon_sets, c.ns,
-      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"gpu-agent"},)"
-      R"("spec":{"selector":{"matchLabels":{"app":"gpu-agent"}},"template":{"metadata":)"
-      R"({"labels":{"app":"gpu-agent"}},"spec":{"nodeSelector":{"e2e":)" +
-          quoted(c.key) +
-          R"(},"tolerations":[{"operator":"Exists"}],"automountServiceAccountToken":false,)"
-          R"("terminationGracePeriodSeconds":1,"containers":[{"name":"agent","image":"x:sim",)"
-          R"("resources":{"requests":{"amd.com/gpu":"1"},"limits":{"amd.com/gpu":"1"}}}]}}}})");
-  BOOST_REQUIRE_MESSAGE(ds.ok(), (ds.ok() ? "" : ds.error().describe()));
-  BOOST_REQUIRE(eventually([&] { return c.healthy_pods("gpu-agent") == 1; }, 60s));
+  start_gpu_agent(c);
   c.start_operator();
   const std::string dcm_name = "e2e-cpx-" + c.key;
   c.create_payload("cpx", cpx_nps4);

@@ -136,6 +136,24 @@ bool is_dcm_pod(const std::map<std::string, std::string>& labels) {
          has(dcm_standalone_pod_label, dcm_standalone_pod_label_value);
 }
 
+namespace {
+
+// A JSON string of `text`, control characters blanked.
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += std::string("\\") + c;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += ' ';
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+} // namespace
+
 std::string dcm_event_object(const sim_event& event, const std::string& ns, const std::string& pod,
                              const std::string& node, std::chrono::system_clock::time_point at) {
   const std::time_t t = std::chrono::system_clock::to_time_t(at);
@@ -143,18 +161,7 @@ std::string dcm_event_object(const sim_event& event, const std::string& ns, cons
   ::gmtime_r(&t, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  auto q = [](const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\')
-        out += std::string("\\") + c;
-      else if (static_cast<unsigned char>(c) < 0x20)
-        out += ' ';
-      else
-        out += c;
-    }
-    return out + "\"";
-  };
+  const auto q = json_string;
   return R"({"apiVersion":"v1","kind":"Event","metadata":{"generateName":)" + q(event.reason) +
          R"(,"namespace":)" + q(ns) + R"(},"involvedObject":{"kind":"Pod","namespace":)" + q(ns) +
          R"(,"name":)" + q(pod) + R"(},"reason":)" + q(event.reason) + R"(,"message":)" +
@@ -217,19 +224,6 @@ std::vector<std::string> decode_modes(const std::string& text, int gpus) {
   if (modes.size() != static_cast<std::size_t>(gpus))
     modes.assign(static_cast<std::size_t>(gpus), "SPX/NPS1");
   return modes;
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out += std::string("\\") + c;
-    else if (static_cast<unsigned char>(c) < 0x20)
-      out += ' ';
-    else
-      out += c;
-  }
-  return out + "\"";
 }
 
 // DCM's PartitionStatus, as json.Marshal writes it (the struct has no json tags, so the
