@@ -187,6 +187,9 @@ std::string detail_of(const protocol::node_partitioning& item,
   }
   if (!st.last_error.empty())
     out += (out.empty() ? "" : "; ") + one_line(st.last_error);
+  if (const auto held = protocol::parse_time(st.dcm_may_change_until); held && *held > now)
+    out += (out.empty() ? "" : "; ") + std::string("tainted while DCM may retry, ") +
+           format_duration(std::chrono::duration_cast<std::chrono::seconds>(*held - now)) + " more";
   if (auto end = soaking_until(item, now))
     out += (out.empty() ? "" : "; ") + std::string("soaking, ends in ") +
            format_duration(std::chrono::duration_cast<std::chrono::seconds>(*end - now));

@@ -259,6 +259,14 @@ BOOST_AUTO_TEST_CASE(status_shows_the_window_the_canary_and_the_soaking_nodes) {
       "gpu-node-03  Pending    1h00m   mi300x-cpx-nps4\n";
   BOOST_TEST(cli::render_status(p, items, now, false) == expected);
 
+  // A failed node kept tainted while DCM may retry says for how long.
+  auto held = items;
+  held[2].status.phase = gp::node_phase::failed;
+  held[2].status.dcm_may_change_until = "2026-11-29T12:25:00Z";
+  const auto with_hold = cli::render_status(p, held, now, false);
+  BOOST_TEST(with_hold.find("tainted while DCM may retry, 25m00s more") != std::string::npos,
+             with_hold);
+
   // Nodes in DRA mode: a line per profile with their devices.
   auto dra = p;
   dra.status.devices = {{"mi300x-cpx-nps4", 2, 72, 128}};
