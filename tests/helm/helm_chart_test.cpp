@@ -181,6 +181,17 @@ BOOST_AUTO_TEST_CASE(the_deployment_runs_two_hardened_replicas_with_leader_elect
   BOOST_TEST(pod["securityContext"]["runAsUser"].as<int>() != 0);
   BOOST_TEST(pod["securityContext"]["seccompProfile"]["type"].as<std::string>() ==
              "RuntimeDefault");
+  // Off the AMD GPU nodes a plan drains, where there are others.
+  const auto prefer =
+      pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+  BOOST_REQUIRE(prefer.IsSequence());
+  std::set<std::string> absent;
+  for (const auto& e : prefer[0]["preference"]["matchExpressions"])
+    if (e["operator"].as<std::string>() == "DoesNotExist")
+      absent.insert(e["key"].as<std::string>());
+  BOOST_TEST((absent == std::set<std::string>{"amd.com/gpu.device-id",
+                                              "feature.node.kubernetes.io/amd-gpu"}));
+  BOOST_TEST(pod["affinity"]["podAntiAffinity"].IsMap());
   BOOST_REQUIRE_EQUAL(pod["containers"].size(), 1u);
   const auto c = pod["containers"][0];
   const auto args = strings(c["args"]);
