@@ -38,6 +38,43 @@ void drop_condition(protocol::partitioning_plan_status& st, const std::string& t
           c.end());
 }
 
+const protocol::condition* find_condition(const protocol::partitioning_plan_status& st,
+                                          const std::string& type) {
+  for (const auto& c : st.conditions)
+    if (c.type == type)
+      return &c;
+  return nullptr;
+}
+
+// Ready, Reconciling and Stalled, as kstatus reads them, from the phase just worked out.
+void set_standing(protocol::partitioning_plan_status& st, protocol::wall_clock::time_point now,
+                  std::int64_t generation) {
+  namespace pc = protocol::plan_condition;
+  const auto phase = st.phase.value_or(plan_phase::pending);
+  const auto* done = find_condition(st, pc::completed);
+  const std::string progress = done ? done->message : "no node succeeded yet";
+  const std::string name(protocol::codec::to_string(phase));
+  if (phase == plan_phase::completed) {
+    set_condition(st, pc::ready, true, "AllNodesSucceeded", progress, now, generation);
+    set_condition(st, pc::reconciling, false, "Completed", progress, now, generation);
+    set_condition(st, pc::stalled, false, "Completed", progress, now, generation);
+    return;
+  }
+  set_condition(st, pc::ready, false, name, progress, now, generation);
+  if (phase == plan_phase::degraded) {
+    const auto* invalid = find_condition(st, pc::invalid);
+    const auto* degraded = find_condition(st, pc::degraded);
+    const auto* why = invalid && invalid->status == condition_status::true_ ? invalid : degraded;
+    set_condition(st, pc::stalled, true, why ? why->reason : name, why ? why->message : progress,
+                  now, generation);
+    set_condition(st, pc::reconciling, false, "Stalled", "the rollout stopped: see Stalled", now,
+                  generation);
+    return;
+  }
+  set_condition(st, pc::stalled, false, name, progress, now, generation);
+  set_condition(st, pc::reconciling, phase != plan_phase::paused, name, progress, now, generation);
+}
+
 void remember(protocol::partitioning_plan_status& st,
               const protocol::partitioning_plan_status& previous,
               protocol::wall_clock::time_point now) {
@@ -260,6 +297,7 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
     st.phase = plan_phase::progressing;
   else
     st.phase = plan_phase::pending;
+  set_standing(st, now, gen);
   remember(st, previous, now);
   return st;
 }
@@ -272,6 +310,7 @@ invalid_plan_status(const protocol::partitioning_plan_status& previous, const st
   set_condition(st, protocol::plan_condition::invalid, true, "InvalidSpec",
                 problem + "; the plan is not acted on", now, generation);
   st.phase = plan_phase::degraded;
+  set_standing(st, now, generation);
   remember(st, previous, now);
   return st;
 }

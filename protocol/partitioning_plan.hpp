@@ -395,6 +395,13 @@ inline constexpr const char* outside_window = "OutsideWindow";
 inline constexpr const char* canary = "Canary";
 /// False while a selected node's NodePartitioning cannot be made (named, with why).
 inline constexpr const char* items_created = "ItemsCreated";
+/// What kstatus (Flux, kpt, Argo CD's health checks) reads: Ready True once every node
+/// succeeded; Reconciling True while the rollout goes on; Stalled True when it stopped and
+/// needs a person (invalid, failures past maxFailures, a failed canary, ended with
+/// failures). One of them is True at a time, but for a paused plan (none).
+inline constexpr const char* ready = "Ready";
+inline constexpr const char* reconciling = "Reconciling";
+inline constexpr const char* stalled = "Stalled";
 } // namespace plan_condition
 
 } // namespace gpu_partitioner::protocol

@@ -176,6 +176,46 @@ BOOST_AUTO_TEST_CASE(failures_within_maxFailures_keep_the_plan_progressing) {
       contains(condition(st, "Degraded")->message, "no further nodes start (maxFailures 1)"));
 }
 
+// kstatus (Flux, kpt, Argo CD's health checks) reads Ready, Reconciling and Stalled: one
+// of them True at a time (none while paused), with the same polarity in every phase.
+BOOST_AUTO_TEST_CASE(ready_reconciling_and_stalled_say_where_the_rollout_stands) {
+  auto standing = [](const gp::partitioning_plan_status& st) {
+    std::string out;
+    for (const char* type : {"Ready", "Reconciling", "Stalled"}) {
+      const auto* c = condition(st, type);
+      BOOST_TEST_REQUIRE(c != nullptr, type);
+      out += std::string(type) + "=" +
+             (c->status == gp::condition_status::true_ ? "True" : "False") + "/" + c->reason + " ";
+    }
+    return out;
+  };
+  items_of it;
+  it.add(gp::node_phase::draining).add(gp::node_phase::pending);
+  gc::gate_decision gate;
+  auto st = gc::aggregate_plan_status(plan(), {}, it.by_name(), {}, t0, gate);
+  BOOST_TEST(standing(st) ==
+             "Ready=False/Progressing Reconciling=True/Progressing Stalled=False/Progressing ");
+  auto paused = plan();
+  paused.spec.paused = true;
+  it.items[0].status.phase = gp::node_phase::succeeded;
+  st = gc::aggregate_plan_status(paused, {}, it.by_name(), st, t0, gate);
+  BOOST_TEST(standing(st) == "Ready=False/Paused Reconciling=False/Paused Stalled=False/Paused ");
+  it.items[1].status.phase = gp::node_phase::succeeded;
+  st = gc::aggregate_plan_status(plan(), {}, it.by_name(), st, t0, gate);
+  BOOST_TEST(standing(st) == "Ready=True/AllNodesSucceeded Reconciling=False/Completed "
+                             "Stalled=False/Completed ");
+  BOOST_TEST(condition(st, "Ready")->message == "2/2 nodes succeeded");
+  BOOST_TEST((condition(st, "Ready")->observed_generation == 3));
+  it.items[1].status.phase = gp::node_phase::failed;
+  st = gc::aggregate_plan_status(plan(), {}, it.by_name(), st, t0, gate);
+  BOOST_TEST(standing(st) ==
+             "Ready=False/Degraded Reconciling=False/Stalled Stalled=True/NodesFailed ");
+  st = gc::invalid_plan_status(st, "spec.partitionings[0]: bad", 4, t0);
+  BOOST_TEST(standing(st) ==
+             "Ready=False/Degraded Reconciling=False/Stalled Stalled=True/InvalidSpec ");
+  BOOST_TEST(contains(condition(st, "Stalled")->message, "spec.partitionings[0]: bad"));
+}
+
 BOOST_AUTO_TEST_CASE(a_failed_canary_degrades_the_plan) {
   items_of it;
   it.add(gp::node_phase::failed).add(gp::node_phase::pending);
