@@ -220,7 +220,8 @@ std::string usage() {
          "                                              canary, once that awaits promotion\n"
          "\n"
          "Options: --kubeconfig FILE, --context NAME (else $KUBECONFIG, in-cluster, "
-         "~/.kube/config)\n";
+         "~/.kube/config);\n"
+         "  -A, --all-namespaces as kubectl's (plans are cluster-scoped: every one is shown)\n";
 }
 
 std::variant<command, usage_error> parse_arguments(const std::vector<std::string>& args) {
@@ -243,8 +244,10 @@ std::variant<command, usage_error> parse_arguments(const std::vector<std::string
       c.kind = command_kind::version;
       return c;
     }
-    if (a == "--all" || a == "-A") {
+    if (a == "--all") {
       c.all_nodes = true;
+    } else if (a == "-A" || a == "--all-namespaces") {
+      // kubectl's: every namespace. Plans and their items are cluster-scoped: nothing to do.
     } else if (a == "--kubeconfig" || a.rfind("--kubeconfig=", 0) == 0) {
       auto v = value_of("--kubeconfig");
       if (!v || v->empty())

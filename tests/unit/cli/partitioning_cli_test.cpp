@@ -69,6 +69,9 @@ BOOST_AUTO_TEST_CASE(each_command_with_its_operands) {
   BOOST_TEST(s.kind == cli::command_kind::status);
   BOOST_TEST(s.plan == "p1");
   BOOST_TEST(s.all_nodes);
+  // -A is kubectl's all-namespaces, not --all: plans are cluster-scoped.
+  BOOST_TEST(!parsed({"status", "p1", "-A"}).all_nodes);
+  BOOST_TEST(parsed({"list", "--all-namespaces"}).kind == cli::command_kind::list);
   BOOST_TEST(parsed({"pause", "p1"}).kind == cli::command_kind::pause);
   BOOST_TEST(parsed({"resume", "p1"}).kind == cli::command_kind::resume);
   auto pr = parsed({"promote", "p1"});
