@@ -238,6 +238,13 @@ void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
        phase == node_phase::verifying || gpus_unsettled(s.status));
   if (in.node) {
     if (touched_gpus) {
+      // DCM may still retry a failed run: the taint, and with it the item, stay until then
+      // (the events below are said once, when the item goes).
+      if (const auto until = dcm_hold(in, s.status); until && in.node->has_dcm_taint()) {
+        out.requeue = std::max<std::chrono::milliseconds>(
+            poll_interval, std::chrono::duration_cast<std::chrono::milliseconds>(*until - in.now));
+        return;
+      }
       const auto rule = device_rule(s.status);
       if (rule.empty()) {
         out.events.push_back({true, "Warning", "LeftCordoned",
@@ -254,12 +261,6 @@ void on_deleting(const node_inputs& in, status_editor& s, node_step& out) {
                                   std::string(phase_name(phase)) + ": DeviceTaintRule " + rule +
                                   " stays on the node's GPUs (they may be mid-change); delete "
                                   "it once they are checked"});
-      }
-      // DCM may still retry a failed run: the taint, and with it the item, stay until then.
-      if (const auto until = dcm_hold(in, s.status); until && in.node->has_dcm_taint()) {
-        out.requeue = std::max<std::chrono::milliseconds>(
-            poll_interval, std::chrono::duration_cast<std::chrono::milliseconds>(*until - in.now));
-        return;
       }
       if (in.node->has_dcm_taint() && annotation(*in.node, was_unschedulable_annotation))
         out.taint = false;

@@ -1717,6 +1717,7 @@ BOOST_AUTO_TEST_CASE(a_failed_run_dcm_still_retries_keeps_the_taint_until_dcm_gi
     auto s = w.step();
     BOOST_TEST(!s.remove_finalizer);
     BOOST_TEST(taint_write(s) == "-");
+    BOOST_TEST(s.events.empty(), "said once, when the item goes");
     w.later(41min);
     auto after = w.step();
     BOOST_TEST(after.remove_finalizer);
