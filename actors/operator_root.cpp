@@ -99,6 +99,16 @@ void apply(root_state& s, const observation& o) {
   }
   case k::pod: {
     auto old = s.pod_nodes.find(o.key);
+    // Which ConfigMap a node's DCM reads is its pod's: a DCM pod that comes, goes or mounts
+    // another changes who else reads a ConfigMap, which every node's slice shares.
+    std::shared_ptr<const controller::pod_info> was;
+    if (old != s.pod_nodes.end())
+      if (auto on = v.pods_by_node.find(old->second); on != v.pods_by_node.end() && on->second)
+        if (auto p = on->second->find(o.key); p != on->second->end())
+          was = p->second;
+    if (controller::dcm_reader_changed(was.get(), o.deleted ? nullptr : o.pod.get(),
+                                       s.dcm_namespace))
+      v.shared_changed = true;
     if (old != s.pod_nodes.end()) {
       v.node_changes.emplace(old->second, o.received);
       auto& on_node = v.pods_to_edit(old->second);

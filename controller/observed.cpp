@@ -27,6 +27,17 @@ bool is_dcm_pod(const pod_info& p, const std::string& dcm_namespace) {
          is("app", "amdgpu-device-config-manager");
 }
 
+bool dcm_reader_changed(const pod_info* was, const pod_info* now,
+                        const std::string& dcm_namespace) {
+  auto reads = [&](const pod_info* p) {
+    return p && is_dcm_pod(*p, dcm_namespace)
+               ? std::optional<std::string>(p->node_name + "/" +
+                                            p->dcm_config_mount.value_or("<nothing>"))
+               : std::nullopt;
+  };
+  return reads(was) != reads(now);
+}
+
 bool node_info::has_dcm_taint() const {
   return std::any_of(taints.begin(), taints.end(), [](const taint& t) {
     return t.key == dcm_taint_key && t.effect == "NoExecute";

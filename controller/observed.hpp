@@ -165,6 +165,11 @@ inline constexpr const char* dcm_config_mount_path = "/etc/config-manager";
 /// (app=amdgpu-device-config-manager, "standalone DCM").
 bool is_dcm_pod(const pod_info& p, const std::string& dcm_namespace);
 
+/// Whether a pod's change (`was` -> `now`, null: absent) changes who reads which DCM
+/// ConfigMap: a DCM pod came, went, or mounts another. What other nodes' slices share (the
+/// nodes whose DCM reads a ConfigMap) must then be worked out again.
+bool dcm_reader_changed(const pod_info* was, const pod_info* now, const std::string& dcm_namespace);
+
 /// DaemonSets, namespace/name -> UID: all a drain needs to know of them.
 using daemon_set_uids = std::map<std::string, std::string>;
 /// Their resource's plural, as cluster_view::absent_resources names it.

@@ -94,6 +94,24 @@ BOOST_AUTO_TEST_CASE(a_dcm_pod_being_replaced_gives_way_to_its_successor) {
   BOOST_TEST(find({done}).pod.empty());
 }
 
+// Who reads which ConfigMap is shared by every node's slice: a DCM pod that comes, goes,
+// moves or mounts another changes it; any other pod change does not.
+BOOST_AUTO_TEST_CASE(a_dcm_pod_that_comes_goes_or_mounts_another_changes_who_reads_what) {
+  const auto a = dcm_pod("dcm-a", std::string("default-dcm-config"));
+  auto other = a;
+  other.dcm_config_mount = "config-manager-config";
+  auto status_only = a;
+  status_only.phase = "Pending";
+  auto web = a;
+  web.ns = "team";
+  BOOST_TEST(gc::dcm_reader_changed(nullptr, &a, ns));
+  BOOST_TEST(gc::dcm_reader_changed(&a, nullptr, ns));
+  BOOST_TEST(gc::dcm_reader_changed(&a, &other, ns));
+  BOOST_TEST(!gc::dcm_reader_changed(&a, &status_only, ns));
+  BOOST_TEST(!gc::dcm_reader_changed(nullptr, &web, ns));
+  BOOST_TEST(!gc::dcm_reader_changed(&web, nullptr, ns));
+}
+
 BOOST_AUTO_TEST_CASE(dcms_version_is_its_images_tag) {
   auto v = [](const std::string& image) {
     const auto r = gc::dcm_version_of_image(image);
