@@ -203,7 +203,14 @@ controller::pdb_info decode_pdb(const rapidjson::Value& o) {
 }
 
 std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value& o) {
-  auto data = kube::string_map(find_path(o, {"data"}));
+  // Only what the operator reads: DCM's config.json, a payload's profile.json. Every
+  // ConfigMap of DCM's namespace is watched (which one a DCM pod mounts is found at run
+  // time): the rest of their data is nobody's business here, and would only grow memory.
+  std::map<std::string, std::string> data;
+  if (const auto* all = find_path(o, {"data"}); all && all->IsObject())
+    for (const char* key : {"config.json", "profile.json"})
+      if (const auto* v = find_path(*all, {key}); v && v->IsString())
+        data[key] = std::string(v->GetString(), v->GetStringLength());
   // When config.json last changed (DCM's ConfigMap): under keys a ConfigMap's data cannot
   // have.
   if (const auto* at =

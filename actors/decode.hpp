@@ -20,8 +20,8 @@ using controller::config_written_key;
 controller::node_info decode_node(const rapidjson::Value& node);
 controller::pod_info decode_pod(const rapidjson::Value& pod);
 controller::pdb_info decode_pdb(const rapidjson::Value& pdb);
-/// A ConfigMap's data, plus its creation and our annotation under the keys of
-/// controller/cluster_view.hpp.
+/// What the operator reads of a ConfigMap's data (config.json, profile.json), plus its
+/// creation and our annotation under the keys of controller/cluster_view.hpp.
 std::map<std::string, std::string> decode_config_map_data(const rapidjson::Value& config_map);
 /// One of DCM's Events: its source host, what it is about, and what it says (with the
 /// profile it answers, SelectedProfile of the PartitionStatus JSON in its message).

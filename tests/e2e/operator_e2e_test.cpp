@@ -622,7 +622,9 @@ BOOST_AUTO_TEST_CASE(dcm_never_answering_fails_the_node_with_operator_timeout, *
   e2e_cluster c;
   c.add_nodes({{"a", training("dcm-stuck")}});
   c.start_simulator();
-  c.start_operator();
+  // DCM may retry for 20 s after the label (not its 30 minutes, scaled): the node is held
+  // tainted that long after the 10 s timeout, then the taint goes.
+  c.start_operator_with({"--dcm-retry-seconds", "20"});
   const auto cpx = c.create_profile("cpx", profile_spec(c, cpx_payload, "cpx-nps4", 64));
   plan_options o;
   // Long enough for Applying's wait for DCM's file (the harness's --dcm-config-sync, 3.2 s
@@ -638,7 +640,12 @@ BOOST_AUTO_TEST_CASE(dcm_never_answering_fails_the_node_with_operator_timeout, *
   // The history shows how long it waited.
   BOOST_TEST(std::count(item->phases.begin(), item->phases.end(), "WaitingOperator") == 1);
   BOOST_TEST(c.node(c.nodes[0]).unschedulable);
+  // DCM never said it gave up: the node stays out of service until it surely has.
+  BOOST_TEST(!item->dcm_may_change_until.empty());
+  BOOST_TEST(c.node(c.nodes[0]).dcm_taint);
   E2E_CHECK(c.await_plan_phase(plan, "Degraded", 10s), c.describe(plan));
+  E2E_CHECK(eventually([&] { return !c.node(c.nodes[0]).dcm_taint; }, 40s), c.describe(plan));
+  BOOST_TEST(c.node(c.nodes[0]).unschedulable);
   E2E_NOTE("DCM stuck: " << seconds_since(t0) << " s");
 }
 

@@ -84,6 +84,16 @@ BOOST_AUTO_TEST_CASE(a_nic_event_of_the_same_pod_answers_no_gpu_profile) {
   BOOST_TEST(event(R"({"SelectedProfile":"cpx-nps4","GPUStatus":[{"GpuID":0}]})") == "cpx-nps4");
 }
 
+// Every ConfigMap of DCM's namespace is watched: only what the operator reads is kept.
+BOOST_AUTO_TEST_CASE(a_configmap_keeps_only_what_the_operator_reads) {
+  const auto data = ga::decode_config_map_data(parse(R"({
+    "metadata": {"name": "x", "creationTimestamp": "2027-01-15T08:00:00Z"},
+    "data": {"config.json": "{}", "profile.json": "{\"profiles\":[]}", "blob": "aaaa"}})"));
+  BOOST_TEST(data.count("config.json") == 1u);
+  BOOST_TEST(data.count("profile.json") == 1u);
+  BOOST_TEST(data.count("blob") == 0u);
+}
+
 // What a DCM pod mounts where DCM reads its config, and its image (DCM's version).
 BOOST_AUTO_TEST_CASE(a_pod_says_which_configmap_it_mounts_as_dcms_config) {
   const auto dcm = ga::decode_pod(parse(R"({

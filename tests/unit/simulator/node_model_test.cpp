@@ -749,7 +749,8 @@ BOOST_AUTO_TEST_CASE(idle_gpus_change_and_busy_ones_fail_leaving_mixed_modes) {
   BOOST_TEST(f.last_reason() == "PartitionRetrying");
   BOOST_TEST(f.node.annotations.at(sim::partition_annotation) ==
              "SPX/NPS1,SPX/NPS1,CPX/NPS4,CPX/NPS4,CPX/NPS4,CPX/NPS4,CPX/NPS4,CPX/NPS4");
-  const auto gpus = message_of(f.events.back())["GPUStatus"].GetArray();
+  const auto message = message_of(f.events.back());
+  const auto gpus = message["GPUStatus"].GetArray();
   BOOST_TEST(std::string(gpus[0]["Status"].GetString()) == "Failure");
   BOOST_TEST(std::string(gpus[1]["Status"].GetString()) == "Failure");
   // The single-strategy plugin cannot start on GPUs of two styles: once the taint goes
