@@ -111,7 +111,8 @@ no_item_in_flight() {
   if grep -qE '^(Draining|Applying|WaitingOperator|Verifying)$' <<<"$phases"; then return 1; fi
 }
 
-# Nodes, one line each: name unschedulable amd-dcm-taint profile state allocatable partition
+# Nodes, one line each: name unschedulable amd-dcm-taint profile state allocatable, and the
+# GPUs' modes as gpu-sim keeps them (AMD's labeller sets no partition label by default)
 node_table() {
   kubectl get nodes -l gpu.vendor=amd,'!node-role.kubernetes.io/control-plane' -o json | python3 -c '
 import json, sys
@@ -120,7 +121,8 @@ for n in json.load(sys.stdin)["items"]:
     taint = any(t["key"] == sys.argv[1] for t in n["spec"].get("taints") or [])
     print(n["metadata"]["name"], bool(n["spec"].get("unschedulable")), taint,
           labels.get("dcm.amd.com/gpu-config-profile", "-"), labels.get("dcm.amd.com/gpu-config-profile-state", "-"),
-          n["status"].get("allocatable", {}).get("amd.com/gpu", "-"), labels.get("amd.com/gpu.compute-memory-partition", "-"))
+          n["status"].get("allocatable", {}).get("amd.com/gpu", "-"),
+          n["metadata"].get("annotations", {}).get("sim.gpu-partitioner.io/partition", "-"))
 ' "$taint_key"
 }
 
@@ -301,8 +303,8 @@ plan_completes() {
   table=$(node_table)
   echo "$table"
   [ "$(awk '{$1 = ""; print}' <<<"$table" | sort | uniq -c | sed 's/^ *//')" = \
-    "2  False False mi300x-cpx-nps4 success 63 cpx_nps4
-1  False False mi300x-spx-nps1 success 8 spx_nps1" ]
+    "2  False False mi300x-cpx-nps4 success 63 CPX/NPS4
+1  False False mi300x-spx-nps1 success 8 SPX/NPS1" ]
 }
 
 # helm upgrade to the second image while a plan runs: the Deployment rolls to two new
