@@ -5,6 +5,7 @@
 // metrics registry and the chart's Prometheus rules.
 #include "actors/operator_metrics.hpp"
 #include "cli/partitioning_cli.hpp"
+#include "kube/config.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <yaml-cpp/yaml.h>
@@ -12,7 +13,6 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -53,11 +53,10 @@ struct references {
 };
 
 std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  BOOST_REQUIRE_MESSAGE(in, "cannot read " << path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  auto text = kube::read_file(path);
+  BOOST_REQUIRE_MESSAGE(text.ok(), "cannot read " << path << ": "
+                                                  << (text.ok() ? "" : text.error().describe()));
+  return text.value();
 }
 
 template <typename F>
