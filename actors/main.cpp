@@ -138,6 +138,20 @@ bool name_list(const std::string& flag, const std::string& value, bool (*valid)(
   return true;
 }
 
+// `flag`'s `value` as a number of seconds from 0 to a day into `out`; false (said on
+// stderr) if it is not one.
+bool seconds(const std::string& flag, const std::string& value, double& out) {
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0' || !(v >= 0) || v > 86400) {
+    std::cerr << "gpu-partitioner: " << flag << ": \"" << value
+              << "\" is not a number of seconds from 0 to 86400\n";
+    return false;
+  }
+  out = v;
+  return true;
+}
+
 // Returns 0 to go on, else the exit code (help, version, bad flags).
 int parse(int argc, char** argv, flags& f) {
   for (int i = 1; i < argc; ++i) {
@@ -212,30 +226,10 @@ int parse(int argc, char** argv, flags& f) {
         return 2;
       continue;
     }
-    if (a == "--dcm-config-sync") {
-      if (!next())
+    if (a == "--dcm-config-sync" || a == "--dcm-retry-seconds") {
+      if (!next() ||
+          !seconds(a, value, a == "--dcm-config-sync" ? f.dcm_config_sync : f.dcm_retry_seconds))
         return 2;
-      char* end = nullptr;
-      f.dcm_config_sync = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end != '\0' || !(f.dcm_config_sync >= 0) ||
-          f.dcm_config_sync > 86400) {
-        std::cerr << "gpu-partitioner: --dcm-config-sync: \"" << value
-                  << "\" is not a number of seconds from 0 to 86400\n";
-        return 2;
-      }
-      continue;
-    }
-    if (a == "--dcm-retry-seconds") {
-      if (!next())
-        return 2;
-      char* end = nullptr;
-      f.dcm_retry_seconds = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end != '\0' || !(f.dcm_retry_seconds >= 0) ||
-          f.dcm_retry_seconds > 86400) {
-        std::cerr << "gpu-partitioner: --dcm-retry-seconds: \"" << value
-                  << "\" is not a number of seconds from 0 to 86400\n";
-        return 2;
-      }
       continue;
     }
     if (a == "--api-qps") {
