@@ -353,6 +353,22 @@ std::string executor::perform(const item_io& io) {
       return "updating " + io.item.metadata.name + ": " + patched.error().describe();
     return {};
   }
+  case item_io::op::label: {
+    rapidjson::Document doc;
+    doc.SetObject();
+    auto& a = doc.GetAllocator();
+    rapidjson::Value labels(rapidjson::kObjectType);
+    for (const auto& [key, value] : io.item.metadata.labels)
+      labels.AddMember(rapidjson::Value(key.c_str(), a), rapidjson::Value(value.c_str(), a), a);
+    rapidjson::Value metadata(rapidjson::kObjectType);
+    metadata.AddMember("labels", labels, a);
+    doc.AddMember("metadata", metadata, a);
+    auto patched = api.patch(items_resource, "", io.item.metadata.name, kube::patch_type::merge,
+                             kube::to_json(doc), manager);
+    if (!patched && patched.error().kind != kube::error_kind::not_found)
+      return "labelling " + io.item.metadata.name + ": " + patched.error().describe();
+    return {};
+  }
   case item_io::op::ensure_device_class:
     return ensure_device_class(io.device_class_name, io.device_class);
   case item_io::op::remove: {

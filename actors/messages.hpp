@@ -121,7 +121,8 @@ struct node_io_result {
 /// The supervisor's writes: its NodePartitioning objects, and the DeviceClasses its
 /// profiles ask for.
 struct item_io {
-  enum class op { create, update_spec, remove, ensure_device_class } what = op::create;
+  /// label: a merge patch of the item's metadata.labels (item.metadata.labels).
+  enum class op { create, update_spec, label, remove, ensure_device_class } what = op::create;
   protocol::node_partitioning item;
   /// ensure_device_class: the class (controller::device_class_json) and its name.
   std::string device_class{};

@@ -77,6 +77,15 @@ operator_metrics::operator_metrics()
       soaking(registry.gauge("gpu_partitioner_plan_soaking_nodes",
                              "The plan's Succeeded nodes still soaking (holding their token).",
                              {"plan"})),
+      max_failures(registry.gauge("gpu_partitioner_plan_max_failures",
+                                  "Failed nodes the plan tolerates before it starts no further "
+                                  "node (spec.rollout.maxFailures resolved; 0 unset).",
+                                  {"plan"})),
+      preflight_failed(registry.gauge(
+          "gpu_partitioner_plan_preflight_failed_nodes",
+          "Of the plan's Failed nodes, those that failed in preflight, before anything on the "
+          "node changed.",
+          {"plan"})),
       tls_verification_disabled(registry.gauge(
           "gpu_partitioner_api_tls_verification_disabled",
           "1 when the kubeconfig turns off verification of the API server's certificate "
@@ -120,7 +129,8 @@ void operator_metrics::publish_plan_phase(const std::string& plan,
 }
 
 void operator_metrics::publish_plan(const std::string& plan,
-                                    const protocol::partitioning_plan_status& status, bool dry) {
+                                    const protocol::partitioning_plan_status& status, bool dry,
+                                    std::int32_t tolerated, std::int32_t in_preflight) {
   const auto& n = status.nodes;
   using p = protocol::node_phase;
   const std::pair<p, std::int32_t> by_phase[] = {
@@ -135,6 +145,8 @@ void operator_metrics::publish_plan(const std::string& plan,
   dry_run.set({plan}, dry ? 1 : 0);
   window_open.set({plan}, !status.window || status.window->may_start ? 1 : 0);
   soaking.set({plan}, n.soaking);
+  max_failures.set({plan}, tolerated);
+  preflight_failed.set({plan}, in_preflight);
   if (status.canary && status.canary->phase) {
     for (const auto& e : protocol::enum_names(protocol::codec::tag<protocol::canary_phase>{}))
       canary_phase.set({plan, std::string(e.name)}, e.value == *status.canary->phase ? 1 : 0);
@@ -144,8 +156,9 @@ void operator_metrics::publish_plan(const std::string& plan,
 }
 
 void operator_metrics::forget_plan(const std::string& plan) {
-  for (auto* f : {&nodes, &transitions, &blocked_pods, &reconcile_errors, &progress, &plan_phase,
-                  &dry_run, &window_open, &canary_phase, &soaking})
+  for (auto* f :
+       {&nodes, &transitions, &blocked_pods, &reconcile_errors, &progress, &plan_phase, &dry_run,
+        &window_open, &canary_phase, &soaking, &max_failures, &preflight_failed})
     f->remove_where("plan", plan);
 }
 

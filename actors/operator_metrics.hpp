@@ -35,6 +35,8 @@ struct operator_metrics {
   metrics::family& window_open;
   metrics::family& canary_phase;
   metrics::family& soaking;
+  metrics::family& max_failures;
+  metrics::family& preflight_failed;
   metrics::family& tls_verification_disabled;
   /// Every watch has listed once (for /readyz).
   std::atomic<bool> synced{false};
@@ -51,8 +53,10 @@ struct operator_metrics {
   void publish_plan_phase(const std::string& plan, std::optional<protocol::plan_phase> phase);
   /// The plan's nodes by phase, its progress, phase and dry-run flag, whether its windows
   /// let nodes start, its canary's phase and its soaking nodes.
+  /// `max_failures`: the failed nodes it tolerates (spec.rollout.maxFailures resolved);
+  /// `preflight_failed`: of its Failed nodes, those that failed in preflight.
   void publish_plan(const std::string& plan, const protocol::partitioning_plan_status& status,
-                    bool dry);
+                    bool dry, std::int32_t max_failures = 0, std::int32_t preflight_failed = 0);
 
   /// Drops every series of a plan that is gone, with its items (no stale gauge keeps an
   /// alert firing for it).

@@ -25,6 +25,8 @@ struct supervisor_state {
   std::map<std::string, node_worker_actor> workers; // item name -> worker
   /// Items we asked to create, delete or update, so a slow watch does not make us ask twice.
   std::map<std::string, std::string> requested; // item -> what (create/remove/hash)
+  /// Items asked to take the plan and node labels (controller::item_labels_of).
+  std::set<std::string> relabel_requested;
   /// DeviceClass name -> what was last asked to be written (a profile's deviceClassName).
   std::map<std::string, std::string> device_classes;
   protocol::partitioning_plan_status last_status;
@@ -117,7 +119,10 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
   // asks again; that look comes within 2 s even if nothing else changes.
   auto write_item = [=](const std::string& name, item_io io) {
     const bool create = io.what == item_io::op::create;
+    const bool label = io.what == item_io::op::label;
     auto failed = [=](const std::string& error) {
+      if (label)
+        s->relabel_requested.erase(name);
       if (create) {
         // Reported on the plan until a create of it goes through.
         if (s->create_errors[name] != error)
@@ -254,6 +259,12 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
                 s->requested[name] = what;
                 write_item(name, item_io{item_io::op::update_spec, std::move(want)});
               }
+            }
+            // Missing labels are asked once; a failed patch is asked again after 2 s.
+            for (auto& want : changes.relabel) {
+              const auto name = want.metadata.name;
+              if (s->relabel_requested.insert(name).second)
+                write_item(name, item_io{item_io::op::label, std::move(want)});
             }
             for (const auto& name : changes.unchanged)
               s->requested.erase(name);
@@ -441,7 +452,11 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           }
           // Each time, not only on a change: a restarted operator whose plan's status is
           // already written must still show it.
-          process_metrics().publish_plan(config.plan, status, plan->spec.dry_run);
+          std::int32_t in_preflight = 0;
+          for (const auto& [name, item] : mine)
+            in_preflight += controller::failed_in_preflight(*item) ? 1 : 0;
+          process_metrics().publish_plan(config.plan, status, plan->spec.dry_run,
+                                         s->gate.max_failures, in_preflight);
         }
       },
   };

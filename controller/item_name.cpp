@@ -1,5 +1,6 @@
 #include "controller/item_name.hpp"
 
+#include "protocol/codec/pattern.hpp"
 #include "protocol/desired_hash.hpp"
 
 namespace gpu_partitioner::controller {
@@ -11,6 +12,26 @@ constexpr std::size_t name_limit = 253;
 constexpr std::size_t hash_digits = 10;
 
 } // namespace
+
+std::map<std::string, std::string> item_labels_of(const std::string& plan,
+                                                  const std::string& node) {
+  std::map<std::string, std::string> labels;
+  if (protocol::codec::is_label_value(plan))
+    labels[item_plan_label] = plan;
+  if (protocol::codec::is_label_value(node))
+    labels[item_node_label] = node;
+  return labels;
+}
+
+bool labels_missing(const protocol::node_partitioning& item,
+                    const std::map<std::string, std::string>& want) {
+  for (const auto& [key, value] : want) {
+    auto it = item.metadata.labels.find(key);
+    if (it == item.metadata.labels.end() || it->second != value)
+      return true;
+  }
+  return false;
+}
 
 item_names item_names_of(const std::string& plan, const std::string& node) {
   item_names out;

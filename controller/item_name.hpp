@@ -10,10 +10,25 @@
 #include "protocol/node_partitioning.hpp"
 #include "protocol/partitioning_plan.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 
 namespace gpu_partitioner::controller {
+
+/// Labels every item carries, for `kubectl get nodepartitionings -l ...`, the plugin and
+/// cleanup: its plan's name and its node's. A name longer than a label value's 63
+/// characters gets no label (the item is still found by spec.planRef and spec.nodeName).
+inline constexpr const char* item_plan_label = "infrastructure.silogen.ai/plan";
+inline constexpr const char* item_node_label = "infrastructure.silogen.ai/node";
+
+/// The labels above for the item of `node` in `plan`.
+std::map<std::string, std::string> item_labels_of(const std::string& plan, const std::string& node);
+
+/// Whether `item` lacks one of `want` or carries another value for it (other labels,
+/// a user's, are left alone).
+bool labels_missing(const protocol::node_partitioning& item,
+                    const std::map<std::string, std::string>& want);
 
 /// The two names the item of `node` in `plan` may carry.
 struct item_names {

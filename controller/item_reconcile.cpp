@@ -15,6 +15,7 @@ protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan
   protocol::node_partitioning item;
   item.metadata.name = item_names_of(plan.metadata.name, sel.node).plain;
   item.metadata.finalizers = {item_finalizer};
+  item.metadata.labels = item_labels_of(plan.metadata.name, sel.node);
   protocol::owner_reference owner;
   owner.api_version = std::string(protocol::api_version);
   owner.kind = std::string(protocol::partitioning_plan::kind_name);
@@ -94,6 +95,8 @@ item_changes reconcile_items(const protocol::partitioning_plan& plan,
     // hash the item has: only a payload read anew and different is news.
     if (want.spec.payload_hash.empty() && have)
       want.spec.payload_hash = have->spec.payload_hash;
+    if (have && labels_missing(*have, want.metadata.labels))
+      out.relabel.push_back(want);
     if (!have) {
       const auto error = create_errors.find(name);
       if (!fresh)

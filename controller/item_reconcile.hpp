@@ -53,6 +53,9 @@ struct item_changes {
   /// Items whose spec changes. A node in flight finishes first: its item is left as it is
   /// until it lands, and is then updated.
   std::vector<protocol::node_partitioning> update;
+  /// Selected items that exist without the plan and node labels (made before items
+  /// carried them): labelled whatever their phase, since labels change nothing on the node.
+  std::vector<protocol::node_partitioning> relabel;
   /// Selected items that exist and need nothing (in flight with a changed spec included).
   std::vector<std::string> unchanged;
   /// Every item the plan keeps: the selected ones.

@@ -121,6 +121,11 @@ void fill_order(protocol::partitioning_plan_status& st, const protocol::partitio
 
 } // namespace
 
+bool failed_in_preflight(const protocol::node_partitioning& item) {
+  return item.status.phase == protocol::node_phase::failed && !item.status.history.empty() &&
+         item.status.history.back().reason == "PreflightFailed";
+}
+
 protocol::partitioning_plan_status
 aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolution& resolution,
                       const std::map<std::string, const protocol::node_partitioning*>& items,

@@ -17,6 +17,12 @@
 
 namespace gpu_partitioner::controller {
 
+/// Whether `item` is Failed in preflight, before anything on its node changed (its last
+/// phase change is PreflightFailed): it needs a fix, but took no capacity down. The alerts
+/// tell these from failures that left a node cordoned
+/// (gpu_partitioner_plan_preflight_failed_nodes).
+bool failed_in_preflight(const protocol::node_partitioning& item);
+
 /// `unmade`: the selected nodes whose item cannot be made now (reconcile_items): condition
 /// ItemsCreated False names them and why, and the plan is not Completed while there are any.
 protocol::partitioning_plan_status

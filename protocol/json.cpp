@@ -13,6 +13,5 @@ template std::string to_json(const partitioning_plan&);
 template std::string to_json(const node_partitioning&);
 template std::string to_json(const partitioning_plan_status&);
 template std::string to_json(const node_partitioning_status&);
-template std::string to_json(const partitioning_profile_status&);
 
 } // namespace gpu_partitioner::protocol

@@ -78,6 +78,5 @@ extern template std::string to_json(const partitioning_plan&);
 extern template std::string to_json(const node_partitioning&);
 extern template std::string to_json(const partitioning_plan_status&);
 extern template std::string to_json(const node_partitioning_status&);
-extern template std::string to_json(const partitioning_profile_status&);
 
 } // namespace gpu_partitioner::protocol

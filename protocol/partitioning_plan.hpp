@@ -65,10 +65,11 @@ struct rollout_window {
 
 constexpr auto describe(codec::tag<rollout_window>) {
   using T = rollout_window;
-  return std::make_tuple(codec::field("days", &T::days).max_items(7),
-                         codec::field("start", &T::start).required().matching(clock_time),
-                         codec::field("end", &T::end).required().matching(clock_time_or_midnight),
-                         codec::field("timeZone", &T::time_zone).min_length(1).max_length(64));
+  return std::make_tuple(
+      codec::field("days", &T::days).max_items(7),
+      codec::field("start", &T::start).required().max_length(5).matching(clock_time),
+      codec::field("end", &T::end).required().max_length(5).matching(clock_time_or_midnight),
+      codec::field("timeZone", &T::time_zone).min_length(1).max_length(64));
 }
 
 /// How a canary that passed its soak lets the rest of the plan go.
@@ -164,10 +165,14 @@ struct partitioning_plan_spec {
 
 constexpr auto describe(codec::tag<partitioning_plan_spec>) {
   using T = partitioning_plan_spec;
-  return std::make_tuple(
-      codec::field("paused", &T::paused), codec::field("dryRun", &T::dry_run),
-      codec::field("rollout", &T::rollout), codec::field("verification", &T::verification),
-      codec::field("partitionings", &T::partitionings).required().min_items(1).map_key("name"));
+  return std::make_tuple(codec::field("paused", &T::paused), codec::field("dryRun", &T::dry_run),
+                         codec::field("rollout", &T::rollout),
+                         codec::field("verification", &T::verification),
+                         codec::field("partitionings", &T::partitionings)
+                             .required()
+                             .min_items(1)
+                             .max_items(100)
+                             .map_key("name"));
 }
 
 enum class plan_phase { pending, progressing, paused, completed, degraded };

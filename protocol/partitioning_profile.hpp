@@ -130,17 +130,6 @@ constexpr auto describe(codec::tag<partitioning_profile_spec>) {
                              .matching(codec::dns1123_subdomain));
 }
 
-struct partitioning_profile_status {
-  std::int64_t observed_generation = 0;
-  std::vector<condition> conditions;
-};
-
-constexpr auto describe(codec::tag<partitioning_profile_status>) {
-  using T = partitioning_profile_status;
-  return std::make_tuple(codec::field("observedGeneration", &T::observed_generation).minimum(0),
-                         codec::field("conditions", &T::conditions).map_key("type"));
-}
-
 /// A GPU partition configuration that plans refer to by name (cluster-scoped).
 struct partitioning_profile {
   static constexpr std::string_view kind_name = "PartitioningProfile";
@@ -150,15 +139,13 @@ struct partitioning_profile {
   std::string kind{kind_name};
   object_meta metadata;
   partitioning_profile_spec spec;
-  partitioning_profile_status status;
 };
 
 constexpr auto describe(codec::tag<partitioning_profile>) {
   using T = partitioning_profile;
   return std::make_tuple(
       codec::field("apiVersion", &T::api_version).fixed(), codec::field("kind", &T::kind).fixed(),
-      codec::field("metadata", &T::metadata), codec::field("spec", &T::spec).required(),
-      codec::field("status", &T::status));
+      codec::field("metadata", &T::metadata), codec::field("spec", &T::spec).required());
 }
 
 /// The DCM profile name this profile applies: operatorPayload.profileName, defaulting

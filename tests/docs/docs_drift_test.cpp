@@ -373,6 +373,22 @@ BOOST_AUTO_TEST_CASE(every_name_the_docs_give_exists) {
   }
 }
 
+// api.md quotes the sample NodePartitioning's desiredHash (its first and last 8 digits):
+// the hash the sample carries, which desired_hash_test pins.
+BOOST_AUTO_TEST_CASE(the_quoted_desired_hash_is_the_samples) {
+  const auto api = read_all("docs/api.md");
+  const auto sample =
+      read_all("manifests/samples/nodepartitioning-training-pool-partition-gpu-node-02.yaml");
+  std::smatch quoted, carried;
+  BOOST_TEST_REQUIRE(
+      std::regex_search(api, quoted, std::regex(R"(`sha256:([0-9a-f]{8})\.\.\.([0-9a-f]{8})`)")));
+  BOOST_TEST_REQUIRE(std::regex_search(sample, carried,
+                                       std::regex(R"re(desiredHash: "sha256:([0-9a-f]{64})")re")));
+  const std::string hash = carried[1];
+  BOOST_TEST(hash.substr(0, 8) == quoted[1].str());
+  BOOST_TEST(hash.substr(56) == quoted[2].str());
+}
+
 BOOST_AUTO_TEST_CASE(made_up_names_are_reported) {
   const std::string doc = "# Doc\n\n"
                           "Run with `--dcm-namespace` and `--made-up-flag`; see `dcm.madeUp`\n"

@@ -858,6 +858,13 @@ BOOST_AUTO_TEST_CASE(
                                     healthy_cpx)};
                               })),
               "spec.partitionings[0].selector.matchExpressions[0]"));
+  // Cross-field rules (CEL): the operator marks a stored plan Invalid for each as well
+  // (unit-tested in plan_resolution_test and rollout_gate_test).
+  add("empty selector (would select every node)", "refused",
+      refused(plans, bad_plan(refused_name, with([&](auto& o) {
+                                o.entries = {entry_json("p", "{}", healthy_cpx)};
+                              })),
+              "spec.partitionings[0].selector: Invalid value: empty"));
   add("profileRef of kind ConfigMap", "refused",
       refused(plans, bad_plan(refused_name, with([&](auto& o) {
                                 o.entries = {R"({"name":"p","selector":)" + selector_for("x") +
@@ -1056,11 +1063,6 @@ BOOST_AUTO_TEST_CASE(
     const auto plan = one_entry_plan("nothing", selector_for("no-such-case"), healthy_cpx);
     add("selector matching no node", "reported",
         plan_reports(plan, "NodesSelected", "False", "spec.partitionings[0]"));
-  }
-  {
-    const auto plan = one_entry_plan("empty-selector", "{}", healthy_cpx);
-    add("empty selector (would select every node)", "reported",
-        plan_reports(plan, "Invalid", "True", "spec.partitionings[0].selector"));
   }
   {
     const auto plan = one_entry_plan(

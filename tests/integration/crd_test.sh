@@ -191,6 +191,33 @@ $good_partitionings" | refuse 'spec.rollout.windows\[0\].end: Invalid value: "6:
 $good_partitionings" | refuse 'spec.rollout.windows\[0\].days\[0\]: Unsupported value: "Monday"'
 }
 
+# Cross-field rules (CEL): refused at apply time, not only marked Invalid by the operator.
+refuses_window_of_no_length() {
+  plan "  rollout: {windows: [{start: \"22:00\", end: \"22:00\"}]}
+$good_partitionings" | refuse 'spec.rollout.windows\[0\]: Invalid value: start and end are the same time' &&
+  # 00:00 to 24:00 is the whole day: accepted.
+  plan "  rollout: {windows: [{start: \"00:00\", end: \"24:00\"}]}
+$good_partitionings" | kubectl create --dry-run=server -f - >/dev/null
+}
+
+refuses_empty_selector() {
+  plan '  partitionings:
+  - name: all
+    selector: {}
+    profileRef: {name: x}' | refuse 'spec.partitionings\[0\].selector: Invalid value: empty; it would select every node' &&
+  plan '  partitionings:
+  - name: all
+    selector: {matchLabels: {}, matchExpressions: []}
+    profileRef: {name: x}' | refuse 'spec.partitionings\[0\].selector: Invalid value: empty'
+}
+
+refuses_canary_nodes_and_selector() {
+  plan "  rollout: {canary: {nodes: 1, selector: {matchLabels: {canary: \"yes\"}}}}
+$good_partitionings" | refuse 'spec.rollout.canary: Invalid value: set nodes or selector, not both' &&
+  plan "  rollout: {canary: {selector: {}}}
+$good_partitionings" | refuse 'spec.rollout.canary.selector: Invalid value: empty; name the canary'"'"'s labels'
+}
+
 refuses_negative_max_failures_and_soak() {
   plan "  rollout: {maxFailures: -1}
 $good_partitionings" | refuse 'spec.rollout.maxFailures: Invalid value: -1' &&
@@ -283,7 +310,8 @@ run_case explain_documents_fields explain_documents_fields
 for c in refuses_plan_without_partitionings refuses_empty_partitionings refuses_unknown_eviction_kind \
   refuses_zero_max_parallel refuses_malformed_percentage refuses_percentage_over_100 \
   refuses_zero_max_unavailable refuses_zero_drain_timeout refuses_string_timeout \
-  refuses_malformed_window_times refuses_negative_max_failures_and_soak \
+  refuses_malformed_window_times refuses_window_of_no_length refuses_empty_selector \
+  refuses_canary_nodes_and_selector refuses_negative_max_failures_and_soak \
   refuses_bad_partitioning_name refuses_partitioning_without_profile_ref_name \
   refuses_profile_without_operator_payload refuses_payload_kind_other_than_configmap \
   refuses_negative_expected_count refuses_expected_resource_without_name \

@@ -485,6 +485,11 @@ item_view to_item_view(const rapidjson::Value& item) {
   v.node = str(item, {"spec", "nodeName"});
   v.desired_hash = str(item, {"spec", "desiredHash"});
   v.deleting = kube::find_path(item, {"metadata", "deletionTimestamp"}) != nullptr;
+  if (const auto* labels = kube::find_path(item, {"metadata", "labels"});
+      labels && labels->IsObject())
+    for (const auto& l : labels->GetObject())
+      if (l.value.IsString())
+        v.labels[l.name.GetString()] = l.value.GetString();
   if (const auto* st = kube::find_path(item, {"status"}); st && st->IsObject()) {
     v.phase = kube::string_at(*st, "phase");
     v.last_error = kube::string_at(*st, "lastError");

@@ -197,6 +197,8 @@ struct item_view {
   std::string desired_hash;
   std::string observed_hash;
   bool deleting = false;
+  /// metadata.labels.
+  std::map<std::string, std::string> labels;
   /// history[].reason, oldest first.
   std::vector<std::string> reasons;
   /// history[].phase, oldest first.

@@ -92,6 +92,43 @@ BOOST_AUTO_TEST_CASE(the_desired_item_is_owned_by_the_plan_and_carries_its_polic
   BOOST_TEST(hashes.at("cpx") == item.spec.desired_hash, "memoised for the plan's other nodes");
 }
 
+BOOST_AUTO_TEST_CASE(items_are_labelled_with_their_plan_and_node) {
+  fixture f;
+  std::map<std::string, std::string> hashes;
+  const auto item = gc::desired_item(plan(), {"a", "entry", "cpx"}, f.view, hashes);
+  BOOST_TEST(item.metadata.labels.size() == 2u);
+  BOOST_TEST(item.metadata.labels.at(gc::item_plan_label) == "p");
+  BOOST_TEST(item.metadata.labels.at(gc::item_node_label) == "a");
+  // A name a label value cannot hold (over 63 characters) gets no label; the other stays.
+  const std::string long_node(64, 'n');
+  const auto labels = gc::item_labels_of("p", long_node);
+  BOOST_TEST(labels.count(gc::item_node_label) == 0u);
+  BOOST_TEST(labels.at(gc::item_plan_label) == "p");
+  BOOST_TEST(gc::item_labels_of(std::string(63, 'p'), "a").size() == 2u);
+}
+
+// An item made before items carried labels is labelled, even in flight (labels change
+// nothing on the node); a user's own labels are no reason to patch, and are kept.
+BOOST_AUTO_TEST_CASE(an_item_without_the_labels_is_relabelled_whatever_its_phase) {
+  fixture f;
+  auto& old = f.exists("a");
+  old.metadata.labels.clear();
+  old.status.phase = gp::node_phase::draining;
+  auto& mine = f.exists("b");
+  mine.metadata.labels["team"] = "ml";
+  auto& wrong = f.exists("c");
+  wrong.metadata.labels[gc::item_node_label] = "someone-else";
+  const auto changes = gc::reconcile_items(
+      plan(), selects({{"a", "cpx"}, {"b", "cpx"}, {"c", "cpx"}}), f.mine(), f.view);
+  BOOST_REQUIRE(changes.relabel.size() == 2u);
+  BOOST_TEST(changes.relabel[0].metadata.name == "p-a");
+  BOOST_TEST(changes.relabel[0].metadata.labels.at(gc::item_plan_label) == "p");
+  BOOST_TEST(changes.relabel[1].metadata.name == "p-c");
+  BOOST_TEST(changes.relabel[1].metadata.labels.at(gc::item_node_label) == "c");
+  BOOST_TEST(changes.update.empty());
+  BOOST_TEST(!gc::labels_missing(mine, gc::item_labels_of("p", "b")));
+}
+
 BOOST_AUTO_TEST_CASE(a_missing_profile_hashes_its_name_and_the_hash_changes_once_it_exists) {
   fixture f;
   std::map<std::string, std::string> before;
