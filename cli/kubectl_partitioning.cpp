@@ -2,8 +2,10 @@
 // `kubectl partitioning ...`). It reads plans and items with the operator's own client
 // and codecs, and writes only what a user would: spec.paused of a plan, the retry
 // annotation of a Failed item, and the promote-canary annotation of a plan whose canary
-// awaits promotion.
+// awaits promotion. Like kubectl, it exits 1 on any error (usage, kubeconfig, API) and 0
+// otherwise, a watch ended by Ctrl-C or SIGTERM included.
 #include "actors/crd_resources.hpp"
+#include "cli/object_output.hpp"
 #include "cli/partitioning_cli.hpp"
 #include "controller/rollout_gate.hpp"
 #include "kube/client.hpp"
@@ -14,9 +16,15 @@
 #include "protocol/printable.hpp"
 #include "protocol/version.hpp"
 
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <thread>
+#include <unistd.h>
 
 namespace cli = gpu_partitioner::cli;
 namespace kube = gpu_partitioner::kube;
@@ -35,49 +43,42 @@ int fail(const std::string& message) {
   return 1;
 }
 
+/// The connection kubectl would make with these flags: its kubeconfig order and merge,
+/// --context/--cluster/--user, and --as/--as-group/--as-uid replacing the kubeconfig's
+/// impersonation.
 kube::result<kube::connection_config> connection_for(const cli::command& c) {
-  if (c.context.empty())
-    return kube::default_config(c.kubeconfig);
-  // A context names an entry of a kubeconfig file: the flag's, else $KUBECONFIG's first
-  // existing file, else ~/.kube/config.
-  std::string path = c.kubeconfig;
-  if (path.empty()) {
-    if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
-      std::string list = env;
-      std::size_t start = 0;
-      while (start <= list.size()) {
-        auto end = list.find(':', start);
-        std::string candidate = list.substr(start, end - start);
-        if (!candidate.empty() && kube::read_file(candidate)) {
-          path = candidate;
-          break;
-        }
-        if (end == std::string::npos)
-          break;
-        start = end + 1;
-      }
-    }
-    if (path.empty()) {
-      const char* home = std::getenv("HOME");
-      path = std::string(home ? home : "") + "/.kube/config";
-    }
-  }
-  return kube::load_kubeconfig(path, c.context);
+  auto config = kube::kubectl_config(c.kubeconfig, {c.context, c.cluster, c.user},
+                                     [](const char* name) { return std::getenv(name); });
+  if (!config)
+    return config;
+  if (!c.as.empty())
+    config.value().impersonate = kube::impersonation{c.as, c.as_groups, c.as_uid, {}};
+  config.value().user_agent = std::string("kubectl-partitioning/") + gpu_partitioner::version;
+  return config;
 }
 
+/// What one read of the objects gave: the answers as the server sent them, and the
+/// objects decoded for the tables.
 template <class T>
-kube::result<std::vector<T>> list_all(kube::client& client, const kube::resource& r) {
+struct fetched {
+  rapidjson::Document raw;
+  std::vector<T> objects;
+};
+
+template <class T>
+kube::result<fetched<T>> list_all(kube::client& client, const kube::resource& r) {
   auto list = client.list(r, {});
   if (!list)
     return list.error();
-  std::vector<T> out;
-  const auto* array = kube::find_path(list.value(), {"items"});
+  fetched<T> out;
+  out.raw = std::move(list).value();
+  const auto* array = kube::find_path(out.raw, {"items"});
   if (array == nullptr || !array->IsArray())
     return out;
   for (const auto& v : array->GetArray()) {
     auto decoded = protocol::from_json_value<T>(v);
     if (decoded)
-      out.push_back(std::move(decoded).value());
+      out.objects.push_back(std::move(decoded).value());
     else
       std::cerr << "warning: "
                 << protocol::printable(r.plural + " " +
@@ -88,7 +89,8 @@ kube::result<std::vector<T>> list_all(kube::client& client, const kube::resource
   return out;
 }
 
-kube::result<protocol::partitioning_plan> get_plan(kube::client& client, const std::string& name) {
+kube::result<protocol::partitioning_plan> get_plan(kube::client& client, const std::string& name,
+                                                   rapidjson::Document* raw = nullptr) {
   auto doc = client.get(plans, {}, name);
   if (!doc)
     return doc.error();
@@ -96,30 +98,176 @@ kube::result<protocol::partitioning_plan> get_plan(kube::client& client, const s
   if (!plan)
     return kube::make_error(kube::error_kind::decode,
                             "plan " + name + " could not be read: " + plan.error().message());
+  if (raw != nullptr)
+    *raw = std::move(doc).value();
   return std::move(plan).value();
 }
 
-int run(const cli::command& c, kube::client& client) {
-  auto now = protocol::wall_clock::now();
-  switch (c.kind) {
-  case cli::command_kind::list: {
+std::string api_version_of(const kube::resource& r) {
+  return r.group + "/" + r.version;
+}
+
+// -- watching --
+
+std::atomic<bool> stopping{false};
+
+extern "C" void on_stop_signal(int) {
+  stopping = true;
+}
+
+/// Ctrl-C and SIGTERM end a watch with exit 0, as they end kubectl's.
+void stop_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+/// How often a watch reads the objects again.
+constexpr auto watch_period = std::chrono::seconds(2);
+
+/// Waits for the next read; false once a signal asked to stop.
+bool wait_for_next_read() {
+  const auto until = std::chrono::steady_clock::now() + watch_period;
+  while (std::chrono::steady_clock::now() < until) {
+    if (stopping)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return !stopping;
+}
+
+/// The objects of one read, with the resourceVersion each had when last printed: a
+/// watch prints again only when one of them changed (or is new).
+class version_memory {
+public:
+  /// Whether `o` is new or changed since the last call with it; remembers it.
+  bool changed(const cli::api_object& o) {
+    const std::string key =
+        o.kind + "/" + kube::string_at(kube::find_path(*o.value, {"metadata"}), "name");
+    const std::string rv =
+        kube::string_at(kube::find_path(*o.value, {"metadata"}), "resourceVersion");
+    auto [it, inserted] = seen_.emplace(key, rv);
+    if (inserted)
+      return true;
+    if (it->second == rv)
+      return false;
+    it->second = rv;
+    return true;
+  }
+
+private:
+  std::map<std::string, std::string> seen_;
+};
+
+/// Prints one read: a table, or the objects. Without --watch, -o json|yaml prints one v1
+/// List; with it, each object that changed, one after another, as kubectl get -w does.
+class printer {
+public:
+  explicit printer(const cli::command& c) : c_(c), tty_(::isatty(STDOUT_FILENO) != 0) {}
+
+  void print(const std::vector<cli::api_object>& objects, const std::string& table) {
+    std::vector<cli::api_object> changed;
+    for (const auto& o : objects)
+      if (versions_.changed(o))
+        changed.push_back(o);
+    if (!first_ && changed.empty())
+      return;
+    switch (c_.output) {
+    case cli::output_format::text:
+    case cli::output_format::wide:
+      // A terminal shows the latest state in place, as `get rollout --watch` does; a pipe
+      // or a file gets each state after the last.
+      if (c_.watch && tty_)
+        std::cout << "\033[H\033[2J";
+      else if (!first_)
+        std::cout << "\n";
+      std::cout << table;
+      break;
+    case cli::output_format::json:
+    case cli::output_format::yaml:
+      if (!c_.watch) {
+        emit(cli::list_of(objects));
+      } else {
+        for (const auto& o : changed)
+          emit(cli::object_of(o));
+      }
+      break;
+    }
+    std::cout.flush();
+    first_ = false;
+  }
+
+private:
+  void emit(const rapidjson::Value& v) {
+    if (c_.output == cli::output_format::json) {
+      std::cout << cli::json_text(v);
+    } else {
+      if (documents_++ > 0)
+        std::cout << "---\n";
+      std::cout << cli::yaml_text(v);
+    }
+  }
+
+  const cli::command& c_;
+  const bool tty_;
+  bool first_ = true;
+  int documents_ = 0;
+  version_memory versions_;
+};
+
+int show_plans(const cli::command& c, kube::client& client) {
+  printer out(c);
+  const bool wide = c.output == cli::output_format::wide;
+  do {
     auto all = list_all<protocol::partitioning_plan>(client, plans);
     if (!all)
       return fail(all.error().describe());
-    std::cout << cli::render_plans(all.value(), now);
-    return 0;
-  }
-  case cli::command_kind::status: {
-    auto plan = get_plan(client, c.plan);
+    std::vector<cli::api_object> objects;
+    if (const auto* items = kube::find_path(all.value().raw, {"items"}); items && items->IsArray())
+      for (const auto& v : items->GetArray())
+        objects.push_back({&v, api_version_of(plans), "PartitioningPlan"});
+    out.print(objects, cli::render_plans(all.value().objects, protocol::wall_clock::now(), wide));
+  } while (c.watch && wait_for_next_read());
+  return 0;
+}
+
+int show_status(const cli::command& c, kube::client& client) {
+  printer out(c);
+  const bool wide = c.output == cli::output_format::wide;
+  while (true) {
+    rapidjson::Document raw_plan;
+    auto plan = get_plan(client, c.plan, &raw_plan);
     if (!plan)
       return fail(plan.error().describe());
     auto all = list_all<protocol::node_partitioning>(client, items);
     if (!all)
       return fail(all.error().describe());
-    std::cout << cli::render_status(plan.value(), cli::items_of_plan(plan.value(), all.value()),
-                                    now, c.all_nodes);
-    return 0;
+    const auto mine = cli::items_of_plan(plan.value(), all.value().objects);
+    // The plan first, then its items in rollout order, as the server returned them.
+    std::map<std::string, const rapidjson::Value*> raw_items;
+    if (const auto* list = kube::find_path(all.value().raw, {"items"}); list && list->IsArray())
+      for (const auto& v : list->GetArray())
+        raw_items.emplace(kube::string_at(kube::find_path(v, {"metadata"}), "name"), &v);
+    std::vector<cli::api_object> objects{{&raw_plan, api_version_of(plans), "PartitioningPlan"}};
+    for (const auto& item : mine)
+      if (auto it = raw_items.find(item.metadata.name); it != raw_items.end())
+        objects.push_back({it->second, api_version_of(items), "NodePartitioning"});
+    out.print(objects, cli::render_status(plan.value(), mine, protocol::wall_clock::now(),
+                                          c.all_nodes, wide));
+    if (!c.watch || cli::watch_is_over(plan.value()) || !wait_for_next_read())
+      return 0;
   }
+}
+
+int run(const cli::command& c, kube::client& client) {
+  auto now = protocol::wall_clock::now();
+  switch (c.kind) {
+  case cli::command_kind::list:
+    return show_plans(c, client);
+  case cli::command_kind::status:
+    return show_status(c, client);
   case cli::command_kind::pause:
   case cli::command_kind::resume: {
     bool paused = c.kind == cli::command_kind::pause;
@@ -138,7 +286,7 @@ int run(const cli::command& c, kube::client& client) {
     auto all = list_all<protocol::node_partitioning>(client, items);
     if (!all)
       return fail(all.error().describe());
-    auto item = cli::item_of_node(plan.value(), all.value(), c.node);
+    auto item = cli::item_of_node(plan.value(), all.value().objects, c.node);
     if (!item)
       return fail("plan " + c.plan + " has no NodePartitioning for node " + c.node);
     const std::string name = item->metadata.name;
@@ -183,12 +331,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   auto parsed = cli::parse_arguments(args);
   if (auto* error = std::get_if<cli::usage_error>(&parsed)) {
-    std::cerr << "error: " << error->message << "\n\n" << cli::usage();
-    return 2;
+    // kubectl's: the error, a pointer to the help, exit 1 (cmdutil.DefaultErrorExitCode).
+    std::cerr << "error: " << protocol::printable(error->message) << "\n"
+              << cli::usage_hint(error->command) << "\n";
+    return 1;
   }
   const auto& c = std::get<cli::command>(parsed);
   if (c.kind == cli::command_kind::help) {
-    std::cout << cli::usage();
+    std::cout << (c.help_of ? cli::usage_of(*c.help_of) : cli::usage());
     return 0;
   }
   if (c.kind == cli::command_kind::version) {
@@ -198,8 +348,28 @@ int main(int argc, char** argv) {
   auto connection = connection_for(c);
   if (!connection)
     return fail(connection.error().describe());
-  kube::http_client http(connection.value(),
-                         std::make_shared<kube::credentials>(connection.value()));
+  const auto& config = connection.value();
+  if (c.verbosity >= 6)
+    std::cerr << cli::log_line(protocol::wall_clock::now(), ::getpid(),
+                               "Config loaded from " + config.origin)
+              << "\n";
+  // A request that ran out of --request-timeout is not tried again: the flag bounds how
+  // long the command waits for each answer, as kubectl's does.
+  kube::retry_policy policy;
+  if (c.request_timeout)
+    policy.max_attempts = 1;
+  kube::http_client http(config, kube::credentials_for(config), policy);
+  if (c.request_timeout)
+    http.set_request_timeout(*c.request_timeout);
+  if (c.verbosity >= 6)
+    http.set_observer([server = config.server](const kube::request_record& r) {
+      std::cerr << cli::request_log_line(protocol::wall_clock::now(), ::getpid(),
+                                         kube::to_string(r.method), server + r.path, r.code,
+                                         r.latency)
+                << "\n";
+    });
   kube::client client(http);
+  if (c.watch)
+    stop_on_signals();
   return run(c, client);
 }

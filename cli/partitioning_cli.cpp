@@ -196,105 +196,44 @@ std::string detail_of(const protocol::node_partitioning& item,
   return out;
 }
 
+/// The reason phrase kubectl prints beside a status code.
+const char* http_reason(int code) {
+  switch (code) {
+  case 200:
+    return "OK";
+  case 201:
+    return "Created";
+  case 400:
+    return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
+  case 404:
+    return "Not Found";
+  case 409:
+    return "Conflict";
+  case 422:
+    return "Unprocessable Entity";
+  case 429:
+    return "Too Many Requests";
+  case 500:
+    return "Internal Server Error";
+  case 503:
+    return "Service Unavailable";
+  case 504:
+    return "Gateway Timeout";
+  default:
+    return nullptr;
+  }
+}
+
 std::string progress_bar(int done, int total, int width) {
   int filled = total > 0 ? done * width / total : 0;
   return "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
 }
 
 } // namespace
-
-std::string usage() {
-  return "kubectl partitioning: watch and steer gpu-partitioner's PartitioningPlans\n"
-         "\n"
-         "Usage:\n"
-         "  kubectl partitioning list                   every plan: phase, progress, window, "
-         "canary\n"
-         "  kubectl partitioning status PLAN [--all]    the plan, its window and canary, and each\n"
-         "                                              node's phase, time in phase and what\n"
-         "                                              blocks it\n"
-         "  kubectl partitioning pause PLAN             no new node starts; nodes in flight "
-         "finish\n"
-         "  kubectl partitioning resume PLAN\n"
-         "  kubectl partitioning retry PLAN NODE        retry a Failed node\n"
-         "  kubectl partitioning promote PLAN           let the rest of the plan follow its\n"
-         "                                              canary, once that awaits promotion\n"
-         "\n"
-         "Options: --kubeconfig FILE, --context NAME (else $KUBECONFIG, in-cluster, "
-         "~/.kube/config);\n"
-         "  -A, --all-namespaces as kubectl's (plans are cluster-scoped: every one is shown)\n";
-}
-
-std::variant<command, usage_error> parse_arguments(const std::vector<std::string>& args) {
-  command c;
-  std::vector<std::string> words;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto& a = args[i];
-    auto value_of = [&](const std::string& flag) -> std::optional<std::string> {
-      if (a.rfind(flag + "=", 0) == 0)
-        return a.substr(flag.size() + 1);
-      if (a == flag && i + 1 < args.size())
-        return args[++i];
-      return std::nullopt;
-    };
-    if (a == "-h" || a == "--help") {
-      c.kind = command_kind::help;
-      return c;
-    }
-    if (a == "--version") {
-      c.kind = command_kind::version;
-      return c;
-    }
-    if (a == "--all") {
-      c.all_nodes = true;
-    } else if (a == "-A" || a == "--all-namespaces") {
-      // kubectl's: every namespace. Plans and their items are cluster-scoped: nothing to do.
-    } else if (a == "--kubeconfig" || a.rfind("--kubeconfig=", 0) == 0) {
-      auto v = value_of("--kubeconfig");
-      if (!v || v->empty())
-        return usage_error{"--kubeconfig needs a file name"};
-      c.kubeconfig = *v;
-    } else if (a == "--context" || a.rfind("--context=", 0) == 0) {
-      auto v = value_of("--context");
-      if (!v || v->empty())
-        return usage_error{"--context needs a context name"};
-      c.context = *v;
-    } else if (!a.empty() && a[0] == '-') {
-      return usage_error{"unknown option " + a};
-    } else {
-      words.push_back(a);
-    }
-  }
-  if (words.empty())
-    return usage_error{"no command given (list, status, pause, resume, retry or promote)"};
-  const std::string& verb = words[0];
-  struct shape {
-    command_kind kind;
-    std::size_t operands;
-    const char* names;
-  };
-  static const std::map<std::string, shape> verbs{
-      {"list", {command_kind::list, 0, ""}},
-      {"status", {command_kind::status, 1, "PLAN"}},
-      {"pause", {command_kind::pause, 1, "PLAN"}},
-      {"resume", {command_kind::resume, 1, "PLAN"}},
-      {"retry", {command_kind::retry, 2, "PLAN NODE"}},
-      {"promote", {command_kind::promote, 1, "PLAN"}},
-  };
-  auto it = verbs.find(verb);
-  if (it == verbs.end())
-    return usage_error{"unknown command \"" + verb +
-                       "\" (list, status, pause, resume, retry or promote)"};
-  if (words.size() - 1 != it->second.operands)
-    return usage_error{verb + " takes " +
-                       (it->second.operands ? std::string(it->second.names) : "no arguments") +
-                       ", given " + std::to_string(words.size() - 1)};
-  c.kind = it->second.kind;
-  if (words.size() > 1)
-    c.plan = words[1];
-  if (words.size() > 2)
-    c.node = words[2];
-  return c;
-}
 
 std::string format_duration(std::chrono::seconds d) {
   long long s = d.count();
@@ -333,7 +272,7 @@ items_of_plan(const protocol::partitioning_plan& plan,
 
 std::string render_status(const protocol::partitioning_plan& plan,
                           const std::vector<protocol::node_partitioning>& items,
-                          protocol::wall_clock::time_point now, bool all_nodes) {
+                          protocol::wall_clock::time_point now, bool all_nodes, bool wide) {
   const auto& st = plan.status;
   const auto& counts = st.nodes;
   std::ostringstream out;
@@ -390,6 +329,8 @@ std::string render_status(const protocol::partitioning_plan& plan,
   }
   bool hide_succeeded = !all_nodes && items.size() > quiet_threshold;
   std::vector<std::vector<std::string>> rows{{"NODE", "PHASE", "FOR", "PROFILE", "DETAIL"}};
+  if (wide)
+    rows[0].insert(rows[0].end() - 1, {"ITEM", "STARTED", "COMPLETED"});
   std::size_t hidden = 0;
   for (const auto& item : items) {
     const auto& s = item.status;
@@ -401,6 +342,10 @@ std::string render_status(const protocol::partitioning_plan& plan,
                                              : since(s.history.back().time, now);
     rows.push_back({item.spec.node_name, phase_name(s.phase), in_phase, item.spec.profile_ref.name,
                     detail_of(item, now)});
+    if (wide)
+      rows.back().insert(rows.back().end() - 1,
+                         {item.metadata.name, s.started_at.empty() ? "-" : s.started_at,
+                          s.completed_at.empty() ? "-" : s.completed_at});
   }
   out << "\n" << table(rows);
   if (hidden > 0)
@@ -410,11 +355,13 @@ std::string render_status(const protocol::partitioning_plan& plan,
 }
 
 std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
-                         protocol::wall_clock::time_point now) {
+                         protocol::wall_clock::time_point now, bool wide) {
   if (plans.empty())
     return "No PartitioningPlans.\n";
   std::vector<std::vector<std::string>> rows{
       {"PLAN", "PHASE", "SUCCEEDED", "FAILED", "IN FLIGHT", "SOAKING", "WINDOW", "CANARY", "AGE"}};
+  if (wide)
+    rows[0].insert(rows[0].end(), {"MAXPARALLEL", "MAXUNAVAILABLE", "PAUSED", "DRYRUN"});
   for (const auto& p : plans) {
     const auto& n = p.status.nodes;
     int in_flight = n.draining + n.applying + n.waiting_operator + n.verifying;
@@ -423,8 +370,47 @@ std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
                     std::to_string(n.failed), std::to_string(in_flight), std::to_string(n.soaking),
                     window_column(p.status.window), canary_column(p.status.canary),
                     since(p.metadata.creation_timestamp, now)});
+    if (wide)
+      rows.back().insert(rows.back().end(),
+                         {std::to_string(p.spec.rollout.max_parallel),
+                          p.spec.rollout.max_unavailable.to_string(),
+                          p.spec.paused ? "true" : "false", p.spec.dry_run ? "true" : "false"});
   }
   return table(rows);
+}
+
+bool watch_is_over(const protocol::partitioning_plan& plan) {
+  return plan.status.phase == protocol::plan_phase::completed &&
+         plan.status.observed_generation >= plan.metadata.generation;
+}
+
+std::string log_line(protocol::wall_clock::time_point at, long pid, const std::string& message) {
+  // klog's header: severity, MMDD, time with microseconds, pid, source.
+  const std::string stamp = protocol::format_time(at);
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch()).count() %
+      1000000;
+  char head[64];
+  std::snprintf(head, sizeof head, "I%c%c%c%c %s.%06lld %ld", stamp[5], stamp[6], stamp[8],
+                stamp[9], stamp.substr(11, 8).c_str(), static_cast<long long>(micros), pid);
+  return std::string(head) + " kubectl-partitioning] " + protocol::printable(message);
+}
+
+std::string request_log_line(protocol::wall_clock::time_point at, long pid,
+                             const std::string& method, const std::string& url, int code,
+                             std::chrono::microseconds latency) {
+  std::string status;
+  if (code > 0) {
+    status = std::to_string(code);
+    if (const char* reason = http_reason(code))
+      status += std::string(" ") + reason;
+    status += " ";
+  }
+  return log_line(
+      at, pid,
+      method + " " + url + " " + status + "in " +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(latency).count()) +
+          " milliseconds");
 }
 
 std::string pause_patch(bool paused) {

@@ -3,6 +3,7 @@
 // kubectl-partitioning: the decisions and the text, pure (objects and the time in,
 // text or requests out). The binary in kubectl_partitioning.cpp does the I/O.
 
+#include "cli/arguments.hpp"
 #include "protocol/node_partitioning.hpp"
 #include "protocol/partitioning_plan.hpp"
 #include "protocol/timestamp.hpp"
@@ -13,28 +14,6 @@
 #include <vector>
 
 namespace gpu_partitioner::cli {
-
-enum class command_kind { list, status, pause, resume, retry, promote, help, version };
-
-struct command {
-  command_kind kind = command_kind::help;
-  std::string plan;
-  std::string node;
-  std::string kubeconfig;
-  std::string context;
-  /// status: also list the nodes that succeeded (by default only the others are listed
-  /// when the plan has more than `quiet_threshold` nodes).
-  bool all_nodes = false;
-};
-
-/// Why the command line was refused, in words that name the argument.
-struct usage_error {
-  std::string message;
-};
-
-std::variant<command, usage_error> parse_arguments(const std::vector<std::string>& args);
-
-std::string usage();
 
 /// "4s", "2m05s", "1h02m", "3d04h"; "-" for a negative or unknown duration.
 std::string format_duration(std::chrono::seconds d);
@@ -49,15 +28,32 @@ items_of_plan(const protocol::partitioning_plan& plan,
 /// canary when it has them, its conditions that say something is wrong, and one row per
 /// node with its phase, time in phase and what holds it (blocking pods and PDBs, lastError,
 /// its soak). What the objects say is printed escaped (protocol::printable): their text
-/// never reaches the terminal as control characters.
+/// never reaches the terminal as control characters. `wide` (-o wide) adds each node's
+/// NodePartitioning and when its run started and completed.
 std::string render_status(const protocol::partitioning_plan& plan,
                           const std::vector<protocol::node_partitioning>& items,
-                          protocol::wall_clock::time_point now, bool all_nodes);
+                          protocol::wall_clock::time_point now, bool all_nodes, bool wide = false);
 
 /// `kubectl partitioning list`: one row per plan, with its window and canary phase ("-"
-/// for a plan without), escaped like render_status.
+/// for a plan without), escaped like render_status. `wide` adds the rollout limits and
+/// whether the plan is paused or a dry run.
 std::string render_plans(const std::vector<protocol::partitioning_plan>& plans,
-                         protocol::wall_clock::time_point now);
+                         protocol::wall_clock::time_point now, bool wide = false);
+
+/// Whether `status --watch` is done: the plan is Completed, the one phase it does not
+/// leave (Degraded and Paused plans go on once retried or resumed).
+bool watch_is_over(const protocol::partitioning_plan& plan);
+
+/// A line of the -v log in klog's form: `I1129 12:00:00.123456 4242 kubectl-partitioning]
+/// MESSAGE` (UTC), the message escaped.
+std::string log_line(protocol::wall_clock::time_point at, long pid, const std::string& message);
+
+/// One request, as kubectl logs it at -v=6: `I1129 12:00:00.123456 4242
+/// kubectl-partitioning] GET https://host/path 200 OK in 7 milliseconds`; a request that
+/// got no answer shows no status.
+std::string request_log_line(protocol::wall_clock::time_point at, long pid,
+                             const std::string& method, const std::string& url, int code,
+                             std::chrono::microseconds latency);
 
 /// The body of the merge patch that pauses or resumes a plan.
 std::string pause_patch(bool paused);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -28,27 +29,12 @@ std::string folder_of(const std::string& path) {
   return slash == std::string::npos ? std::string{"."} : path.substr(0, slash == 0 ? 1 : slash);
 }
 
+/// `file` relative to `base_dir`; as it is when absolute or when there is no base (a path
+/// already resolved as its file was merged).
 std::string resolve(const std::string& base_dir, const std::string& file) {
-  if (file.empty() || file[0] == '/')
+  if (file.empty() || file[0] == '/' || base_dir.empty())
     return file;
   return base_dir + "/" + file;
-}
-
-// Finds the entry of a named list (`clusters`, `users`, `contexts`) called `name`, and
-// returns its inner map (`cluster`, `user`, `context`).
-YAML::Node find_named(const YAML::Node& root, const char* list, const char* inner,
-                      const std::string& name) {
-  const YAML::Node entries = root[list];
-  if (!entries || !entries.IsSequence())
-    return YAML::Node(YAML::NodeType::Undefined);
-  for (const auto& entry : entries) {
-    if (entry.IsMap() && entry["name"] && entry["name"].IsScalar() &&
-        entry["name"].as<std::string>() == name) {
-      YAML::Node body = entry[inner];
-      return body ? body : YAML::Node(YAML::NodeType::Map);
-    }
-  }
-  return YAML::Node(YAML::NodeType::Undefined);
 }
 
 // Reads an optional scalar field of a map; a non-scalar is an error worth naming.
@@ -297,38 +283,135 @@ result<std::string> read_file(const std::string& path) {
   return buffer.str();
 }
 
-result<connection_config> parse_kubeconfig(const std::string& text, const std::string& path,
-                                           const std::string& context) {
+namespace {
+
+// -- merging kubeconfig files, as client-go's loader does --
+
+/// A cluster, user or context entry and the file that defined it (its messages name
+/// that file).
+struct named_entry {
+  YAML::Node body;
+  std::string file;
+};
+
+struct merged_kubeconfig {
+  std::map<std::string, named_entry> clusters;
+  std::map<std::string, named_entry> users;
+  std::map<std::string, named_entry> contexts;
+  std::string current_context;
+  std::vector<std::string> files;
+};
+
+/// A path field relative to the file that named it, made usable from anywhere.
+void resolve_field(YAML::Node map, const char* key, const std::string& base_dir) {
+  if (!map.IsMap())
+    return;
+  YAML::Node v = map[key];
+  if (v && v.IsScalar() && !v.as<std::string>().empty())
+    map[key] = resolve(base_dir, v.as<std::string>());
+}
+
+/// Adds one file's entries to `merged`: a name already defined by an earlier file keeps
+/// that file's entry, current-context is the first file's that sets one, and relative
+/// paths are resolved against the folder of the file that holds them (client-go's rules).
+std::optional<failure> merge_kubeconfig(merged_kubeconfig& merged, const std::string& text,
+                                        const std::string& path) {
   const std::string where = "kubeconfig " + quoted(path);
-  auto fail = [&](const std::string& problem) {
-    return make_error(error_kind::config, where + ": " + problem);
-  };
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return fail("not valid YAML (line " + std::to_string(e.mark.line + 1) + "): " + e.msg);
+    return make_error(error_kind::config, where + ": not valid YAML (line " +
+                                              std::to_string(e.mark.line + 1) + "): " + e.msg);
   }
   if (!root.IsMap())
-    return fail("not a kubeconfig (expected a map with clusters, users and contexts)");
-
+    return make_error(error_kind::config,
+                      where + ": not a kubeconfig (expected a map with clusters, users and "
+                              "contexts)");
+  merged.files.push_back(path);
+  const std::string base_dir = folder_of(path);
   try {
-    std::string context_name = context;
+    std::string current, problem;
+    if (!scalar(root, "current-context", current, problem))
+      return make_error(error_kind::config, where + ": " + problem);
+    if (merged.current_context.empty())
+      merged.current_context = current;
+    struct list_spec {
+      const char* list;
+      const char* inner;
+      std::map<std::string, named_entry>* into;
+    };
+    for (const list_spec& l : {list_spec{"clusters", "cluster", &merged.clusters},
+                               list_spec{"users", "user", &merged.users},
+                               list_spec{"contexts", "context", &merged.contexts}}) {
+      const YAML::Node entries = root[l.list];
+      if (!entries || !entries.IsSequence())
+        continue;
+      for (const auto& entry : entries) {
+        if (!entry.IsMap() || !entry["name"] || !entry["name"].IsScalar())
+          continue;
+        const std::string name = entry["name"].as<std::string>();
+        if (l.into->count(name) != 0)
+          continue;
+        YAML::Node body =
+            entry[l.inner] ? YAML::Clone(entry[l.inner]) : YAML::Node(YAML::NodeType::Map);
+        resolve_field(body, "certificate-authority", base_dir);
+        resolve_field(body, "client-certificate", base_dir);
+        resolve_field(body, "client-key", base_dir);
+        resolve_field(body, "tokenFile", base_dir);
+        // A command without a slash is looked up on PATH; one with a relative path is
+        // relative to the kubeconfig, as client-go does.
+        if (body.IsMap() && body["exec"] && body["exec"].IsMap()) {
+          YAML::Node exec = body["exec"];
+          if (exec["command"] && exec["command"].IsScalar() &&
+              exec["command"].as<std::string>().find('/') != std::string::npos)
+            resolve_field(exec, "command", base_dir);
+        }
+        l.into->emplace(name, named_entry{body, path});
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return make_error(error_kind::config, where + ": unexpected structure: " + e.what());
+  }
+  return std::nullopt;
+}
+
+std::string files_named(const std::vector<std::string>& files) {
+  std::string out = "kubeconfig ";
+  for (std::size_t i = 0; i < files.size(); ++i)
+    out += (i ? ", " : "") + quoted(files[i]);
+  return out;
+}
+
+/// The connection a merged kubeconfig gives for `selection`.
+result<connection_config> select_connection(const merged_kubeconfig& merged,
+                                            const kubeconfig_selection& selection) {
+  std::string where = files_named(merged.files);
+  auto fail = [&](const std::string& problem) {
+    return make_error(error_kind::config, where + ": " + problem);
+  };
+  const std::string base_dir; // paths were resolved as the files were merged
+  try {
+    std::string context_name = selection.context;
     if (context_name.empty()) {
-      std::string problem;
-      if (!scalar(root, "current-context", context_name, problem))
-        return fail(problem);
+      context_name = merged.current_context;
       if (context_name.empty())
         return fail("no current-context is set and no context was given");
     }
-    const YAML::Node ctx = find_named(root, "contexts", "context", context_name);
-    if (!ctx)
+    const auto ctx_entry = merged.contexts.find(context_name);
+    if (ctx_entry == merged.contexts.end())
       return fail("context " + quoted(context_name) + " not found");
+    const YAML::Node ctx = ctx_entry->second.body;
+    where = "kubeconfig " + quoted(ctx_entry->second.file);
 
     std::string cluster_name, user_name, ns, problem;
     if (!scalar(ctx, "cluster", cluster_name, problem) ||
         !scalar(ctx, "user", user_name, problem) || !scalar(ctx, "namespace", ns, problem))
       return fail("context " + quoted(context_name) + ": " + problem);
+    if (!selection.cluster.empty())
+      cluster_name = selection.cluster;
+    if (!selection.user.empty())
+      user_name = selection.user;
     if (cluster_name.empty())
       return fail("context " + quoted(context_name) + ": cluster is missing");
 
@@ -336,12 +419,13 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
     cfg.origin = where + " context " + quoted(context_name);
     if (!ns.empty())
       cfg.default_namespace = ns;
-    const std::string base_dir = folder_of(path);
 
-    const YAML::Node cluster = find_named(root, "clusters", "cluster", cluster_name);
     const std::string cluster_where = "cluster " + quoted(cluster_name);
-    if (!cluster)
+    const auto cluster_entry = merged.clusters.find(cluster_name);
+    if (cluster_entry == merged.clusters.end())
       return fail(cluster_where + " not found");
+    where = "kubeconfig " + quoted(cluster_entry->second.file);
+    const YAML::Node cluster = cluster_entry->second.body;
     std::string insecure;
     if (!scalar(cluster, "server", cfg.server, problem) ||
         !scalar(cluster, "tls-server-name", cfg.tls_server_name, problem) ||
@@ -380,10 +464,12 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
 
     if (user_name.empty())
       return cfg;
-    const YAML::Node user = find_named(root, "users", "user", user_name);
     const std::string user_where = "user " + quoted(user_name);
-    if (!user)
+    const auto user_entry = merged.users.find(user_name);
+    if (user_entry == merged.users.end())
       return fail(user_where + " not found");
+    where = "kubeconfig " + quoted(user_entry->second.file);
+    const YAML::Node user = user_entry->second.body;
     if (user["auth-provider"])
       return fail(user_where + ": auth-provider is not supported; use an exec plugin");
     if (user["username"] || user["password"])
@@ -401,7 +487,6 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
       return fail(user_where + (cfg.client_cert_pem.empty()
                                     ? ": client-key is set without client-certificate"
                                     : ": client-certificate is set without client-key"));
-    cfg.token_file = resolve(base_dir, cfg.token_file);
 
     if (const YAML::Node exec = user["exec"]; exec && !exec.IsNull()) {
       const std::string exec_where = user_where + ": exec";
@@ -417,10 +502,6 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
           plugin.api_version != "client.authentication.k8s.io/v1beta1")
         return fail(exec_where + ": apiVersion " + quoted(plugin.api_version) +
                     " is not supported (use client.authentication.k8s.io/v1)");
-      // A command without a slash is looked up on PATH; one with a relative path is
-      // relative to the kubeconfig, as client-go does.
-      if (plugin.command.find('/') != std::string::npos)
-        plugin.command = resolve(base_dir, plugin.command);
       if (const YAML::Node args = exec["args"]; args && !args.IsNull()) {
         if (!args.IsSequence())
           return fail(exec_where + ": args: expected a list of strings");
@@ -449,6 +530,7 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
                                  "has none; use Never or IfAvailable");
       cfg.exec = std::move(plugin);
     }
+    where = "kubeconfig " + quoted(cluster_entry->second.file);
     if (is_plain_http(cfg.server) && has_credentials(cfg))
       return fail(cluster_where + ": server " + quoted(cfg.server) + " is plain http://, and " +
                   user_where + " would send its " + credential_kind(cfg) +
@@ -459,11 +541,65 @@ result<connection_config> parse_kubeconfig(const std::string& text, const std::s
   }
 }
 
+} // namespace
+
+result<connection_config> parse_kubeconfig(const std::string& text, const std::string& path,
+                                           const std::string& context) {
+  merged_kubeconfig merged;
+  if (auto problem = merge_kubeconfig(merged, text, path))
+    return *problem;
+  return select_connection(merged, {context, {}, {}});
+}
+
 result<connection_config> load_kubeconfig(const std::string& path, const std::string& context) {
+  return load_kubeconfig(path, kubeconfig_selection{context, {}, {}});
+}
+
+result<connection_config> load_kubeconfig(const std::string& path,
+                                          const kubeconfig_selection& selection) {
   auto text = read_file(path);
   if (!text)
     return make_error(error_kind::config, "kubeconfig: " + text.error().message);
-  return parse_kubeconfig(text.value(), path, context);
+  merged_kubeconfig merged;
+  if (auto problem = merge_kubeconfig(merged, text.value(), path))
+    return *problem;
+  return select_connection(merged, selection);
+}
+
+std::vector<std::string> kubeconfig_list(const std::string& value) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const auto end = value.find(':', start);
+    std::string path = value.substr(start, end == std::string::npos ? end : end - start);
+    if (!path.empty() && std::find(out.begin(), out.end(), path) == out.end())
+      out.push_back(std::move(path));
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  return out;
+}
+
+result<connection_config> load_kubeconfigs(const std::vector<std::string>& paths,
+                                           const kubeconfig_selection& selection) {
+  merged_kubeconfig merged;
+  for (const auto& path : paths) {
+    if (!file_exists(path))
+      continue;
+    auto text = read_file(path);
+    if (!text)
+      return make_error(error_kind::config, "kubeconfig: " + text.error().message);
+    if (auto problem = merge_kubeconfig(merged, text.value(), path))
+      return *problem;
+  }
+  if (merged.files.empty()) {
+    std::string names;
+    for (const auto& p : paths)
+      names += (names.empty() ? "" : ":") + p;
+    return make_error(error_kind::config, "KUBECONFIG names no file that exists: " + names);
+  }
+  return select_connection(merged, selection);
 }
 
 result<connection_config> in_cluster_config(const std::function<const char*(const char*)>& getenv,
@@ -508,18 +644,12 @@ result<connection_config> default_config(const std::string& kubeconfig_flag) {
   if (!kubeconfig_flag.empty())
     return load_kubeconfig(kubeconfig_flag);
   if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
-    std::string list = env;
-    std::size_t start = 0;
-    while (start <= list.size()) {
-      auto end = list.find(':', start);
-      std::string path = list.substr(start, end == std::string::npos ? end : end - start);
-      if (!path.empty() && file_exists(path))
-        return load_kubeconfig(path);
-      if (end == std::string::npos)
-        break;
-      start = end + 1;
-    }
-    return make_error(error_kind::config, "KUBECONFIG names no file that exists: " + list);
+    const auto r = load_kubeconfigs(kubeconfig_list(env), {});
+    // Said with the variable's own text, as the user wrote it.
+    if (!r && r.error().message.rfind("KUBECONFIG names no file", 0) == 0)
+      return make_error(error_kind::config,
+                        std::string("KUBECONFIG names no file that exists: ") + env);
+    return r;
   }
   if (const char* host = std::getenv("KUBERNETES_SERVICE_HOST"); host != nullptr && *host != '\0')
     return in_cluster_config([](const char* name) { return std::getenv(name); });
@@ -530,6 +660,32 @@ result<connection_config> default_config(const std::string& kubeconfig_flag) {
   return make_error(
       error_kind::config,
       "no configuration: pass --kubeconfig, set KUBECONFIG, run in a pod, or create " + fallback);
+}
+
+result<connection_config> kubectl_config(const std::string& kubeconfig_flag,
+                                         const kubeconfig_selection& selection,
+                                         const std::function<const char*(const char*)>& getenv) {
+  if (!kubeconfig_flag.empty())
+    return load_kubeconfig(kubeconfig_flag, selection);
+  std::vector<std::string> files;
+  const char* env = getenv("KUBECONFIG");
+  const char* home = getenv("HOME");
+  const std::string home_config = std::string(home != nullptr ? home : "") + "/.kube/config";
+  if (env != nullptr && *env != '\0')
+    files = kubeconfig_list(env);
+  else
+    files.push_back(home_config);
+  if (std::any_of(files.begin(), files.end(), file_exists))
+    return load_kubeconfigs(files, selection);
+  // No kubeconfig at all: kubectl falls back to the pod's service account.
+  if (const char* host = getenv("KUBERNETES_SERVICE_HOST"); host != nullptr && *host != '\0')
+    return in_cluster_config(getenv);
+  return make_error(error_kind::config,
+                    std::string("no configuration: ") +
+                        (env != nullptr && *env != '\0'
+                             ? "KUBECONFIG names no file that exists (" + std::string(env) + ")"
+                             : home_config + " does not exist") +
+                        "; pass --kubeconfig, set KUBECONFIG, or run in a pod");
 }
 
 } // namespace gpu_partitioner::kube

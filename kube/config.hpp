@@ -96,9 +96,30 @@ std::string shown_url(const std::string& url);
 /// is not a number from 1 to 65535. Nothing if it is a URL the client can use.
 std::optional<std::string> server_url_problem(const std::string& server);
 
+/// What kubectl's flags pick out of a kubeconfig: a context (empty: current-context), and
+/// a cluster and a user that replace the context's (empty: the context's).
+struct kubeconfig_selection {
+  std::string context;
+  std::string cluster;
+  std::string user;
+};
+
 /// Reads a kubeconfig file; `context` empty means its current-context. Relative file
 /// paths inside it are resolved against the file's folder, as kubectl does.
 result<connection_config> load_kubeconfig(const std::string& path, const std::string& context = {});
+result<connection_config> load_kubeconfig(const std::string& path,
+                                          const kubeconfig_selection& selection);
+
+/// Reads several kubeconfig files as one, by client-go's rules for a KUBECONFIG list:
+/// files that do not exist are skipped; clusters, users and contexts are merged by name,
+/// the first file to define a name winning; current-context is the first file's that sets
+/// one; relative paths are resolved against the folder of the file that holds them.
+/// Messages name the file of the entry at fault. None of them existing is an error.
+result<connection_config> load_kubeconfigs(const std::vector<std::string>& paths,
+                                           const kubeconfig_selection& selection = {});
+
+/// The files of a KUBECONFIG value (colon-separated), empty entries and repeats dropped.
+std::vector<std::string> kubeconfig_list(const std::string& value);
 
 /// Parses kubeconfig text; `path` names it in messages and anchors relative paths.
 result<connection_config> parse_kubeconfig(const std::string& text, const std::string& path,
@@ -110,9 +131,17 @@ result<connection_config>
 in_cluster_config(const std::function<const char*(const char*)>& getenv,
                   const std::string& account_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
-/// What the operator uses: `--kubeconfig` when given, else $KUBECONFIG (the first file
-/// of a colon-separated list that exists), else in-cluster, else ~/.kube/config.
+/// What the operator uses, in controller-runtime's order: `--kubeconfig` when given, else
+/// $KUBECONFIG (its files merged as load_kubeconfigs does), else in-cluster, else
+/// ~/.kube/config.
 result<connection_config> default_config(const std::string& kubeconfig_flag);
+
+/// What kubectl (and the plugin) uses, in kubectl's order: `--kubeconfig` when given (it
+/// must exist), else $KUBECONFIG's files merged, else ~/.kube/config; the pod's service
+/// account (in-cluster) only when none of those files exists.
+result<connection_config> kubectl_config(const std::string& kubeconfig_flag,
+                                         const kubeconfig_selection& selection,
+                                         const std::function<const char*(const char*)>& getenv);
 
 /// Decodes standard base64 (padding optional, whitespace ignored).
 std::optional<std::string> decode_base64(const std::string& text);

@@ -333,7 +333,9 @@ bool http_client::prepare(const http_request& req, std::string& problem) {
                      req.method == verb::post ? nullptr : to_string(req.method));
     break;
   }
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
+  const bool streamed = req.timeout.count() == 0;
+  const auto timeout = request_timeout_ && !streamed ? *request_timeout_ : req.timeout;
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   return true;
 }
 
@@ -346,6 +348,7 @@ void http_client::observe(const http_request& req, int code,
   r.resource = req.resource.empty() ? resource_of(req.path) : req.resource;
   r.code = code;
   r.stream = stream;
+  r.path = req.path;
   r.latency = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - start);
   observer_(r);

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -53,6 +54,8 @@ struct request_record {
   std::chrono::microseconds latency{0};
   /// A streamed response (a watch): its latency is its lifetime.
   bool stream = false;
+  /// The request's path with its query, for a request log (kubectl -v=6).
+  std::string path;
 };
 using request_observer = std::function<void(const request_record&)>;
 
@@ -139,6 +142,10 @@ public:
   /// by their reader instead.
   void set_max_body(std::size_t bytes) { max_body_ = bytes; }
 
+  /// Every request that is not a stream gets this deadline instead of its own (zero: none),
+  /// as kubectl's --request-timeout sets one for all of a command's requests.
+  void set_request_timeout(std::chrono::milliseconds timeout) { request_timeout_ = timeout; }
+
   /// For tests: replace sleeping between retries.
   void set_sleeper(std::function<void(std::chrono::milliseconds)> sleeper) {
     sleeper_ = std::move(sleeper);
@@ -164,6 +171,7 @@ private:
   request_observer observer_;
   std::function<void(std::chrono::milliseconds)> sleeper_;
   std::size_t max_body_ = default_max_body;
+  std::optional<std::chrono::milliseconds> request_timeout_;
   std::mt19937_64 rng_;
 };
 

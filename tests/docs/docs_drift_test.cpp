@@ -45,7 +45,7 @@ const std::vector<std::string> foreign_paths{"status.allocatable", "spec.unsched
 
 struct references {
   std::set<std::string> operator_flags; // `gpu-partitioner --help`
-  std::set<std::string> plugin_flags;   // cli::usage()
+  std::set<std::string> plugin_flags;   // cli::usage() and cli::usage_of()
   YAML::Node values;                    // helm/gpu-partitioner/values.yaml
   std::map<std::string, std::pair<std::string, YAML::Node>> crds; // kind -> file, schema
   std::set<std::string> alerts;
@@ -84,7 +84,13 @@ const references& refs() {
       help.append(buf, n);
     BOOST_REQUIRE_MESSAGE(pclose(p) == 0, "gpu-partitioner --help failed: " << help);
     r.operator_flags = flags_in(help);
-    r.plugin_flags = flags_in(cli::usage());
+    // The global flags, then each command's own.
+    std::string plugin_help = cli::usage();
+    for (auto kind :
+         {cli::command_kind::list, cli::command_kind::status, cli::command_kind::pause,
+          cli::command_kind::resume, cli::command_kind::retry, cli::command_kind::promote})
+      plugin_help += cli::usage_of(kind);
+    r.plugin_flags = flags_in(plugin_help);
     r.values = YAML::LoadFile("helm/gpu-partitioner/values.yaml");
     for (const auto& e : std::filesystem::directory_iterator("manifests/crds")) {
       if (e.path().extension() != ".yaml")

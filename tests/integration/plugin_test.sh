@@ -75,7 +75,200 @@ YAML
 
 kubectl_finds_the_plugin() {
   kubectl plugin list 2>/dev/null | grep -q "kubectl-partitioning"
-  kubectl partitioning --help | grep -q "kubectl partitioning status PLAN"
+  kubectl partitioning --help | grep -Eq "^  status PLAN +the plan"
+}
+
+# json_check FILE PYTHON_EXPR: the expression, over the JSON document `d` read from FILE,
+# must be true.
+json_check() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" ||
+    { echo "not true of $1: $2"; head -c 2000 "$1"; return 1; }
+}
+
+output_json_is_a_list_of_the_objects_as_the_server_returned_them() {
+  local out
+  out=$(mktemp)
+  kubectl partitioning status "$plan" -o json >"$out"
+  json_check "$out" 'd["kind"] == "List" and d["apiVersion"] == "v1"'
+  # The plan, then its items in rollout order (status.order: node-b, node-a, node-c).
+  json_check "$out" '[i["kind"] for i in d["items"]] == ["PartitioningPlan"] + ["NodePartitioning"] * 3'
+  json_check "$out" "[i['metadata']['name'] for i in d['items']] == ['$plan', '$plan-node-b', '$plan-node-a', '$plan-node-c']"
+  # As the server returned them: fields no codec of ours reads (managedFields) are there,
+  # and the resourceVersion is the server's.
+  json_check "$out" 'all("managedFields" in i["metadata"] for i in d["items"])'
+  json_check "$out" "d['items'][0]['metadata']['resourceVersion'] == '$(kubectl get partitioningplan "$plan" -o jsonpath='{.metadata.resourceVersion}')'"
+  kubectl partitioning list -o json >"$out"
+  json_check "$out" "d['kind'] == 'List' and '$plan' in [i['metadata']['name'] for i in d['items']]"
+  json_check "$out" 'all(i["kind"] == "PartitioningPlan" and i["apiVersion"] == "infrastructure.silogen.ai/v1alpha1" for i in d["items"])'
+  rm -f "$out"
+}
+
+output_yaml_and_wide() {
+  local out
+  out=$(kubectl partitioning status "$plan" -o yaml)
+  grep -q "^kind: List$" <<<"$out"
+  grep -q "^- apiVersion: infrastructure.silogen.ai/v1alpha1$" <<<"$out"
+  grep -q "^    name: $plan-node-a$" <<<"$out"
+  grep -q '^    lastError: "DCM reported failure: GPU busy"$' <<<"$out"
+  # Times are quoted, as kubectl quotes them: YAML would read them as timestamps.
+  grep -Eq '^    creationTimestamp: "20[0-9-]+T[0-9:]+Z"$' <<<"$out"
+  out=$(kubectl partitioning list -o wide)
+  grep -Eq "^PLAN +PHASE .* AGE +MAXPARALLEL +MAXUNAVAILABLE +PAUSED +DRYRUN$" <<<"$out"
+  grep -Eq "^$plan +Degraded +1/3 .* +2 +50% +false +false$" <<<"$out"
+  out=$(kubectl partitioning status "$plan" -o wide)
+  grep -Eq "^NODE +PHASE +FOR +PROFILE +ITEM +STARTED +COMPLETED +DETAIL$" <<<"$out"
+  grep -Eq "^node-a +Failed +[0-9m]+s +mi300x-cpx-nps4 +$plan-node-a +- +- +DCM reported failure" <<<"$out"
+  expect_fail_with '^error: --output "xml" is not a format this command prints; use json, yaml or wide$' \
+    kubectl partitioning status "$plan" -o xml
+}
+
+# wait_for FILE PATTERN SECONDS: until FILE holds a line matching PATTERN.
+wait_for() {
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do
+    grep -Eq -- "$2" "$1" && return 0
+    sleep 0.1
+  done
+  echo "no /$2/ in $1 within $3 s:"
+  cat "$1"
+  return 1
+}
+
+watch_prints_each_change_and_ends_when_the_plan_completes() {
+  local out pid rc generation
+  out=$(mktemp)
+  kubectl partitioning status "$plan" --watch -o json >"$out" 2>&1 &
+  pid=$!
+  wait_for "$out" '"phase": "Draining"' 10
+  # A change made while watching appears as a new version of that one object.
+  kubectl patch nodepartitioning "$plan-node-b" --subresource=status --type=merge \
+    -p '{"status":{"phase":"Verifying"}}' >/dev/null
+  wait_for "$out" '"phase": "Verifying"' 10
+  # The plan reaches Completed (for the generation it has): the watch ends by itself, 0.
+  generation=$(kubectl get partitioningplan "$plan" -o jsonpath='{.metadata.generation}')
+  kubectl patch partitioningplan "$plan" --subresource=status --type=merge \
+    -p "{\"status\":{\"phase\":\"Completed\",\"observedGeneration\":$generation}}" >/dev/null
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    echo "the watch did not end within 10 s of the plan completing"
+    cat "$out"
+    return 1
+  fi
+  wait "$pid"
+  rc=$?
+  [ "$rc" -eq 0 ] || { echo "watch exited $rc"; cat "$out"; return 1; }
+  grep -q '"phase": "Completed"' "$out"
+  # Each object printed on its own (kubectl get -w -o json), not a List.
+  ! grep -q '"kind": "List"' "$out"
+  rm -f "$out"
+}
+
+watch_ends_with_0_on_sigint_and_sigterm() {
+  local out pid rc sig
+  for sig in INT TERM; do
+    out=$(mktemp)
+    kubectl partitioning list --watch >"$out" 2>&1 &
+    pid=$!
+    wait_for "$out" "^$plan " 10
+    kill -"$sig" "$pid"
+    wait "$pid"
+    rc=$?
+    [ "$rc" -eq 0 ] || { echo "SIG$sig: exit $rc"; cat "$out"; return 1; }
+    rm -f "$out"
+  done
+}
+
+impersonation_reaches_the_api_server() {
+  # A user no RBAC rule names may not list plans: the API server answers Forbidden for it.
+  expect_fail_with 'Forbidden \(403\).*plugin-test-nobody' \
+    kubectl partitioning list --as plugin-test-nobody
+  local rc=0
+  kubectl partitioning status "$plan" --as=plugin-test-nobody >/dev/null 2>&1 || rc=$?
+  [ "$rc" -eq 1 ] || { echo "exit $rc, not 1"; return 1; }
+  # The same user in system:masters may: the groups reach the server too.
+  kubectl partitioning list --as plugin-test-nobody --as-group system:masters | grep -q "^$plan "
+}
+
+request_timeout_bounds_each_request() {
+  local dir port pid start elapsed
+  dir=$(mktemp -d)
+  # A server that accepts connections and never answers.
+  python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)
+' >"$dir/port" &
+  pid=$!
+  wait_for "$dir/port" '^[0-9]+$' 5
+  port=$(cat "$dir/port")
+  cat >"$dir/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+current-context: silent
+contexts: [{name: silent, context: {cluster: silent}}]
+clusters: [{name: silent, cluster: {server: "https://127.0.0.1:$port", insecure-skip-tls-verify: true}}]
+KC
+  start=$(date +%s%N)
+  expect_fail_with 'Timeout|timed out' kubectl partitioning list --kubeconfig "$dir/kubeconfig" --request-timeout=1s
+  elapsed=$((($(date +%s%N) - start) / 1000000))
+  kill "$pid"
+  rm -rf "$dir"
+  # One attempt of one second, not the default 30 s nor retries.
+  [ "$elapsed" -lt 5000 ] || { echo "took $elapsed ms"; return 1; }
+  expect_fail_with '^error: --request-timeout "soon" is neither' kubectl partitioning list --request-timeout soon
+}
+
+verbosity_6_logs_each_request_as_kubectl_does() {
+  local err
+  err=$(kubectl partitioning list -v 6 2>&1 >/dev/null)
+  echo "$err"
+  grep -Eq "^I[0-9]{4} [0-9:.]+ [0-9]+ kubectl-partitioning\] GET https://[^ ]+/apis/infrastructure.silogen.ai/v1alpha1/partitioningplans\?limit=500 200 OK in [0-9]+ milliseconds$" <<<"$err"
+  grep -q "Config loaded from kubeconfig" <<<"$err"
+  # Below 6, nothing.
+  [ -z "$(kubectl partitioning list --v=5 2>&1 >/dev/null)" ]
+}
+
+exit_codes_are_kubectls() {
+  local rc
+  for args in "stauts" "status" "list --frobnicate" "pause $plan -o json" "status no-such-plan" \
+    "--kubeconfig /nonexistent list"; do
+    rc=0
+    # shellcheck disable=SC2086
+    kubectl partitioning $args >/dev/null 2>&1 || rc=$?
+    [ "$rc" -eq 1 ] || { echo "kubectl partitioning $args: exit $rc, not 1"; return 1; }
+  done
+  for args in "" "--help" "status --help" "help status" "version" "list -n whatever -A"; do
+    # shellcheck disable=SC2086
+    kubectl partitioning $args >/dev/null || { echo "kubectl partitioning $args failed"; return 1; }
+  done
+  kubectl partitioning status --help | grep -q "^Examples:$"
+  expect_fail_with "^See 'kubectl partitioning pause --help' for usage.$" kubectl partitioning pause "$plan" --watch
+}
+
+a_kubeconfig_list_is_merged_as_kubectl_merges_it() {
+  local dir
+  dir=$(mktemp -d)
+  # The context in one file, the cluster and user in another (the admin's), a missing file
+  # between them: kubectl reads the three as one.
+  kubectl config view --raw -o json | python3 -c '
+import json, sys
+c = json.load(sys.stdin)
+ctx = c["contexts"][0]["context"]
+print("apiVersion: v1\nkind: Config\ncurrent-context: merged\ncontexts:\n- name: merged\n  context: {cluster: %s, user: %s}" % (json.dumps(ctx["cluster"]), json.dumps(ctx["user"])))
+' >"$dir/context-only"
+  local out
+  out=$(KUBECONFIG="$dir/context-only:$dir/missing:$KUBECONFIG" kubectl partitioning list -v 6 2>&1)
+  echo "$out"
+  grep -q "^$plan " <<<"$out"
+  grep -q "Config loaded from kubeconfig \"$dir/context-only\" context \"merged\"" <<<"$out"
+  rm -rf "$dir"
 }
 
 status_shows_the_plan_and_each_node() {
@@ -136,4 +329,14 @@ run_case pause_and_resume_write_spec_paused pause_and_resume_write_spec_paused
 run_case retry_of_a_node_not_failed_is_refused_and_writes_nothing retry_of_a_node_not_failed_is_refused_and_writes_nothing
 run_case retry_of_a_failed_node_sets_the_annotation retry_of_a_failed_node_sets_the_annotation
 run_case errors_name_the_problem errors_name_the_problem
+run_case output_json_is_a_list_of_the_objects_as_the_server_returned_them output_json_is_a_list_of_the_objects_as_the_server_returned_them
+run_case output_yaml_and_wide output_yaml_and_wide
+run_case impersonation_reaches_the_api_server impersonation_reaches_the_api_server
+run_case request_timeout_bounds_each_request request_timeout_bounds_each_request
+run_case verbosity_6_logs_each_request_as_kubectl_does verbosity_6_logs_each_request_as_kubectl_does
+run_case exit_codes_are_kubectls exit_codes_are_kubectls
+run_case a_kubeconfig_list_is_merged_as_kubectl_merges_it a_kubeconfig_list_is_merged_as_kubectl_merges_it
+run_case watch_ends_with_0_on_sigint_and_sigterm watch_ends_with_0_on_sigint_and_sigterm
+# Last: it completes the plan.
+run_case watch_prints_each_change_and_ends_when_the_plan_completes watch_prints_each_change_and_ends_when_the_plan_completes
 finish

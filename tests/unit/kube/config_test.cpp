@@ -591,7 +591,7 @@ BOOST_AUTO_TEST_CASE(kubeconfig_flag_wins_over_the_environment) {
   BOOST_TEST(r->server == "https://10.0.0.1:6443");
 }
 
-BOOST_AUTO_TEST_CASE(first_existing_file_of_the_kubeconfig_list_is_used) {
+BOOST_AUTO_TEST_CASE(the_files_of_the_kubeconfig_list_that_exist_are_used) {
   scoped_env kubeconfig("KUBECONFIG",
                         ("/nonexistent/a::" + auth_forms + ":/nonexistent/b").c_str());
   auto r = kube::default_config("");
@@ -630,6 +630,206 @@ BOOST_AUTO_TEST_CASE(home_kubeconfig_is_the_last_resort) {
   BOOST_TEST_REQUIRE(r.ok(), problem(r));
   BOOST_TEST(r->origin ==
              "kubeconfig \"" + home.path() + "/.kube/config\" context \"ca-data-token\"");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// client-go's merge of a KUBECONFIG list (loader.go): maps merged by name with the first
+// file to define a name winning, current-context from the first file that sets it,
+// relative paths resolved against the file that holds them, missing files skipped.
+BOOST_AUTO_TEST_SUITE(kubeconfig_list_merge)
+
+namespace {
+
+std::string one_cluster_file(const std::string& current, const std::string& cluster,
+                             const std::string& server, const std::string& extra = {}) {
+  return (current.empty() ? std::string() : "current-context: " + current + "\n") +
+         "clusters:\n- name: " + cluster + "\n  cluster: {server: '" + server + "'" + extra + "}\n";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(first_file_to_define_a_name_wins_and_the_rest_is_merged) {
+  temp_dir dir;
+  // a: the context and an entry "shared"; b: its own "shared" (loses) and the user.
+  const auto a =
+      dir.write("a", "current-context: ctx\n"
+                     "contexts:\n- {name: ctx, context: {cluster: shared, user: alice}}\n"
+                     "clusters:\n- {name: shared, cluster: {server: 'https://from-a:6443'}}\n");
+  const auto b =
+      dir.write("b", "current-context: other\n"
+                     "contexts:\n- {name: ctx, context: {cluster: none}}\n"
+                     "clusters:\n- {name: shared, cluster: {server: 'https://from-b:6443'}}\n"
+                     "users:\n- {name: alice, user: {token: from-b}}\n");
+  auto r = kube::load_kubeconfigs({a, b});
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->server == "https://from-a:6443");
+  BOOST_TEST(r->token == "from-b");
+  BOOST_TEST(r->origin == "kubeconfig \"" + a + "\" context \"ctx\"");
+}
+
+BOOST_AUTO_TEST_CASE(current_context_comes_from_the_first_file_that_sets_one) {
+  temp_dir dir;
+  const auto none = dir.write("none", one_cluster_file("", "k1", "https://one:6443"));
+  const auto sets =
+      dir.write("sets", "current-context: c2\n" + one_cluster_file("", "k2", "https://two:6443") +
+                            "contexts:\n- {name: c1, context: {cluster: k1}}\n"
+                            "- {name: c2, context: {cluster: k2}}\n");
+  const auto later = dir.write("later", "current-context: c1\n");
+  auto r = kube::load_kubeconfigs({none, sets, later});
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->server == "https://two:6443");
+}
+
+BOOST_AUTO_TEST_CASE(relative_paths_resolve_against_the_file_that_names_them) {
+  temp_dir dir;
+  ::mkdir(dir.file("x").c_str(), 0755);
+  ::mkdir(dir.file("y").c_str(), 0755);
+  dir.write("x/ca.crt", "CA OF X");
+  dir.write("y/token", "token-of-y");
+  const auto x = dir.write("x/config", "current-context: c\n"
+                                       "contexts:\n- {name: c, context: {cluster: k, user: u}}\n"
+                                       "clusters:\n- {name: k, cluster: {server: 'https://k:6443',"
+                                       " certificate-authority: ca.crt}}\n");
+  const auto y = dir.write("y/config", "users:\n- {name: u, user: {tokenFile: token}}\n");
+  auto r = kube::load_kubeconfigs({x, y});
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->ca_pem == "CA OF X");
+  BOOST_TEST(r->token_file == dir.file("y/token"));
+}
+
+BOOST_AUTO_TEST_CASE(missing_files_are_skipped_and_none_existing_is_an_error) {
+  temp_dir dir;
+  const auto real =
+      dir.write("real", "current-context: c\ncontexts:\n- {name: c, context: {cluster: k}}\n" +
+                            one_cluster_file("", "k", "https://k:6443"));
+  auto r = kube::load_kubeconfigs({dir.file("gone"), real, dir.file("gone-too")});
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->server == "https://k:6443");
+  auto none = kube::load_kubeconfigs({dir.file("gone")});
+  BOOST_TEST_REQUIRE(!none.ok());
+  BOOST_TEST(none.error().message == "KUBECONFIG names no file that exists: " + dir.file("gone"));
+}
+
+BOOST_AUTO_TEST_CASE(an_entry_at_fault_is_named_with_its_own_file) {
+  temp_dir dir;
+  const auto a = dir.write("a", "current-context: c\n"
+                                "contexts:\n- {name: c, context: {cluster: k, user: u}}\n" +
+                                    one_cluster_file("", "k", "https://k:6443"));
+  const auto b = dir.write("b", "users:\n- {name: u, user: {client-key-data: QUJD}}\n");
+  auto r = kube::load_kubeconfigs({a, b});
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message ==
+             "kubeconfig \"" + b + "\": user \"u\": client-key is set without client-certificate");
+  // A name defined nowhere: every file is named.
+  auto missing = kube::load_kubeconfigs({a, b}, {"nope", {}, {}});
+  BOOST_TEST_REQUIRE(!missing.ok());
+  BOOST_TEST(missing.error().message ==
+             "kubeconfig \"" + a + "\", \"" + b + "\": context \"nope\" not found");
+}
+
+BOOST_AUTO_TEST_CASE(cluster_and_user_flags_replace_the_contexts) {
+  temp_dir dir;
+  const auto a = dir.write("a", "current-context: c\n"
+                                "contexts:\n- {name: c, context: {cluster: k, user: u}}\n"
+                                "clusters:\n- {name: k, cluster: {server: 'https://k:6443'}}\n"
+                                "- {name: k2, cluster: {server: 'https://k2:6443'}}\n"
+                                "users:\n- {name: u, user: {token: tu}}\n"
+                                "- {name: u2, user: {token: tu2}}\n");
+  auto r = kube::load_kubeconfigs({a}, {"", "k2", "u2"});
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->server == "https://k2:6443");
+  BOOST_TEST(r->token == "tu2");
+}
+
+BOOST_AUTO_TEST_CASE(kubeconfig_list_drops_empty_entries_and_repeats) {
+  BOOST_TEST((kube::kubeconfig_list("a::b:a:") == std::vector<std::string>{"a", "b"}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// kubectl's order (the plugin's), beside the operator's controller-runtime order above.
+BOOST_AUTO_TEST_SUITE(kubectl_configuration)
+
+namespace {
+
+/// A fake environment for kubectl_config.
+struct environment {
+  std::map<std::string, std::string> vars;
+  std::function<const char*(const char*)> getenv() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+void in_cluster_account(environment& env) {
+  env.vars["KUBERNETES_SERVICE_HOST"] = "10.96.0.1";
+  env.vars["KUBERNETES_SERVICE_PORT"] = "443";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_home_kubeconfig_wins_over_in_cluster) {
+  temp_dir home;
+  ::mkdir(home.file(".kube").c_str(), 0755);
+  home.write(".kube/config", kube::read_file(auth_forms).value());
+  environment env;
+  env.vars["HOME"] = home.path();
+  in_cluster_account(env);
+  auto r = kube::kubectl_config("", {}, env.getenv());
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->origin ==
+             "kubeconfig \"" + home.path() + "/.kube/config\" context \"ca-data-token\"");
+}
+
+BOOST_AUTO_TEST_CASE(in_cluster_only_when_no_kubeconfig_file_exists) {
+  temp_dir home;
+  environment env;
+  env.vars["HOME"] = home.path();
+  env.vars["KUBECONFIG"] = home.file("gone");
+  in_cluster_account(env);
+  auto r = kube::kubectl_config("", {}, env.getenv());
+  // In-cluster was chosen: its error names the service account's token, which is not
+  // mounted here.
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message.rfind("in-cluster: service account token", 0) == 0,
+             r.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(without_any_configuration_says_what_was_looked_at) {
+  temp_dir home;
+  environment env;
+  env.vars["HOME"] = home.path();
+  auto r = kube::kubectl_config("", {}, env.getenv());
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message == "no configuration: " + home.path() +
+                                      "/.kube/config does not exist; pass --kubeconfig, set "
+                                      "KUBECONFIG, or run in a pod");
+}
+
+BOOST_AUTO_TEST_CASE(the_flag_must_name_a_file_that_exists) {
+  environment env;
+  env.vars["KUBECONFIG"] = auth_forms;
+  auto r = kube::kubectl_config("/nonexistent/k", {}, env.getenv());
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.error().message ==
+             "kubeconfig: cannot read \"/nonexistent/k\": No such file or directory");
+}
+
+BOOST_AUTO_TEST_CASE(the_kubeconfig_list_is_merged_and_the_home_file_ignored) {
+  temp_dir dir;
+  const auto ctx = dir.write("ctx", "current-context: c\n"
+                                    "contexts:\n- {name: c, context: {cluster: k}}\n");
+  const auto cl =
+      dir.write("cl", "clusters:\n- {name: k, cluster: {server: 'https://merged:6443'}}\n");
+  environment env;
+  env.vars["KUBECONFIG"] = ctx + ":" + dir.file("gone") + ":" + cl;
+  env.vars["HOME"] = "/nonexistent";
+  auto r = kube::kubectl_config("", {}, env.getenv());
+  BOOST_TEST_REQUIRE(r.ok(), problem(r));
+  BOOST_TEST(r->server == "https://merged:6443");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
