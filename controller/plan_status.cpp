@@ -272,6 +272,31 @@ aggregate_plan_status(const protocol::partitioning_plan& plan, const plan_resolu
     set_condition(st, protocol::plan_condition::items_created, true, "ItemsCreated",
                   "every selected node has its NodePartitioning", now, gen);
   }
+  // A dry run's answer is on the items; the plan says once every node has it, so that a
+  // user can wait for the plan (kubectl wait --for=condition=DryRun) without naming nodes.
+  if (plan.spec.dry_run) {
+    std::size_t previewed = 0, evict = 0, findings = 0;
+    for (const auto& sel : resolution.selected) {
+      const auto* item = find_item(items, plan, sel.node);
+      if (!item || item->metadata.deletion_timestamp || !item->spec.dry_run ||
+          !item->status.preview)
+        continue;
+      ++previewed;
+      evict += item->status.preview->pods_to_evict.size();
+      findings += item->status.preview->findings.size();
+    }
+    const bool all = resolution.problems.empty() && !resolution.selected.empty() &&
+                     previewed == resolution.selected.size();
+    set_condition(st, protocol::plan_condition::dry_run, all, all ? "Previewed" : "Previewing",
+                  std::to_string(previewed) + "/" + std::to_string(resolution.selected.size()) +
+                      " node(s) previewed: " + std::to_string(evict) +
+                      " pod(s) would be evicted, " + std::to_string(findings) +
+                      " preflight finding(s) (each NodePartitioning's status.preview); nothing "
+                      "on any node changes",
+                  now, gen);
+  } else {
+    drop_condition(st, protocol::plan_condition::dry_run);
+  }
   set_condition(st, protocol::plan_condition::paused, plan.spec.paused,
                 plan.spec.paused ? "Paused" : "Running",
                 plan.spec.paused ? "spec.paused: no node starts; nodes in flight finish"

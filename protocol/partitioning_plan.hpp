@@ -400,6 +400,8 @@ inline constexpr const char* outside_window = "OutsideWindow";
 inline constexpr const char* canary = "Canary";
 /// False while a selected node's NodePartitioning cannot be made (named, with why).
 inline constexpr const char* items_created = "ItemsCreated";
+/// Dry runs only: True once every selected node's NodePartitioning holds its preview.
+inline constexpr const char* dry_run = "DryRun";
 /// What kstatus (Flux, kpt, Argo CD's health checks) reads: Ready True once every node
 /// succeeded; Reconciling True while the rollout goes on; Stalled True when it stopped and
 /// needs a person (invalid, failures past maxFailures, a failed canary, ended with

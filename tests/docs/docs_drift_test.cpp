@@ -31,6 +31,8 @@ const std::set<std::string> foreign_flags{
     "--jobs", "--nocache_test_results", "--config",                      // bazel
     "--set", "--create-namespace",                                       // helm
     "--skip-wait-for-delete-timeout",                                    // kubectl drain
+    "--cascade",                                                         // kubectl delete
+    "--runtime-config",                                                  // kube-apiserver
     "--no-heartbeats",                                                   // gpu-sim
     "--with-node",                                                       // tools/cluster
     "--plans", "--select-all", "--namespaces",                           // tools/bench
@@ -41,7 +43,7 @@ const std::set<std::string> foreign_flags{
 // Paths in backticks that are another object's: a Node's, a PDB's, AMD's DeviceConfig's.
 const std::vector<std::string> foreign_paths{"status.allocatable", "spec.unschedulable",
                                              "spec.unhealthyPodEvictionPolicy",
-                                             "spec.configManager."};
+                                             "spec.configManager"};
 
 struct references {
   std::set<std::string> operator_flags; // `gpu-partitioner --help`

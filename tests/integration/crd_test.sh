@@ -68,12 +68,16 @@ crds_install_and_are_established() {
 # this cluster (a dry run creates no Namespace), so they are checked in `default`.
 samples_are_accepted_as_written() {
   local f crs=()
-  for f in "$samples"/*.yaml; do
-    [ "$f" = "$samples/dcm-payload-configmaps.yaml" ] || crs+=(-f "$f")
+  local cms=()
+  for f in "$samples"/*.yaml "$samples"/real-cluster/*.yaml; do
+    if grep -q '^kind: ConfigMap$' "$f"; then cms+=("$f"); else crs+=(-f "$f"); fi
   done
   kubectl apply --dry-run=server --validate=strict "${crs[@]}"
-  sed 's/^  namespace: kube-amd-gpu$/  namespace: default/' "$samples/dcm-payload-configmaps.yaml" |
-    kubectl apply --dry-run=server --validate=strict -f -
+  local cm
+  for cm in "${cms[@]}"; do
+    sed 's/^  namespace: kube-amd-gpu$/  namespace: default/' "$cm" |
+      kubectl apply --dry-run=server --validate=strict -f -
+  done
 }
 
 # stored FILE JSONPATH: the sample FILE as the API server would store it, through a dry run.

@@ -280,6 +280,40 @@ BOOST_AUTO_TEST_CASE(a_node_without_its_item_is_reported_and_keeps_the_plan_from
       !condition(gc::aggregate_plan_status(plan(), {}, it.by_name(), {}, t0), "ItemsCreated"));
 }
 
+// A dry run is waited for on the plan: DryRun turns True once every selected node's item
+// holds its preview, and goes when the plan is no longer a dry run.
+BOOST_AUTO_TEST_CASE(a_dry_run_plan_says_when_every_node_is_previewed) {
+  auto dry = plan();
+  dry.spec.dry_run = true;
+  items_of it;
+  it.add(gp::node_phase::pending).add(gp::node_phase::pending);
+  gc::plan_resolution r;
+  r.selected = {{"n0", "all", "cpx"}, {"n1", "all", "cpx"}};
+  for (auto& i : it.items)
+    i.spec.dry_run = true;
+  it.items[0].status.preview = gp::dry_run_preview{};
+  it.items[0].status.preview->pods_to_evict = {{"w", "job-a"}};
+  auto st = gc::aggregate_plan_status(dry, r, it.by_name(), {}, t0);
+  const auto* c = condition(st, "DryRun");
+  BOOST_TEST_REQUIRE(c != nullptr);
+  BOOST_TEST((c->status == gp::condition_status::false_));
+  BOOST_TEST(c->reason == "Previewing");
+  BOOST_TEST(contains(c->message, "1/2 node(s) previewed"));
+  it.items[1].status.preview = gp::dry_run_preview{};
+  it.items[1].status.preview->findings = {"ProfileNotFound: x"};
+  st = gc::aggregate_plan_status(dry, r, it.by_name(), st, t0);
+  c = condition(st, "DryRun");
+  BOOST_TEST((c->status == gp::condition_status::true_));
+  BOOST_TEST(c->reason == "Previewed");
+  BOOST_TEST(contains(c->message, "2/2 node(s) previewed: 1 pod(s) would be evicted, 1 preflight"));
+  // An item not yet turned into a dry run (its spec still a real run's) does not count.
+  it.items[1].spec.dry_run = false;
+  st = gc::aggregate_plan_status(dry, r, it.by_name(), st, t0);
+  BOOST_TEST((condition(st, "DryRun")->status == gp::condition_status::false_));
+  st = gc::aggregate_plan_status(plan(), r, it.by_name(), st, t0);
+  BOOST_TEST(!condition(st, "DryRun"));
+}
+
 BOOST_AUTO_TEST_CASE(soaking_nodes_are_counted_and_keep_the_plan_from_completing) {
   items_of it;
   it.add(gp::node_phase::succeeded, 300).add(gp::node_phase::succeeded);

@@ -10,6 +10,7 @@
 
 #include <rapidjson/document.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -60,6 +61,37 @@ BOOST_AUTO_TEST_CASE(every_sample_file_is_covered_by_this_suite) {
       "profile-mi300x-spx-nps1.yaml"};
   for (const auto& file : gpt::files_in(samples, ".yaml"))
     BOOST_TEST(covered.count(file) == 1u, file << " has no round-trip test");
+  const std::set<std::string> real_cluster = {"amd-config-manager-config.yaml",
+                                              "payload-cpx-nps4.yaml", "plan-mi300x-to-cpx.yaml",
+                                              "profile-cpx-nps4.yaml"};
+  for (const auto& file : gpt::files_in(samples + "real-cluster/", ".yaml"))
+    BOOST_TEST(real_cluster.count(file) == 1u, "real-cluster/" << file << " has no test");
+}
+
+// The real-cluster samples (docs/install.md's walkthrough) select and verify by what AMD's
+// stack and NFD really put on a node, name no ready label, and start as a dry run.
+BOOST_AUTO_TEST_CASE(real_cluster_samples_round_trip_and_name_only_amds_labels) {
+  check_round_trip<gp::partitioning_profile>("real-cluster/profile-cpx-nps4.yaml");
+  check_round_trip<gp::partitioning_plan>("real-cluster/plan-mi300x-to-cpx.yaml");
+  const auto profile =
+      decode_sample<gp::partitioning_profile>("real-cluster/profile-cpx-nps4.yaml");
+  const auto plan = decode_sample<gp::partitioning_plan>("real-cluster/plan-mi300x-to-cpx.yaml");
+  BOOST_TEST(plan.spec.dry_run);
+  BOOST_TEST(gp::dcm_profile_name(profile) == "cpx-profile");
+  const std::map<std::string, std::string> amd = {{"feature.node.kubernetes.io/amd-gpu", "true"},
+                                                  {"amd.com/gpu.device-id", "74a1"}};
+  BOOST_TEST_REQUIRE(profile.spec.target_selector.has_value());
+  BOOST_TEST((profile.spec.target_selector->match_labels == amd));
+  BOOST_TEST((plan.spec.partitionings.at(0).selector.match_labels == amd));
+  const std::string profile_json =
+      gpt::yaml_document_to_json(samples + "real-cluster/profile-cpx-nps4.yaml");
+  const std::string plan_json =
+      gpt::yaml_document_to_json(samples + "real-cluster/plan-mi300x-to-cpx.yaml");
+  for (const auto* json : {&profile_json, &plan_json}) {
+    BOOST_TEST(json->find("readyLabel") == std::string::npos);
+    BOOST_TEST(json->find("gpuReadyLabel") == std::string::npos);
+    BOOST_TEST(json->find("amd.com/gpu.ready") == std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(cpx_profile_round_trips) {
