@@ -21,8 +21,7 @@ using kube::error_kind;
 
 namespace {
 
-const kube::resource profiles{"infrastructure.silogen.ai", "v1alpha1", "partitioningprofiles",
-                              false};
+const kube::resource plans{"infrastructure.silogen.ai", "v1alpha1", "partitioningplans", false};
 const kube::resource items{"infrastructure.silogen.ai", "v1alpha1", "nodepartitionings", false};
 
 std::string config_map(const std::string& ns, const std::string& name, const std::string& value,
@@ -244,43 +243,44 @@ BOOST_AUTO_TEST_CASE(update_with_stale_resource_version_is_a_conflict) {
 BOOST_AUTO_TEST_CASE(crud_and_status_subresource_on_custom_resources) {
   connection conn(cluster::admin());
   auto& api = conn.api;
-  const std::string name = unique_name("kube-it-profile");
-  const std::string profile =
-      R"({"apiVersion":"infrastructure.silogen.ai/v1alpha1","kind":"PartitioningProfile",)"
+  // A plan (profiles have no status) selecting no node: no operator runs here anyway.
+  const std::string name = unique_name("kube-it-plan");
+  const std::string plan =
+      R"({"apiVersion":"infrastructure.silogen.ai/v1alpha1","kind":"PartitioningPlan",)"
       R"("metadata":{"name":")" +
       name +
-      R"("},"spec":{"displayName":"first","operatorPayload":{"kind":"ConfigMap","name":"p","namespace":"kube-amd-gpu"}}})";
-  auto created = api.create(profiles, "", profile);
+      R"("},"spec":{"paused":true,"partitionings":[{"name":"none","selector":)"
+      R"({"matchLabels":{"kube-client-test":"selects-nothing"}},"profileRef":{"name":"x"}}]}})";
+  auto created = api.create(plans, "", plan);
   BOOST_REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
 
   // Schema validation answers Invalid with causes naming the field.
-  auto invalid = api.patch(profiles, "", name, kube::patch_type::merge,
-                           R"({"spec":{"operatorPayload":{"kind":"Secret"}}})");
+  auto invalid = api.patch(plans, "", name, kube::patch_type::merge,
+                           R"({"spec":{"rollout":{"drainPolicy":{"evictionKind":"Drain"}}}})");
   BOOST_REQUIRE(!invalid);
   BOOST_TEST(invalid.error().kind == error_kind::invalid);
   BOOST_REQUIRE(!invalid.error().causes.empty());
-  BOOST_TEST(invalid.error().causes.front().field == "spec.operatorPayload.kind");
+  BOOST_TEST(invalid.error().causes.front().field == "spec.rollout.drainPolicy.evictionKind");
 
   // The status subresource changes status only; the main resource ignores status.
   kube::patch_options status;
   status.subresource = "status";
   auto with_status =
-      api.patch(profiles, "", name, kube::patch_type::merge,
-                R"({"spec":{"displayName":"ignored"},"status":{"observedGeneration":1}})", status);
+      api.patch(plans, "", name, kube::patch_type::merge,
+                R"({"spec":{"paused":false},"status":{"observedGeneration":1}})", status);
   BOOST_REQUIRE_MESSAGE(with_status.ok(), (with_status.ok() ? "" : with_status.error().describe()));
   const auto* generation = kube::find_path(with_status.value(), {"status", "observedGeneration"});
   BOOST_REQUIRE(generation != nullptr);
   BOOST_TEST(generation->GetInt64() == 1);
-  BOOST_TEST(kube::string_at(with_status.value()["spec"], "displayName") == "first");
-  auto spec_only =
-      api.patch(profiles, "", name, kube::patch_type::merge,
-                R"({"spec":{"displayName":"second"},"status":{"observedGeneration":7}})");
+  BOOST_TEST(kube::find_path(with_status.value(), {"spec", "paused"})->GetBool());
+  auto spec_only = api.patch(plans, "", name, kube::patch_type::merge,
+                             R"({"spec":{"dryRun":true},"status":{"observedGeneration":7}})");
   BOOST_REQUIRE(spec_only);
-  BOOST_TEST(kube::string_at(spec_only.value()["spec"], "displayName") == "second");
+  BOOST_TEST(kube::find_path(spec_only.value(), {"spec", "dryRun"})->GetBool());
   BOOST_TEST(kube::find_path(spec_only.value(), {"status", "observedGeneration"})->GetInt64() == 1);
 
-  BOOST_REQUIRE(api.remove(profiles, "", name));
-  BOOST_TEST(api.get(profiles, "", name).error().kind == error_kind::not_found);
+  BOOST_REQUIRE(api.remove(plans, "", name));
+  BOOST_TEST(api.get(plans, "", name).error().kind == error_kind::not_found);
 }
 
 BOOST_AUTO_TEST_CASE(list_pages_through_continue_tokens_with_selectors) {
