@@ -7,6 +7,7 @@
 #include "actors/crd_resources.hpp"
 #include "cli/object_output.hpp"
 #include "cli/partitioning_cli.hpp"
+#include "controller/item_name.hpp"
 #include "controller/rollout_gate.hpp"
 #include "kube/client.hpp"
 #include "kube/config.hpp"
@@ -16,6 +17,7 @@
 #include "protocol/printable.hpp"
 #include "protocol/version.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -66,8 +68,9 @@ struct fetched {
 };
 
 template <class T>
-kube::result<fetched<T>> list_all(kube::client& client, const kube::resource& r) {
-  auto list = client.list(r, {});
+kube::result<fetched<T>> list_all(kube::client& client, const kube::resource& r,
+                                  const kube::list_options& options = {}) {
+  auto list = client.list(r, {}, options);
   if (!list)
     return list.error();
   fetched<T> out;
@@ -236,15 +239,30 @@ int show_plans(const cli::command& c, kube::client& client) {
 int show_status(const cli::command& c, kube::client& client) {
   printer out(c);
   const bool wide = c.output == cli::output_format::wide;
+  // A watch reads every NodePartitioning once; when each of the plan's carries the plan
+  // label, later reads ask for those alone (a plan among thousands of items). Items an
+  // operator before the labels made, or a plan name no label value holds, keep it reading
+  // all.
+  kube::list_options which;
   while (true) {
     rapidjson::Document raw_plan;
     auto plan = get_plan(client, c.plan, &raw_plan);
     if (!plan)
       return fail(plan.error().describe());
-    auto all = list_all<protocol::node_partitioning>(client, items);
+    auto all = list_all<protocol::node_partitioning>(client, items, which);
     if (!all)
       return fail(all.error().describe());
     const auto mine = cli::items_of_plan(plan.value(), all.value().objects);
+    const auto labels = controller::item_labels_of(c.plan, "");
+    if (const auto label = labels.find(controller::item_plan_label);
+        label != labels.end() &&
+        std::all_of(mine.begin(), mine.end(), [&](const protocol::node_partitioning& item) {
+          auto it = item.metadata.labels.find(label->first);
+          return it != item.metadata.labels.end() && it->second == label->second;
+        }))
+      which.label_selector = label->first + "=" + label->second;
+    else
+      which.label_selector.clear();
     // The plan first, then its items in rollout order, as the server returned them.
     std::map<std::string, const rapidjson::Value*> raw_items;
     if (const auto* list = kube::find_path(all.value().raw, {"items"}); list && list->IsArray())

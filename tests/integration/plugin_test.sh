@@ -33,6 +33,7 @@ apiVersion: $group/v1alpha1
 kind: NodePartitioning
 metadata:
   name: $plan-$node
+  labels: {infrastructure.silogen.ai/plan: $plan, infrastructure.silogen.ai/node: $node}
   ownerReferences:
   - {apiVersion: $group/v1alpha1, kind: PartitioningPlan, name: $plan, uid: $uid, controller: true}
 spec:
@@ -135,9 +136,10 @@ wait_for() {
 }
 
 watch_prints_each_change_and_ends_when_the_plan_completes() {
-  local out pid rc generation
+  local out log pid rc generation
   out=$(mktemp)
-  kubectl partitioning status "$plan" --watch -o json >"$out" 2>&1 &
+  log=$(mktemp)
+  kubectl partitioning status "$plan" --watch -o json -v 6 >"$out" 2>"$log" &
   pid=$!
   wait_for "$out" '"phase": "Draining"' 10
   # A change made while watching appears as a new version of that one object.
@@ -164,7 +166,12 @@ watch_prints_each_change_and_ends_when_the_plan_completes() {
   grep -q '"phase": "Completed"' "$out"
   # Each object printed on its own (kubectl get -w -o json), not a List.
   ! grep -q '"kind": "List"' "$out"
-  rm -f "$out"
+  # Every item of the plan carries its plan label: after the first read, only those are
+  # listed.
+  [ "$(grep -c 'GET .*/nodepartitionings' "$log")" -ge 2 ] || { cat "$log"; return 1; }
+  head -n 3 "$log" | grep 'GET .*/nodepartitionings' | grep -qv labelSelector || { cat "$log"; return 1; }
+  grep -q 'GET .*/nodepartitionings?.*labelSelector=infrastructure.silogen.ai' "$log" || { cat "$log"; return 1; }
+  rm -f "$out" "$log"
 }
 
 watch_ends_with_0_on_sigint_and_sigterm() {
