@@ -358,7 +358,11 @@ protocol::dry_run_preview preview_drain(const std::vector<pod_info>& pods,
           !room.candidates.empty() &&
           std::all_of(room.candidates.begin(), room.candidates.end(),
                       [&](const auto& n) { return context.plan_nodes->count(n) > 0; });
-      if (all_ours) {
+      // This node and every candidate must be in flight together for the wait: more
+      // candidates than maxParallel leaves one open.
+      const bool together = context.max_parallel <= 0 ||
+                            room.candidates.size() < static_cast<std::size_t>(context.max_parallel);
+      if (all_ours && together) {
         preview.warnings.push_back(
             "pod " + pod.ns + "/" + pod.name +
             ": a PodDisruptionBudget covers it, and its replacement could run only on nodes of "

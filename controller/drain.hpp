@@ -75,6 +75,10 @@ struct drain_context {
   std::string node;
   const shared_map<node_info>* nodes = nullptr;
   const std::set<std::string>* plan_nodes = nullptr;
+  /// The plan's maxParallel (a dry run's): its nodes drain at most this many at a time, so
+  /// a budget whose pod could move to more of the plan's other nodes than that always finds
+  /// one open. 0: not known, every such budget is warned of.
+  std::int32_t max_parallel = 0;
   /// Per node, the devices of AMD's DRA driver no claim holds (free_gpu_devices): where a
   /// pod holding GPUs through claims may find room. Without it, such a pod finds none.
   const std::map<std::string, std::int64_t>* free_gpu_devices = nullptr;

@@ -327,8 +327,12 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
     out.all_nodes = all_nodes();
     out.free_gpu_devices = free_gpu_devices();
   }
-  if (item.spec.dry_run)
+  if (item.spec.dry_run) {
     out.plan_nodes = plan_nodes(item.spec.plan_ref.name);
+    if (auto plan = view_.plans.find(item.spec.plan_ref.name);
+        plan != view_.plans.end() && plan->second)
+      out.plan_max_parallel = plan->second->spec.rollout.max_parallel;
+  }
   out.profile = profile(item.spec.profile_ref.name);
   out.plan = standing_of(view_, item);
   out.dcm = dcm(node_name);
@@ -470,6 +474,7 @@ node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partiti
     in.cluster_nodes = slice.all_nodes;
     in.free_gpu_devices = slice.free_gpu_devices;
     in.plan_nodes = slice.plan_nodes;
+    in.plan_max_parallel = slice.plan_max_parallel;
   }
   in.token = facts.token;
   in.evictions = facts.evictions;

@@ -111,8 +111,10 @@ struct node_slice {
   /// it, the devices of AMD's DRA driver no claim holds, per node that publishes some.
   std::shared_ptr<const shared_map<node_info>> all_nodes;
   std::shared_ptr<const std::map<std::string, std::int64_t>> free_gpu_devices;
-  /// The nodes of the item's plan, for a dry run's deadlock warning; null otherwise.
+  /// The nodes of the item's plan and its maxParallel, for a dry run's deadlock warning;
+  /// null and 0 otherwise.
   std::shared_ptr<const std::set<std::string>> plan_nodes;
+  std::int32_t plan_max_parallel = 0;
 };
 
 /// Whether the item's step reads every node (a drain's and a dry run's deadlock check).

@@ -93,6 +93,7 @@ drain_context drain_context_of(const node_inputs& in, protocol::wall_clock::time
   c.node = in.item.spec.node_name;
   c.nodes = in.cluster_nodes.get();
   c.plan_nodes = in.plan_nodes.get();
+  c.max_parallel = in.plan_max_parallel;
   c.free_gpu_devices = in.free_gpu_devices.get();
   c.may_delete = in.pods_deletable;
   return c;

@@ -184,6 +184,8 @@ struct node_inputs {
   /// null when not given.
   std::shared_ptr<const shared_map<node_info>> cluster_nodes;
   std::shared_ptr<const std::set<std::string>> plan_nodes;
+  /// With plan_nodes: the plan's maxParallel (0: not known).
+  std::int32_t plan_max_parallel = 0;
   /// With cluster_nodes: per node, the devices of AMD's DRA driver no claim holds.
   std::shared_ptr<const std::map<std::string, std::int64_t>> free_gpu_devices;
   /// The plan's RolloutGovernor granted this node a token.

@@ -756,6 +756,14 @@ BOOST_AUTO_TEST_CASE(the_dry_run_warns_of_a_budget_only_the_plans_own_nodes_coul
   BOOST_TEST(preview.warnings[0].find("team/t-1") != std::string::npos, preview.warnings[0]);
   BOOST_TEST(preview.warnings[0].find("(b, c)") != std::string::npos, preview.warnings[0]);
   BOOST_TEST(gc::preview_drain({trainer("t-1")}, {}, {}, at).warnings.empty(), "no budget");
+  // Drained at most two at a time, one of b and c stays open: no wait. Three at a time
+  // can hold all three.
+  at.max_parallel = 2;
+  BOOST_TEST(gc::preview_drain({trainer("t-1")}, {budget("t-pdb", "trainer", 1)}, {}, at)
+                 .warnings.empty());
+  at.max_parallel = 3;
+  BOOST_TEST(gc::preview_drain({trainer("t-1")}, {budget("t-pdb", "trainer", 1)}, {}, at)
+                 .warnings.size() == 1u);
   nodes["d"] = gpu_node("d"); // a node outside the plan could take it
   BOOST_TEST(gc::preview_drain({trainer("t-1")}, {budget("t-pdb", "trainer", 1)}, {}, at)
                  .warnings.empty());
