@@ -1,6 +1,7 @@
 // kubectl-partitioning's command line: every flag in both spellings, where each applies,
 // mistakes named by flag, per-command help, and kubectl's --request-timeout format.
 #include "cli/arguments.hpp"
+#include "tests/unit/cli/parse.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -11,24 +12,8 @@
 namespace cli = gpu_partitioner::cli;
 using namespace std::chrono_literals;
 
-namespace {
-
-cli::command parsed(std::vector<std::string> args) {
-  auto r = cli::parse_arguments(args);
-  if (auto* e = std::get_if<cli::usage_error>(&r))
-    BOOST_FAIL("refused: " + e->message);
-  return std::get<cli::command>(r);
-}
-
-cli::usage_error refusal(std::vector<std::string> args) {
-  auto r = cli::parse_arguments(args);
-  if (auto* e = std::get_if<cli::usage_error>(&r))
-    return *e;
-  BOOST_FAIL("accepted");
-  return {};
-}
-
-} // namespace
+using gpu_partitioner::cli::testing::parsed;
+using gpu_partitioner::cli::testing::refusal;
 
 BOOST_TEST_DONT_PRINT_LOG_VALUE(cli::command_kind)
 BOOST_TEST_DONT_PRINT_LOG_VALUE(cli::output_format)

@@ -3,6 +3,7 @@
 #include "cli/partitioning_cli.hpp"
 #include "controller/item_name.hpp"
 #include "protocol/json.hpp"
+#include "tests/unit/cli/parse.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -17,19 +18,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-cli::command parsed(std::vector<std::string> args) {
-  auto r = cli::parse_arguments(args);
-  if (auto* e = std::get_if<cli::usage_error>(&r))
-    BOOST_FAIL("refused: " + e->message);
-  return std::get<cli::command>(r);
-}
+using cli::testing::parsed;
 
 std::string refused(std::vector<std::string> args) {
-  auto r = cli::parse_arguments(args);
-  if (auto* e = std::get_if<cli::usage_error>(&r))
-    return e->message;
-  BOOST_FAIL("accepted");
-  return {};
+  return cli::testing::refusal(std::move(args)).message;
 }
 
 const gp::wall_clock::time_point now = *gp::parse_time("2026-11-29T12:00:00Z");
