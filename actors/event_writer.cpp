@@ -24,6 +24,7 @@ event_writer_actor::behavior_type event_writer(event_writer_actor::pointer, io_c
     executor x;
     kube::event_recorder events;
   };
+  config.connection.lane = kube::request_lane::events;
   auto s = std::make_shared<state>(std::move(config));
   return {
       [=](event_atom, const event_io& e) {

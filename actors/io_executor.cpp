@@ -11,6 +11,8 @@ io_actor::behavior_type io_executor(io_actor::pointer self, io_config config) {
   return {
       [=](io_atom, const node_io& io) -> node_io_result { return x->perform(io); },
       [=](io_atom, const item_io& io) -> std::string {
+        if (is_superseded(io))
+          return item_io_superseded;
         auto error = x->perform(io);
         if (!error.empty())
           log_warning(error);

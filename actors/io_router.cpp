@@ -1,10 +1,12 @@
 #include "actors/io_router.hpp"
 
 #include "actors/messages.hpp"
+#include "actors/operator_metrics.hpp"
 
 #include <deque>
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace gpu_partitioner::actors {
 
@@ -29,12 +31,17 @@ void ask_executor(io_actor::pointer self, caf::typed_response_promise<Answer> rp
 
 } // namespace
 
-io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> executors) {
+io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> executors,
+                                std::string name) {
   struct state {
     std::vector<io_actor> idle;
     std::deque<std::function<void(const io_actor&)>> waiting;
   };
   auto s = std::make_shared<state>();
+  auto& depth = process_metrics().io_queue_depth;
+  depth.set({name}, 0);
+  process_metrics().superseded_writes.ensure({name});
+  auto publish = [s, name, &depth] { depth.set({name}, static_cast<double>(s->waiting.size())); };
   for (auto& x : executors) {
     self->link_to(x);
     s->idle.push_back(std::move(x));
@@ -43,7 +50,7 @@ io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> ex
   // Waiting requests hold `release`, so it holds the state weakly: a strong hold would be
   // a cycle (state, request, release, state) that outlives the pool when it stops with
   // requests still waiting.
-  auto release = [weak = std::weak_ptr<state>(s)](const io_actor& x) {
+  auto release = [weak = std::weak_ptr<state>(s), name, &depth](const io_actor& x) {
     const auto s = weak.lock();
     if (!s)
       return;
@@ -53,11 +60,13 @@ io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> ex
     }
     auto next = std::move(s->waiting.front());
     s->waiting.pop_front();
+    depth.set({name}, static_cast<double>(s->waiting.size()));
     next(x);
   };
-  auto submit = [s](std::function<void(const io_actor&)> job) {
+  auto submit = [s, publish](std::function<void(const io_actor&)> job) {
     if (s->idle.empty()) {
       s->waiting.push_back(std::move(job));
+      publish();
       return;
     }
     // The executor freed last: its connection is the warmest.
@@ -75,7 +84,19 @@ io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> ex
         return enqueue(std::move(io), self->make_response_promise<node_io_result>());
       },
       [=](io_atom, item_io& io) {
-        return enqueue(std::move(io), self->make_response_promise<std::string>());
+        auto rp = self->make_response_promise<std::string>();
+        // A write its supervisor no longer wants when its turn comes is answered unsent,
+        // and the executor goes to the next.
+        submit([=, io = std::move(io)](const io_actor& x) mutable {
+          if (is_superseded(io)) {
+            process_metrics().superseded_writes.add({name});
+            rp.deliver(item_io_superseded);
+            release(x);
+            return;
+          }
+          ask_executor(self, rp, x, std::move(io), release);
+        });
+        return rp;
       },
   };
 }

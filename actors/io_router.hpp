@@ -4,6 +4,7 @@
 
 #include <caf/all.hpp>
 
+#include <string>
 #include <vector>
 
 namespace gpu_partitioner::actors {
@@ -11,8 +12,11 @@ namespace gpu_partitioner::actors {
 /// A pool of io_executors (linked: they go when it goes) that hands each request to an
 /// executor with nothing to do, or, when all are busy, to the first to finish, in the
 /// order the requests came. (CAF's round-robin pool queued a write behind a slow one on
-/// a busy connection while others were idle.)
-io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> executors);
+/// a busy connection while others were idle.) An item write superseded by the time its
+/// turn comes is answered item_io_superseded unsent. `name` labels the pool's metrics
+/// (its queue's depth, the writes it dropped).
+io_actor::behavior_type io_pool(io_actor::pointer self, std::vector<io_actor> executors,
+                                std::string name);
 
 /// The io handle the workers and supervisors use: hands node steps that evict or delete
 /// pods to `evictions`, the supervisors' writes of NodePartitionings to `items`, and every

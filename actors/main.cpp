@@ -344,6 +344,7 @@ int main(int argc, char** argv) {
     connection->limiter =
         std::make_shared<kube::rate_limiter>(kube::rate_limit{f.api_qps, f.api_burst});
     connection->limiter->set_observer(actors::process_metrics().rate_limiter_observer());
+    connection->limiter->set_depth_observer(actors::process_metrics().rate_limiter_depth());
     std::ostringstream limit;
     limit << "requests to the API server limited to " << f.api_qps << " a second, bursts of "
           << f.api_burst << " (--api-qps, --api-burst)";
@@ -463,13 +464,17 @@ int main(int argc, char** argv) {
   // update), and such a wave sends about 150 side by side; and a plan's first thousand
   // creates must not queue ahead of its first cordon. Each request goes to an executor
   // with nothing to do (actors::io_pool).
-  auto pool = [&](std::size_t connections) {
+  auto pool = [&](std::size_t connections, const std::string& name, kube::request_lane lane) {
+    actors::io_config c = io;
+    c.connection.lane = lane;
     std::vector<actors::io_actor> executors;
     for (std::size_t i = 0; i < connections; ++i)
-      executors.push_back(system.spawn<caf::detached>(actors::io_executor, io));
-    return system.spawn(actors::io_pool, std::move(executors));
+      executors.push_back(system.spawn<caf::detached>(actors::io_executor, c));
+    return system.spawn(actors::io_pool, std::move(executors), name);
   };
-  auto router = system.spawn(actors::io_router, pool(8), pool(16), pool(2));
+  auto router = system.spawn(actors::io_router, pool(8, "writes", kube::request_lane::rollout),
+                             pool(16, "evictions", kube::request_lane::rollout),
+                             pool(2, "items", kube::request_lane::items));
 
   actors::operator_root_actor root;
   actors::watcher_actor watcher;

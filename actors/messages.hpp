@@ -16,6 +16,7 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -127,7 +128,18 @@ struct item_io {
   /// ensure_device_class: the class (controller::device_class_json) and its name.
   std::string device_class{};
   std::string device_class_name{};
+  /// Set by the supervisor once a newer resolution no longer wants this write: a write
+  /// still queued then is dropped unsent and answered with item_io_superseded.
+  std::shared_ptr<std::atomic<bool>> superseded{};
 };
+
+/// The answer to an item write dropped unsent because it was superseded (item_io).
+inline const std::string item_io_superseded = "superseded";
+
+/// Whether `io` was superseded (its supervisor no longer wants it sent).
+inline bool is_superseded(const item_io& io) {
+  return io.superseded && io.superseded->load();
+}
 
 /// An Event to record (aggregated by the writer).
 struct event_io {

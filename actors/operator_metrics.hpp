@@ -25,6 +25,9 @@ struct operator_metrics {
   metrics::family& api_requests;
   metrics::family& api_seconds;
   metrics::family& api_rate_limiter_seconds;
+  metrics::family& api_rate_limiter_waiting;
+  metrics::family& io_queue_depth;
+  metrics::family& superseded_writes;
   metrics::family& watch_restarts;
   metrics::family& reconcile_errors;
   metrics::family& reaction_seconds;
@@ -47,7 +50,9 @@ struct operator_metrics {
   kube::request_observer api_observer();
 
   /// An observer for kube::rate_limiter: how long each request waited for a token.
-  std::function<void(std::chrono::nanoseconds)> rate_limiter_observer();
+  kube::rate_limiter::observer rate_limiter_observer();
+  /// A depth observer for kube::rate_limiter: the requests waiting in each lane.
+  kube::rate_limiter::depth_observer rate_limiter_depth();
 
   /// The plan's phase as an enumeration gauge: 1 for its phase, 0 for the others.
   void publish_plan_phase(const std::string& plan, std::optional<protocol::plan_phase> phase);

@@ -25,6 +25,9 @@ struct supervisor_state {
   std::map<std::string, node_worker_actor> workers; // item name -> worker
   /// Items we asked to create, delete or update, so a slow watch does not make us ask twice.
   std::map<std::string, std::string> requested; // item -> what (create/remove/hash)
+  /// Creates sent to the io pool and not answered yet, each with the flag that drops it
+  /// unsent if a newer resolution (or the plan's deletion) no longer wants it.
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> pending_creates;
   /// Items asked to take the plan and node labels (controller::item_labels_of).
   std::set<std::string> relabel_requested;
   /// DeviceClass name -> what was last asked to be written (a profile's deviceClassName).
@@ -120,6 +123,17 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
   auto write_item = [=](const std::string& name, item_io io) {
     const bool create = io.what == item_io::op::create;
     const bool label = io.what == item_io::op::label;
+    std::shared_ptr<std::atomic<bool>> superseded;
+    if (create) {
+      superseded = std::make_shared<std::atomic<bool>>(false);
+      io.superseded = superseded;
+      s->pending_creates[name] = superseded;
+    }
+    auto answered = [=] {
+      if (auto it = s->pending_creates.find(name);
+          it != s->pending_creates.end() && it->second == superseded)
+        s->pending_creates.erase(it);
+    };
     auto failed = [=](const std::string& error) {
       if (label)
         s->relabel_requested.erase(name);
@@ -139,12 +153,33 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
     self->request(config.io, caf::infinite, io_atom_v, std::move(io))
         .then(
             [=](const std::string& error) {
+              answered();
+              if (error == item_io_superseded)
+                return; // withdrawn by withdraw_creates, which forgot the request
               if (!error.empty())
                 failed(error);
               else if (create && s->create_errors.erase(name))
                 s->resolved = false;
             },
-            [=](caf::error&) { failed("creating " + name + ": the io executor did not answer"); });
+            [=](caf::error&) {
+              answered();
+              failed("creating " + name + ": the io executor did not answer");
+            });
+  };
+  // Creates still queued that the plan no longer wants (a newer resolution selects other
+  // nodes, or the plan is going) are dropped before they are sent: a create sent anyway
+  // would be followed by its item's status, finalizer and delete, for nothing.
+  auto withdraw_creates = [=](const std::set<std::string>& wanted) {
+    for (auto it = s->pending_creates.begin(); it != s->pending_creates.end();) {
+      if (wanted.count(it->first)) {
+        ++it;
+        continue;
+      }
+      it->second->store(true);
+      if (auto r = s->requested.find(it->first); r != s->requested.end() && r->second == "create")
+        s->requested.erase(r);
+      it = s->pending_creates.erase(it);
+    }
   };
   // The gate's next decision is due at `at` even if nothing changes: a tick then (again,
   // if the wall clock was set back while the timer ran: controller/gate_wake).
@@ -243,6 +278,10 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             for (auto it = s->create_errors.begin(); it != s->create_errors.end();)
               it = selected.count(it->first) ? std::next(it) : s->create_errors.erase(it);
             s->unmade = changes.unmade;
+            std::set<std::string> to_create;
+            for (const auto& want : changes.create)
+              to_create.insert(want.metadata.name);
+            withdraw_creates(to_create);
             for (auto& want : changes.create) {
               const auto name = want.metadata.name;
               if (s->requested[name] != "create") {
@@ -374,6 +413,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
         // finalizer returns the node to service. Looked for when the plan was worked out
         // again (what it keeps changes only then) or its items changed.
         const bool plan_gone = plan == nullptr || plan->metadata.deletion_timestamp.has_value();
+        if (plan_gone || view->invalid_plans.count(config.plan) > 0 || !resolution.problems.empty())
+          withdraw_creates({});
         if (recompute || !view->item_changes.empty())
           for (const auto& name : controller::items_to_remove(
                    mine, keep_items, plan_gone, view->invalid_plans.count(config.plan) > 0))

@@ -36,6 +36,7 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
     std::map<std::string, protocol::partitioning_plan_status> plans;
     bool flush_pending = false;
   };
+  config.connection.lane = kube::request_lane::status;
   auto s = std::make_shared<state>(std::move(config));
   auto schedule = [=] {
     if (!s->flush_pending) {
@@ -103,7 +104,11 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
           const protocol::node_partitioning_status& st) -> std::string {
         if (s->items.erase(item) > 0)
           s->item_order.erase(std::find(s->item_order.begin(), s->item_order.end(), item));
-        return write(items_resource, item, protocol::to_json(st)).error;
+        // The worker's next step waits for this write: it goes in the rollout's lane.
+        s->x.http.set_lane(kube::request_lane::rollout);
+        auto error = write(items_resource, item, protocol::to_json(st)).error;
+        s->x.http.set_lane(kube::request_lane::status);
+        return error;
       },
       [=](plan_status_atom, const std::string& plan, const protocol::partitioning_plan_status& st) {
         s->plans[plan] = st;

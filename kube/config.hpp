@@ -1,6 +1,7 @@
 #pragma once
 
 #include "kube/error.hpp"
+#include "kube/rate_limiter.hpp"
 
 #include <functional>
 #include <memory>
@@ -11,7 +12,6 @@
 
 namespace gpu_partitioner::kube {
 
-class rate_limiter;
 class credentials;
 
 /// An exec credential plugin (client.authentication.k8s.io ExecCredential): a command
@@ -73,6 +73,9 @@ struct connection_config {
   /// The token bucket every request of every client made from this configuration (and
   /// its copies) takes a token from before it goes (kube/rate_limiter.hpp); none: no limit.
   std::shared_ptr<rate_limiter> limiter{};
+  /// The limiter's lane of this connection's requests (http_client::set_lane changes it
+  /// per request): the operator's item, status and event writers each have their own.
+  request_lane lane = request_lane::rollout;
   /// The credentials every client made from this configuration (and its copies) shares
   /// (share_credentials, kube/credentials.hpp): an exec plugin runs once for all of them,
   /// not once per connection. None: each client is given its own.

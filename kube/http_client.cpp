@@ -377,7 +377,7 @@ result<http_response> http_client::run(const http_request& req, transfer& t) {
   CURL* c = static_cast<CURL*>(curl_);
   // Every attempt, and a watch as it opens, takes a token; its latency excludes the wait.
   if (config_.limiter)
-    config_.limiter->wait();
+    config_.limiter->wait(config_.lane);
   const auto start = std::chrono::steady_clock::now();
   std::string problem;
   if (!prepare(req, problem))

@@ -112,7 +112,7 @@ std::string header_key_escape(const std::string& key);
 /// An HTTP/1.1 connection to one API server: one curl easy handle, reused across
 /// requests (keep-alive). Not thread-safe: use one per thread. With a limiter in its
 /// configuration, each attempt (a retry too, and a watch as it opens) first waits for a
-/// token on the calling thread.
+/// token on the calling thread, in its lane.
 class http_client {
 public:
   http_client(connection_config config, std::shared_ptr<credentials> creds,
@@ -136,6 +136,9 @@ public:
                      const std::atomic<bool>& abort, std::chrono::seconds idle_timeout);
 
   void set_observer(request_observer observer) { observer_ = std::move(observer); }
+
+  /// The rate limiter's lane of the requests from here on (connection_config::lane).
+  void set_lane(request_lane lane) { config_.lane = lane; }
 
   /// The largest 2xx body `perform` and `call` read; a larger one is a TooLarge error naming
   /// the request and the limit, which `call` does not retry. Streams are bounded per event

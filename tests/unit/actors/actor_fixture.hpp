@@ -371,6 +371,11 @@ struct io_double_state {
   std::vector<std::tuple<ga::node_io, caf::typed_response_promise<ga::node_io_result>,
                          caf::strong_actor_ptr>>
       held;
+  /// Hold item writes back until deliver_atom, queued as in the io pool: one superseded
+  /// by then is answered ga::item_io_superseded unsent, and named in `superseded`.
+  bool hold_items = false;
+  std::vector<std::pair<ga::item_io, caf::typed_response_promise<std::string>>> held_items;
+  std::vector<std::string> superseded;
   /// Show the requester the new snapshot before answering, as the watch would.
   bool publish = true;
   /// Where DCM's config is, for the slices shown to the requester.
@@ -408,16 +413,34 @@ inline io_double_actor::behavior_type io_double(io_double_actor::pointer self,
           perform(io, rp, requester);
         return rp;
       },
-      [=](ga::io_atom, const ga::item_io& io) -> std::string {
+      [=](ga::io_atom, const ga::item_io& io) {
+        auto rp = self->make_response_promise<std::string>();
+        if (st->hold_items) {
+          st->held_items.emplace_back(io, rp);
+          return rp;
+        }
         st->item_requests.push_back(io);
         auto named = st->item_errors.find(io.item.metadata.name);
-        return named != st->item_errors.end() ? named->second : st->item_error;
+        rp.deliver(named != st->item_errors.end() ? named->second : st->item_error);
+        return rp;
       },
       [=](deliver_atom) {
         auto held = std::move(st->held);
         st->held.clear();
         for (auto& [io, rp, requester] : held)
           perform(io, rp, requester);
+        auto items = std::move(st->held_items);
+        st->held_items.clear();
+        for (auto& [io, rp] : items) {
+          if (ga::is_superseded(io)) {
+            st->superseded.push_back(io.item.metadata.name);
+            rp.deliver(ga::item_io_superseded);
+            continue;
+          }
+          st->item_requests.push_back(io);
+          auto named = st->item_errors.find(io.item.metadata.name);
+          rp.deliver(named != st->item_errors.end() ? named->second : st->item_error);
+        }
       },
   };
 }

@@ -9,7 +9,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -190,7 +192,7 @@ BOOST_FIXTURE_TEST_CASE(a_request_waits_only_while_every_executor_is_busy, actor
   auto b_state = holding();
   auto a = spawn(io_double, a_state);
   auto b = spawn(io_double, b_state);
-  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{a, b});
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{a, b}, std::string("test"));
   auto answers = std::make_shared<int>(0);
   spawn(requester, pool, std::vector<std::string>{"gpu-1", "gpu-2", "gpu-3"}, answers);
   sched.run();
@@ -213,7 +215,7 @@ BOOST_FIXTURE_TEST_CASE(a_request_waits_only_while_every_executor_is_busy, actor
 BOOST_FIXTURE_TEST_CASE(waiting_requests_go_out_in_the_order_they_came, actor_fixture) {
   auto st = holding();
   auto x = spawn(io_double, st);
-  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{x});
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{x}, std::string("test"));
   auto answers = std::make_shared<int>(0);
   spawn(requester, pool, std::vector<std::string>{"gpu-1", "gpu-2", "gpu-3", "gpu-4"}, answers);
   sched.run();
@@ -230,7 +232,8 @@ BOOST_FIXTURE_TEST_CASE(item_writes_are_answered_through_the_pool, actor_fixture
   auto st = std::make_shared<io_double_state>();
   st->publish = false;
   st->item_error = "refused";
-  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{spawn(io_double, st)});
+  auto pool =
+      spawn(ga::io_pool, std::vector<ga::io_actor>{spawn(io_double, st)}, std::string("test"));
   auto answer = std::make_shared<std::string>();
   auto asker = [=](caf::event_based_actor* self, ga::io_actor to) -> caf::behavior {
     self->request(to, caf::infinite, ga::io_atom_v, ga::item_io{})
@@ -243,10 +246,52 @@ BOOST_FIXTURE_TEST_CASE(item_writes_are_answered_through_the_pool, actor_fixture
   BOOST_TEST(*answer == "refused");
 }
 
+// A create its supervisor withdrew while it waited for an executor is answered unsent;
+// the executor goes on to the next.
+BOOST_FIXTURE_TEST_CASE(a_superseded_item_write_is_answered_without_an_executor, actor_fixture) {
+  auto st = std::make_shared<io_double_state>();
+  st->publish = false;
+  st->hold_items = true;
+  auto x = spawn(io_double, st);
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{x}, std::string("test"));
+  auto answers = std::make_shared<std::map<std::string, std::string>>();
+  auto withdrawn = std::make_shared<std::atomic<bool>>(false);
+  auto asker = [=](caf::event_based_actor* self, ga::io_actor to) -> caf::behavior {
+    for (const char* name : {"plan-gpu-1", "plan-gpu-2", "plan-gpu-3"}) {
+      ga::item_io io;
+      io.item.metadata.name = name;
+      if (std::string(name) == "plan-gpu-2")
+        io.superseded = withdrawn;
+      self->request(to, caf::infinite, ga::io_atom_v, io).then([=](const std::string& answer) {
+        (*answers)[name] = answer;
+      });
+    }
+    return {[](ga::tick_atom) {}};
+  };
+  spawn(asker, pool);
+  sched.run();
+  BOOST_TEST_REQUIRE(st->held_items.size() == 1u); // the others wait in the pool
+  withdrawn->store(true);
+  for (int i = 0; i < 3; ++i) {
+    caf::anon_send(x, deliver_atom_v);
+    sched.run();
+  }
+  BOOST_TEST(answers->size() == 3u);
+  BOOST_TEST((*answers)["plan-gpu-1"] == "");
+  BOOST_TEST((*answers)["plan-gpu-2"] == ga::item_io_superseded);
+  BOOST_TEST((*answers)["plan-gpu-3"] == "");
+  std::vector<std::string> sent;
+  for (const auto& io : st->item_requests)
+    sent.push_back(io.item.metadata.name);
+  BOOST_TEST(sent == (std::vector<std::string>{"plan-gpu-1", "plan-gpu-3"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(st->superseded.empty(), "dropped by the pool, not the executor");
+}
+
 BOOST_FIXTURE_TEST_CASE(the_executors_go_with_the_pool, actor_fixture) {
   auto a = spawn(io_double, std::make_shared<io_double_state>());
   auto b = spawn(io_double, std::make_shared<io_double_state>());
-  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{a, b});
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{a, b}, std::string("test"));
   sched.run();
   auto wa = watch(a);
   auto wb = watch(b);
@@ -261,7 +306,7 @@ BOOST_FIXTURE_TEST_CASE(the_executors_go_with_the_pool, actor_fixture) {
 BOOST_FIXTURE_TEST_CASE(requests_still_waiting_go_with_the_pool, actor_fixture) {
   auto st = holding();
   auto x = spawn(io_double, st);
-  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{x});
+  auto pool = spawn(ga::io_pool, std::vector<ga::io_actor>{x}, std::string("test"));
   auto answers = std::make_shared<int>(0);
   spawn(requester, pool, std::vector<std::string>{"gpu-1", "gpu-2", "gpu-3"}, answers);
   sched.run();

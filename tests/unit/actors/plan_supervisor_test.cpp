@@ -155,6 +155,56 @@ BOOST_FIXTURE_TEST_CASE(an_item_write_that_failed_is_asked_again, supervisor_fix
   BOOST_TEST(item_requests(create_op).size() == 4u);
 }
 
+// A create still queued when the plan stops wanting its node (a newer resolution, the
+// plan's deletion) is dropped unsent: sent, it would be followed by its item's status,
+// finalizer and delete, for nothing. Not a failure: nothing is retried or reported, and a
+// later resolution that wants the node again asks anew.
+BOOST_FIXTURE_TEST_CASE(a_create_no_longer_wanted_is_dropped_before_it_is_sent,
+                        supervisor_fixture) {
+  io_state->hold_items = true;
+  start();
+  show_view();
+  BOOST_TEST_REQUIRE(io_state->held_items.size() == 2u);
+  cluster().put(make_node("gpu-2", "infer"));
+  show_view();
+  caf::anon_send(io, deliver_atom_v);
+  sched.run();
+  BOOST_TEST(io_state->superseded == std::vector<std::string>{"plan-gpu-2"},
+             boost::test_tools::per_element());
+  BOOST_TEST(item_requests(create_op) == std::vector<std::string>{"plan-gpu-1"},
+             boost::test_tools::per_element());
+  // No failure: no retry is due, and the plan names no create error.
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST(io_state->held_items.empty());
+  BOOST_TEST_REQUIRE(!written->plan_statuses.empty());
+  for (const auto& c : plan_status().conditions)
+    BOOST_TEST(c.message.find("plan-gpu-2") == std::string::npos, c.message);
+  // Wanted again: asked again, and this one goes.
+  cluster().put(make_node("gpu-2"));
+  show_view();
+  caf::anon_send(io, deliver_atom_v);
+  sched.run();
+  BOOST_TEST(item_requests(create_op) == (std::vector<std::string>{"plan-gpu-1", "plan-gpu-2"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(io_state->superseded.size() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(the_creates_of_a_deleted_plan_are_dropped_before_they_are_sent,
+                        supervisor_fixture) {
+  io_state->hold_items = true;
+  start();
+  show_view();
+  BOOST_TEST_REQUIRE(io_state->held_items.size() == 2u);
+  cluster().view.plans.erase(plan_name);
+  show_view();
+  caf::anon_send(io, deliver_atom_v);
+  sched.run();
+  BOOST_TEST(io_state->superseded == (std::vector<std::string>{"plan-gpu-1", "plan-gpu-2"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(item_requests(create_op).empty());
+}
+
 // A create refused for good (a webhook's denial, say) is reported on the plan, naming the
 // item and the error, and asked again; the governor is told the item cannot be made, so
 // no other node waits for its turn. Once one goes through, the plan says so.
