@@ -1405,7 +1405,10 @@ class Bench:
             ax.stackplot(t, ys, labels=PHASES, colors=[colors[p] for p in PHASES], step="post")
             ax.axvline(r["ideal_seconds"], color="k", linestyle="--", linewidth=1)
             ax.text(r["ideal_seconds"], self.n * 0.5, " ideal", fontsize=8)
-            ax.set_xlim(0, max(t[-1] if t else 1, r["ideal_seconds"]) * 1.02)
+            if r.get("ideal_measured_seconds"):
+                ax.axvline(r["ideal_measured_seconds"], color="k", linestyle=":", linewidth=1)
+                ax.text(r["ideal_measured_seconds"], self.n * 0.35, " measured ideal", fontsize=8)
+            ax.set_xlim(0, max(t[-1] if t else 1, r["ideal_seconds"], r.get("ideal_measured_seconds") or 0) * 1.02)
             ax.set_ylim(0, self.n)
             ax.set_ylabel("nodes")
             rss = [(s["t"], s["rss_kb"] / 1024) for s in r["samples"] if s.get("rss_kb")]
