@@ -1767,6 +1767,11 @@ class Bench:
                 problems.append(f"{tag}: {w} writes per node")
             if not r["operator_peak_rss_kb"] or not r["operator_cpu_seconds"] > 0:
                 problems.append(f"{tag}: no RSS or CPU figure")
+            # What the cluster was said to be, it was.
+            if self.operator_user != OPERATOR_USER and not r.get("operator_apf"):
+                problems.append(f"{tag}: no APF figure for the operator's flow schema (service-accounts)")
+            if self.args.etcd_fsync and not (r.get("etcd") or {}).get("wal_fsyncs"):
+                problems.append(f"{tag}: etcd counted no WAL fsync with --etcd-fsync")
         if self.manual and self.manual.get("outcome") not in (None, "completed"):
             problems.append("manual procedure: " + self.manual["outcome"])
         return problems
