@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -27,6 +28,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_history  # noqa: E402
 import bench_plans  # noqa: E402
+import bench_real  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -48,7 +50,10 @@ PROFILES = [  # name, DCM profile, payload ConfigMap, amd.com/gpu on 8 MI300X
     ("bench-spx-nps1", "spx-nps1", "dcm-profile-spx-nps1", 8),
 ]
 WORKLOADS = "gpu-workloads"
+# The cluster's token user (system:masters): the operator's by default (--operator-user
+# says otherwise, as with --operator-sa), and the manual procedure's kubectl's always.
 OPERATOR_USER = "token-admin"
+MANUAL_USER = "token-admin"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # docs/performance.md's count of the operator's writes per node ("API writes per node"), the
 # evictions apart: the item 1, node patches 5, item status 11, Events 10, plan status 4.
@@ -257,6 +262,23 @@ def watch_arrival(stamps, cause, write, node):
     return next((t for t in times if t >= cause["t"]), None)
 
 
+def lab(r):
+    """A run's name in the report: its maxParallel, and with --repeat its round."""
+    return f'{r["max_parallel"]}' + (f' #{r["round"] + 1}' if r.get("rounds", 1) > 1 else "")
+
+
+def heartbeat(a):
+    """A request of kubelet's keep-alive loops (gpu-sim's heartbeat lanes): nothing the
+    operator waits for."""
+    return a["agent"].split(" ")[0].endswith("/heartbeats")
+
+
+def stack_write(a):
+    """A write to a Node by the simulated stack (DCM, the device plugin, kubelet's status
+    reports), heartbeats apart."""
+    return a["agent"].startswith("gpu-sim") and not heartbeat(a)
+
+
 def quantile(values, q):
     if not values:
         return None
@@ -312,6 +334,10 @@ class Bench:
         self.n = args.nodes
         self.state = args.state
         self.token_kubeconfig = os.environ["GPU_PARTITIONER_TOKEN_KUBECONFIG"]
+        # The operator's credentials and user: the token user's, or the chart's
+        # ServiceAccount's (--operator-sa).
+        self.operator_kubeconfig = args.operator_kubeconfig or self.token_kubeconfig
+        self.operator_user = args.operator_user or OPERATOR_USER
         self.cluster_dir = os.environ["GPU_PARTITIONER_CLUSTER_DIR"]
         self.audit_log = os.path.join(self.cluster_dir, "logs", "audit.log")
         self.sim_exe = os.path.join(args.sim_state, "gpu-sim")
@@ -323,6 +349,9 @@ class Bench:
         self.runs = []
         self.plan_runs = []  # tools/lib/bench_plans.py
         self.manual = None
+        self.scrapes = bench_real.Scrapes(self.cluster_dir)
+        self.plain_sim = None
+        self.churn = None
 
     # - the cluster's processes, for CPU figures -
     def component_pids(self):
@@ -353,9 +382,13 @@ class Bench:
             stop(pid)
         shutil.copy2(os.path.join(self.state, "gpu-sim"), self.sim_exe)
         # As tools/sim starts it (its README says why each flag); without heartbeats, on a
-        # cluster without the node-lifecycle controller (tools/bench says why).
+        # cluster without the node-lifecycle controller (tools/bench says why), unless
+        # --node-lifecycle; with --jitter, each node's DCM and plugin delays its own.
+        extra = [] if self.args.heartbeats else ["--no-heartbeats"]
+        if self.args.jitter > 0:
+            extra += ["--jitter", repr(self.args.jitter), "--jitter-seed", str(self.args.jitter_seed)]
         p = start([self.sim_exe, "--kubeconfig", os.environ["KUBECONFIG"], "--time-scale", repr(scale),
-                   "--ready-label", "amd.com/gpu.ready=true", "--no-heartbeats"],
+                   "--ready-label", "amd.com/gpu.ready=true", *extra],
                   os.path.join(self.args.sim_state, "gpu-sim.log"), own=False)
         with open(self.sim_pidfile + ".tmp", "w") as f:
             f.write(str(p.pid))
@@ -440,6 +473,48 @@ class Bench:
             time.sleep(2)
         # Where the nodes start: the profile the sim reports now.
         log("workloads ready")
+        if self.args.plain_nodes:
+            self.setup_plain()
+
+    def setup_plain(self):
+        """Servers without GPUs and their pods (a second gpu-sim plays their kubelets,
+        heartbeats included with --node-lifecycle), and with --churn another controller's
+        traffic, as a ServiceAccount of its own (tools/lib/bench_churn.py)."""
+        k, per = self.args.plain_nodes, self.args.plain_pods
+        log(f"{k} servers without GPUs, {k * per} pods on them"
+            + (f", another controller writing {self.args.churn:g} a second" if self.args.churn else ""))
+        exe = os.path.join(self.state, "gpu-sim")
+        self.plain_sim_log = os.path.join(self.state, "gpu-sim-plain.log")
+        self.plain_sim = start([exe, "--kubeconfig", os.environ["KUBECONFIG"], "--kubelet-only",
+                                "--node-selector", f"nodepool={bench_real.PLAIN_POOL}",
+                                "--user-agent", "gpu-sim-plain",
+                                *([] if self.args.heartbeats else ["--no-heartbeats"])], self.plain_sim_log)
+        kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                      "items": bench_real.plain_objects(k, per)}))
+        want = k * per + k
+        deadline = time.time() + 300 + want / 5
+        while True:
+            out = kubectl("-n", bench_real.CHURN_NS, "get", "deployments", "-o",
+                          "jsonpath={range .items[*]}{.status.readyReplicas}{\"\\n\"}{end}")
+            ready = sum(int(x) for x in out.split() if x.isdigit())
+            if ready >= want:
+                break
+            if time.time() > deadline:
+                die(f"only {ready} of {want} pods on the plain nodes became ready")
+            time.sleep(2)
+        if self.args.churn > 0:
+            token = kubectl("-n", bench_real.CHURN_NS, "create", "token", "bench-churn", "--duration", "24h").strip()
+            server = kubectl("config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}").strip()
+            self.churn_log = os.path.join(self.state, "bench-churn.log")
+            out = open(self.churn_log, "a")
+            self.churn = subprocess.Popen(
+                [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_churn.py"),
+                 server, os.path.join(self.cluster_dir, "pki", "ca.crt"), repr(self.args.churn), str(k)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                env=dict(os.environ, BENCH_CHURN_TOKEN=token))
+            out.close()
+            CHILDREN.append(self.churn)
+        log("plain nodes ready")
 
     def workload_namespaces(self):
         k = min(self.args.namespaces, self.n)
@@ -480,7 +555,10 @@ class Bench:
             limit += ["--api-qps", str(api_qps)]
         if self.args.api_burst is not None:
             limit += ["--api-burst", str(self.args.api_burst)]
-        op = start([os.path.join(self.state, "gpu-partitioner"), "--kubeconfig", self.token_kubeconfig,
+        if self.operator_user != OPERATOR_USER:
+            # As the chart runs it: the ConfigMaps its Role lets it write.
+            limit += ["--dcm-configmaps", "default-dcm-config,config-manager-config,dcm-st"]
+        op = start([os.path.join(self.state, "gpu-partitioner"), "--kubeconfig", self.operator_kubeconfig,
                     "--leader-elect", "--lease-namespace", "kube-amd-gpu",
                     "--dcm-config", "kube-amd-gpu/default-dcm-config",
                     "--dcm-config-sync", repr(sync),
@@ -524,7 +602,7 @@ class Bench:
             pass
         return None
 
-    def rollout(self, index, max_parallel):
+    def rollout(self, index, max_parallel, round_=0):
         waves = math.ceil(self.n / max_parallel)
         per_node = self.node_seconds()
         scale = self.args.time_scale
@@ -542,7 +620,8 @@ class Bench:
                "time_scale": scale, "node_seconds": per_node * scale,
                "ideal_seconds": (waves * per_node + wait) * scale,
                "profile": profile[0],
-               "pdb_max_unavailable": budget, "pods_per_node": self.args.pods_per_node}
+               "pdb_max_unavailable": budget, "pods_per_node": self.args.pods_per_node,
+               "round": round_, "rounds": self.args.repeat}
         log(f"rollout {index + 1}: {self.n} nodes to {profile[1]}, maxParallel {max_parallel}, "
             f"time scale {scale:g} ({run['node_seconds']:.2f} s per node, ideal "
             f"{run['ideal_seconds']:.0f} s)")
@@ -570,6 +649,10 @@ class Bench:
                                   start_new_session=True)
         CHILDREN.append(stamps)
         before = apiserver_requests()
+        apf0, etcd0 = self.scrape_apf(), self.scrape_etcd()
+        pressure0, ticks0 = bench_real.cpu_pressure(), bench_real.cpu_ticks()
+        inqueue_peaks = {}
+        last_scrape = 0.0
         pids = self.component_pids()
         cpu0 = {c: proc_cpu_seconds(p) for c, p in pids.items()}
         op_cpu0 = proc_cpu_seconds(op.pid)
@@ -610,6 +693,15 @@ class Bench:
             if phases.get("Succeeded", 0) == self.n:
                 outcome = "completed"
                 break
+            if t - last_scrape >= 5.0:
+                # Requests waiting in API Priority and Fairness's queues: a gauge, sampled.
+                last_scrape = t
+                try:
+                    for key, v in bench_real.inqueue(self.scrapes.apiserver(
+                            ("apiserver_flowcontrol_current_inqueue_requests",))).items():
+                        inqueue_peaks[key] = max(inqueue_peaks.get(key, 0), v)
+                except OSError:
+                    pass
             time.sleep(max(0.0, 0.5 - (time.time() - t)))
         t_done = time.time()
         _, text = http_get(metrics_url + "/metrics")
@@ -627,6 +719,14 @@ class Bench:
         q, count, total = histogram_quantiles(om, "gpu_partitioner_reaction_seconds", [0.5, 0.99])
         run["reaction_metric"] = {"p50": q[0.5], "p99": q[0.99], "count": count,
                                   "mean": total / count if count else None}
+        # The histogram's top finite bucket: reactions above it have no value of their own.
+        tops = {}
+        for n, labels, v in om:
+            if n == "gpu_partitioner_reaction_seconds_bucket" and labels.get("le") != "+Inf":
+                tops[float(labels["le"])] = tops.get(float(labels["le"]), 0.0) + v
+        if tops:
+            run["reaction_metric"]["top_bucket"] = max(tops)
+            run["reaction_metric"]["above_top"] = int(count - tops[max(tops)])
         by_write = {}
         for n, labels, v in om:
             if n == "gpu_partitioner_reaction_seconds_count":
@@ -651,15 +751,28 @@ class Bench:
             f"{run['operator_cpu_seconds']:.1f} s, peak RSS {(run['operator_peak_rss_kb'] or 0) / 1024:.1f} MiB")
 
         # Clean up for the next plan: items go (their finalizers need the operator), then
-        # the operator, then the pod watch.
+        # the operator, then the pod watch. The run's requests are counted until the plan
+        # and its items are gone.
         kubectl("delete", "partitioningplan", plan, "--wait=false")
         kubectl("delete", "nodepartitionings", "--all", "--wait=false", check=False)
         deadline = time.time() + 600
-        while kubectl("get", "nodepartitionings", "-o", "name").strip():
+        while (kubectl("get", "nodepartitionings", "-o", "name").strip() or
+               kubectl("get", "partitioningplan", plan, "-o", "name", "--ignore-not-found").strip()):
             if time.time() > deadline:
-                log("warning: NodePartitionings still there after 600 s")
+                log("warning: the plan or its NodePartitionings still there after 600 s")
+                run["cleanup"] = "incomplete after 600 s"
                 break
             time.sleep(1)
+        run["t_gone"] = time.time()
+        run["cleanup_seconds"] = run["t_gone"] - t_done
+        seconds = run["t_gone"] - t0
+        run["machine"] = bench_real.machine_figures(pressure0, bench_real.cpu_pressure(), ticks0,
+                                                    bench_real.cpu_ticks(), seconds)
+        apf1, etcd1 = self.scrape_apf(), self.scrape_etcd()
+        if apf0 is not None and apf1 is not None:
+            run["apf"] = bench_real.apf_figures(apf0, apf1, inqueue_peaks)
+        if etcd0 is not None and etcd1 is not None:
+            run["etcd"] = bench_real.etcd_figures(etcd0, etcd1, self.scrapes.fsync)
         stop(op.pid)
         op.wait()
         os.killpg(podwatch.pid, signal.SIGTERM)
@@ -671,6 +784,20 @@ class Bench:
         run["operator_log"] = oplog
         self.runs.append(run)
         return outcome == "completed"
+
+    def scrape_apf(self):
+        try:
+            return self.scrapes.apiserver()
+        except OSError as e:
+            log(f"warning: the API server's /metrics: {e}")
+            return None
+
+    def scrape_etcd(self):
+        try:
+            return self.scrapes.etcd()
+        except OSError as e:
+            log(f"warning: etcd's /metrics: {e}")
+            return None
 
     # - the manual procedure -
     def manual_procedure(self, scale):
@@ -707,7 +834,7 @@ class Bench:
 
     # - the audit log -
     def read_audit(self):
-        windows = [(r["t_create"] - 0.5, r["t_done"] + 2.0, r) for r in self.runs + self.plan_runs]
+        windows = [(r["t_create"] - 0.5, r.get("t_gone", r["t_done"]) + 2.0, r) for r in self.runs + self.plan_runs]
         if self.manual and self.manual.get("outcome") == "completed":
             windows.append((self.manual["t_create"] - 0.5, self.manual["t_done"] + 1.0, self.manual))
         for _, _, w in windows:
@@ -740,8 +867,12 @@ class Bench:
                         break
 
     def analyse_run(self, run):
-        audit = sorted(run.pop("_audit", []), key=lambda a: a["t"])
-        is_op = lambda a: a["user"] == OPERATOR_USER and a["agent"].startswith("gpu-partitioner/")
+        everything = sorted(run.pop("_audit", []), key=lambda a: a["t"])
+        op_user = self.operator_user
+        is_op = lambda a: a["user"] == op_user and a["agent"].startswith("gpu-partitioner/")
+        self.analyse_until_gone(run, everything, is_op)
+        # The rollout's own figures: up to its completion, the clean-up apart.
+        audit = [a for a in everything if a["t"] <= run["t_done"] + 2.0]
         writes = {"create", "update", "patch", "delete", "deletecollection"}
         # Where each pod was: the watch's lines.
         pod_node = {}
@@ -811,7 +942,7 @@ class Bench:
                 first_op.setdefault(node, a["t"])
                 if a["verb"] in writes and a["resource"].startswith("nodes"):
                     last_op_write[node] = a["done"]
-            elif (a["verb"] in writes and a["resource"].startswith("nodes")) or \
+            elif (a["verb"] in writes and a["resource"].startswith("nodes") and stack_write(a)) or \
                     (a["verb"] == "delete" and a["resource"] == "pods"):
                 # What the operator waits for: the node's labels, taints or status, written
                 # by gpu-sim (as DCM, the device plugin, kubelet); a pod on it gone.
@@ -844,6 +975,65 @@ class Bench:
         run["reaction_audit_any"] = run["reaction_audit"]
         if run["breakdown"] and run["breakdown"].get("waited", {}).get("count"):
             run["reaction_audit"] = run["breakdown"]["waited"]
+        self.measured_ideal(run, first_op)
+
+    def measured_ideal(self, run, first_op):
+        """The ideal schedule from the simulated stack's measured times per node (DCM from
+        the profile label to its answer, the plugin from the untaint to its report; the
+        grace periods as configured), nodes taken in the operator's order, each starting
+        as soon as fewer than maxParallel are in flight. Nodes the breakdown missed take
+        the median of the measured ones."""
+        sc = run["time_scale"]
+        m = (run.get("breakdown") or {}).pop("measured", None) or {}
+        if not m:
+            return
+        dcm = [x["dcm"] for x in m.values()]
+        plugin = [x["plugin"] for x in m.values()]
+        run["measured_dcm"] = bench_real.spread(dcm)
+        run["measured_plugin"] = bench_real.spread(plugin)
+        run["configured_dcm"] = (self.host_services + DCM_MEMORY_CHANGE) * sc
+        run["configured_plugin"] = PLUGIN_RESTART * sc
+        factors = bench_real.jitter_factors(os.path.join(self.args.sim_state, "gpu-sim.log"))
+        if factors:
+            # Measured over what the node's jitter factor says DCM should take: gpu-sim's
+            # lag (its 50 ms tick, the write) on top of its own delay.
+            ratios = [m[n]["dcm"] / (run["configured_dcm"] * factors[n][0]) for n in m if n in factors]
+            run["measured_dcm_over_jittered"] = bench_real.spread(ratios)
+        graces = (WORKLOAD_GRACE + self.ds_grace) * sc
+        mid_dcm, mid_plugin = statistics.median(dcm), statistics.median(plugin)
+        order = sorted(first_op, key=lambda n: first_op[n])
+        order += [n for n in self.nodes if n not in first_op]
+        durations = [graces + m.get(n, {}).get("dcm", mid_dcm) + m.get(n, {}).get("plugin", mid_plugin)
+                     for n in order]
+        ideal = bench_real.list_schedule(durations, run["max_parallel"])
+        run["ideal_measured_seconds"] = ideal
+        run["ideal_measured_nodes"] = len(m)
+        if run.get("wall_seconds") is not None and ideal > 0:
+            run["overhead_measured_seconds"] = run["wall_seconds"] - ideal
+            run["overhead_measured_percent"] = 100.0 * (run["wall_seconds"] - ideal) / ideal
+
+    def analyse_until_gone(self, run, audit, is_op):
+        """Every client's requests from the plan's creation until it and its items were
+        gone, and the operator's requests per node over that span."""
+        start = run["t_create"]
+        plan_create = [a for a in audit if a["resource"] == "partitioningplans" and a["verb"] == "create"
+                       and a["name"] == run["plan"]]
+        if plan_create:
+            start = plan_create[0]["t"]
+        end = run.get("t_gone", run["t_done"])
+        run["clients"] = bench_real.clients(audit, start, end, self.operator_user)
+        run["clients_span"] = end - start
+        run["audit_reads_logged"] = "every client" if self.args.realistic else "the operator's only"
+        mine = [a for a in audit if is_op(a) and start <= a["t"] <= end and a["resource"] != "leases"]
+        by_verb = {}
+        for a in mine:
+            by_verb[a["verb"]] = by_verb.get(a["verb"], 0) + 1
+        run["requests_until_gone_per_node"] = len(mine) / self.n
+        run["requests_until_gone_by_verb"] = {k: v / self.n for k, v in sorted(by_verb.items())}
+        apf = run.get("apf") or {}
+        ops = [f for f in apf.values() if f.get("flow_schema") == "service-accounts"]
+        if self.operator_user != OPERATOR_USER and ops:
+            run["operator_apf"] = ops[0]
 
     def breakdown(self, run, audit, is_op, node_of, statuses, stamps):
         """Where one node's time goes, from the audit log: the simulated waits (at their
@@ -859,6 +1049,7 @@ class Bench:
         parts = {}
         reaction_split = {}
         watch_split = {}
+        measured = {}
         found = 0
         for node, events in per.items():
             try:
@@ -886,17 +1077,22 @@ class Bench:
                 ds_gone = next_where(lambda a: a["user"] == "admin" and a["verb"] == "delete" and a["ns"] == "kube-amd-gpu",
                                      kcm["done"])
                 label = next_where(lambda a: op(a) and nodew(a), ds_gone["done"])
-                dcm = next_where(lambda a: not op(a) and nodew(a), label["done"])
+                dcm = next_where(lambda a: not op(a) and nodew(a) and stack_write(a), label["done"])
                 untaint0 = next_where(op, dcm["done"])
                 untaint1 = next_where(lambda a: op(a) and nodew(a), untaint0["t"])
                 uncordon = next_where(lambda a: op(a) and nodew(a), untaint1["done"])
                 report = max((a for a in events
-                              if not op(a) and nodew(a) and untaint1["done"] <= a["done"] <= uncordon["t"]),
+                              if not op(a) and nodew(a) and stack_write(a)
+                              and untaint1["done"] <= a["done"] <= uncordon["t"]),
                              key=lambda a: a["done"])
                 plugin = report["done"]
             except (LookupError, ValueError):
                 continue
             found += 1
+            # The simulated stack's own time on this node, as measured: DCM from the
+            # profile label to its answer, the plugin from the untaint to its report.
+            measured[node] = {"dcm": dcm["done"] - label["done"], "plugin": plugin - untaint1["done"],
+                              "start": cordon["t"]}
             # Each reaction in three parts: until the write-ahead status write arrives
             # (the watch's delivery, the operator's step, the status writers' queue), the
             # status write itself, and from its end to the node write (the node writers'
@@ -960,14 +1156,14 @@ class Bench:
                              "operator_p50": quantile(o, 0.5), "operator_p99": quantile(o, 0.99),
                              "operator_max": o[-1] if o else None}
         return {"nodes": found, "mean": {k: v / found for k, v in parts.items()}, "reactions": reactions,
-                "waited": waited, "watched": watched}
+                "waited": waited, "watched": watched, "measured": measured}
 
     def analyse_manual(self):
         m = self.manual
         if not m or m.get("outcome") != "completed":
             return
         audit = m.pop("_audit", [])
-        mine = [a for a in audit if a["user"] == OPERATOR_USER and a["agent"].startswith("kubectl")]
+        mine = [a for a in audit if a["user"] == MANUAL_USER and a["agent"].startswith("kubectl")]
         by_verb, writes_by = {}, {}
         for a in mine:
             by_verb[a["verb"]] = by_verb.get(a["verb"], 0) + 1
@@ -980,6 +1176,216 @@ class Bench:
         m["node_seconds_mean"] = sum(m["per_node"]) / k
 
     # - output -
+    def conditions(self):
+        """How like a real cluster this one was (bench/README.md, "A cluster like a real one")."""
+        if getattr(self, "stored_conditions", None):
+            return self.stored_conditions
+        a = self.args
+        return {"realistic": bool(a.realistic), "etcd_fsync": bool(a.etcd_fsync),
+                "operator_user": self.operator_user, "node_lifecycle_and_heartbeats": bool(a.heartbeats),
+                "plain_nodes": a.plain_nodes, "plain_pods_per_node": a.plain_pods if a.plain_nodes else 0,
+                "churn_per_second": a.churn, "jitter": a.jitter, "jitter_seed": a.jitter_seed,
+                "repeat": a.repeat}
+
+    def conditions_text(self):
+        c = self.conditions()
+        if not any([c.get("etcd_fsync"), c.get("operator_user", OPERATOR_USER) != OPERATOR_USER,
+                    c.get("node_lifecycle_and_heartbeats"), c.get("plain_nodes"), c.get("churn_per_second"),
+                    c.get("jitter")]):
+            return ("The control plane runs without the node-lifecycle controller and gpu-sim without "
+                    "node heartbeats (Leases, status reports): at this scale their writes would "
+                    "outweigh the operator's. etcd runs without fsync, the operator as token-admin "
+                    "(system:masters: API Priority and Fairness exempts it), every node has the same "
+                    "delays, and nothing else writes.")
+        parts = [
+            "etcd " + ("fsyncs its WAL" if c.get("etcd_fsync") else "runs without fsync (--unsafe-no-fsync)"),
+            "the operator runs as " + (f'`{c["operator_user"]}` under the chart\'s RBAC (API Priority and '
+                                       "Fairness queues it, flow schema service-accounts)"
+                                       if c.get("operator_user", OPERATOR_USER) != OPERATOR_USER else
+                                       "token-admin (system:masters, exempt from API Priority and Fairness)"),
+            ("the node-lifecycle controller runs and gpu-sim renews every node's Lease (heartbeats)"
+             if c.get("node_lifecycle_and_heartbeats") else
+             "without the node-lifecycle controller and node heartbeats"),
+            (f'{c["plain_nodes"]} servers without GPUs carry {c["plain_nodes"] * c["plain_pods_per_node"]} pods'
+             if c.get("plain_nodes") else "no servers without GPUs"),
+            (f'another controller (bench-churn, a ServiceAccount of its own) writes {c["churn_per_second"]:g} '
+             "times a second and scales a Deployment on them every 10 s" if c.get("churn_per_second")
+             else "no other controller writes"),
+            (f'each node\'s DCM and plugin delays vary by up to +-{100 * c["jitter"]:g} % (gpu-sim --jitter, '
+             f'seed {c.get("jitter_seed", 1)})' if c.get("jitter") else "every node has the same delays"),
+        ]
+        return "Conditions: " + "; ".join(parts) + "."
+
+    def report_measured(self, L):
+        """The ideal schedule from measured per-node times, and the repeats' medians."""
+        fmt = lambda v, d=1: "n/a" if v is None else f"{v:.{d}f}"
+        runs = [r for r in self.runs if r.get("ideal_measured_seconds")]
+        if runs:
+            L.append("The same rollouts against the ideal schedule of the simulated stack's measured "
+                     "times: each node's DCM time (from the operator's profile label to DCM's answer, "
+                     "as the audit log stamps their completion) and its device plugin's (from the "
+                     "untaint to the plugin's report), the grace periods as configured, nodes taken in "
+                     "the order the operator cordoned them, each starting as soon as fewer than "
+                     "maxParallel are in flight. The measured times include gpu-sim's tick (50 ms) and "
+                     "the latency of its write, which the configured ideal counts as overhead.")
+            L.append("")
+            L.append("| maxParallel | measured ideal | wall | overhead vs measured | DCM s per node: "
+                     "configured | measured min / p50 / max | plugin s: configured | measured min / p50 / max | "
+                     "nodes measured |")
+            L.append("|---|---|---|---|---|---|---|---|---|")
+            for r in runs:
+                d, pl = r.get("measured_dcm") or {}, r.get("measured_plugin") or {}
+                L.append(f'| {lab(r)} | {r["ideal_measured_seconds"]:.1f} s | {fmt(r.get("wall_seconds"))} s | '
+                         f'{fmt(r.get("overhead_measured_seconds"))} s ({fmt(r.get("overhead_measured_percent"))} %) | '
+                         f'{r["configured_dcm"]:.2f} | {fmt(d.get("min"), 2)} / {fmt(d.get("p50"), 2)} / '
+                         f'{fmt(d.get("max"), 2)} | {r["configured_plugin"]:.2f} | {fmt(pl.get("min"), 2)} / '
+                         f'{fmt(pl.get("p50"), 2)} / {fmt(pl.get("max"), 2)} | {r.get("ideal_measured_nodes")} |')
+            L.append("")
+            ratio = [r["measured_dcm_over_jittered"] for r in runs if r.get("measured_dcm_over_jittered")]
+            if ratio:
+                L.append("Each node's measured DCM time over its configured time times the jitter factor "
+                         "gpu-sim logged for it (1 would be no lag at all): " + "; ".join(
+                             f'maxParallel {lab(r)} p50 {r["measured_dcm_over_jittered"]["p50"]:.3f}, max '
+                             f'{r["measured_dcm_over_jittered"]["max"]:.3f}' for r in runs
+                             if r.get("measured_dcm_over_jittered")) + ".")
+                L.append("")
+        rep = getattr(self, "repeats", None) or {}
+        if any(v.get("runs", 0) > 1 for v in rep.values()):
+            L.append("## Repeats")
+            L.append("")
+            L.append("Each maxParallel value was run several times, interleaved with the others; "
+                     "median (min to max) of each headline figure over its completed runs.")
+            L.append("")
+            keys = [(k, label) for k, label, _ in bench_real.HEADLINES
+                    if any(k in v for v in rep.values())]
+            L.append("| figure | " + " | ".join(f"maxParallel {mp} ({v['runs']} runs)" for mp, v in rep.items()) + " |")
+            L.append("|---|" + "---|" * len(rep))
+            for k, label in keys:
+                cells = []
+                for v in rep.values():
+                    x = v.get(k)
+                    cells.append("n/a" if not x else f'{x["median"]:.2f} ({x["min"]:.2f} to {x["max"]:.2f})')
+                L.append(f"| {label} | " + " | ".join(cells) + " |")
+            L.append("")
+
+    def report_cluster(self, L):
+        """APF, etcd, every client's requests, the machine's pressure, the logs."""
+        fmt = lambda v, d=1: "n/a" if v is None else f"{v:.{d}f}"
+        ms = lambda v: "n/a" if v is None else f"{v * 1000:.0f} ms"
+        runs = [r for r in self.runs if r.get("apf")]
+        if runs:
+            L.append("## API Priority and Fairness")
+            L.append("")
+            L.append("From the API server's /metrics before the plan's creation and after it and its items "
+                     "were gone: per flow schema and priority level, requests dispatched, their wait in "
+                     "API Priority and Fairness (`apiserver_flowcontrol_request_wait_duration_seconds`: "
+                     "the mean, and p50 and p99 interpolated in its buckets, whose first ends at 5 ms), "
+                     "how many waited over 5 ms and over 100 ms (from its buckets), the mean length of "
+                     "the queue a request joined (`apiserver_flowcontrol_request_queue_length_after_enqueue`: "
+                     "1 when it was alone there), rejections (`apiserver_flowcontrol_rejected_requests_total`) "
+                     "and the most requests in a queue at once (`apiserver_flowcontrol_current_inqueue_requests`, "
+                     "sampled every 5 s). The exempt level (system:masters: gpu-sim, the bench's kubectl) "
+                     "never waits.")
+            L.append("")
+            L.append("| maxParallel | flow schema / priority level | dispatched | wait mean | p50 | p99 | "
+                     "over 5 ms | over 100 ms | mean queue length | rejected | most in queue |")
+            L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+            ms1 = lambda v: "n/a" if v is None else f"{v * 1000:.2f} ms"
+            for r in runs:
+                for key, f in sorted(r["apf"].items(), key=lambda kv: -kv[1]["dispatched"]):
+                    rej = ", ".join(f"{k} {v:.0f}" for k, v in f["rejected"].items()) or "0"
+                    L.append(f'| {lab(r)} | {key} | {f["dispatched"]:.0f} | {ms1(f["wait_mean"])} | '
+                             f'{ms1(f["wait_p50"])} | {ms1(f["wait_p99"])} | {f.get("waited_over_5ms", 0):.0f} | '
+                             f'{f.get("waited_over_100ms", 0):.0f} | '
+                             f'{fmt(f.get("queue_length_mean"))} | {rej} | {f["inqueue_peak"]:.0f} |')
+            L.append("")
+        runs = [r for r in self.runs if r.get("etcd")]
+        if runs:
+            L.append("## etcd")
+            L.append("")
+            L.append("From etcd's /metrics over the same span: bytes written to its WAL "
+                     "(`etcd_disk_wal_write_bytes_total`), WAL fsyncs and their mean time (none are "
+                     "counted with --unsafe-no-fsync), backend commits, keys put and deleted, and the "
+                     "database's size after.")
+            L.append("")
+            L.append("| maxParallel | fsync | WAL written | per node | WAL fsyncs | fsync mean | backend commits | "
+                     "commit mean | puts | deletes | db size after |")
+            L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+            for r in runs:
+                e = r["etcd"]
+                L.append(f'| {lab(r)} | {"on" if e["fsync_flag"] else "off"} | {e["wal_bytes"] / 1048576:.1f} MiB | '
+                         f'{e["wal_bytes"] / self.n / 1024:.0f} KiB | {e["wal_fsyncs"]:.0f} | {ms(e["wal_fsync_mean"])} | '
+                         f'{e["backend_commits"]:.0f} | {ms(e["backend_commit_mean"])} | {e["puts"]:.0f} | '
+                         f'{e["deletes"]:.0f} | {(e["db_bytes_after"] or 0) / 1048576:.1f} MiB |')
+            L.append("")
+        runs = [r for r in self.runs if r.get("clients")]
+        if runs:
+            L.append("## Every client's requests, until the plan is gone")
+            L.append("")
+            L.append("From the audit log, from the plan's creation until it and its NodePartitionings were "
+                     "gone (the clean-up included): each client by its User-Agent's program and its user, "
+                     "its requests, a second, by verb, the API server's time for them (arrival to "
+                     "completion, watches apart; APF's queueing included) and its 429s. "
+                     + ("Every client's reads are logged." if self.conditions().get("realistic") else
+                        "Only the operator's reads are logged; other clients show their writes only.")
+                     + " gpu-sim's heartbeat lanes send as `<agent>/heartbeats`: kubelet's Lease renewals "
+                     "and Ready reports, not the operator's.")
+            L.append("")
+            L.append("| maxParallel | client | role | requests | a second | by verb | p50 | p99 | 429 |")
+            L.append("|---|---|---|---|---|---|---|---|---|")
+            for r in runs:
+                for name, c in r["clients"].items():
+                    verbs = ", ".join(f"{v} {n}" for v, n in sorted(c["verbs"].items(), key=lambda kv: -kv[1]))
+                    L.append(f'| {lab(r)} | {name} | {c["role"]} | {c["count"]} | {c["per_second"]:.2f} | {verbs} | '
+                             f'{ms(c["latency_p50"])} | {ms(c["latency_p99"])} | {c["code_429"]} |')
+            L.append("")
+            L.append("The operator's requests per node until the plan is gone (the Lease apart): " + "; ".join(
+                f'maxParallel {lab(r)}: {r["requests_until_gone_per_node"]:.2f} ('
+                + ", ".join(f"{v} {n:.2f}" for v, n in r["requests_until_gone_by_verb"].items())
+                + f'; clean-up {r.get("cleanup_seconds", 0):.1f} s)' for r in runs) + ".")
+            L.append("")
+        runs = [r for r in self.runs if r.get("machine")]
+        if runs:
+            L.append("## The machine during each run")
+            L.append("")
+            L.append("From the plan's creation until it was gone: the share of that time some runnable task "
+                     "waited for a CPU, and every one did (/proc/pressure/cpu `some` and `full` totals' "
+                     "delta; `avg60` at the end beside it), and CPU time stolen by the hypervisor "
+                     "(/proc/stat's steal, as a share of all CPU time).")
+            L.append("")
+            L.append("| maxParallel | seconds | CPU pressure some | avg60 at the end | full | steal |")
+            L.append("|---|---|---|---|---|---|")
+            for r in runs:
+                m = r["machine"]
+                L.append(f'| {lab(r)} | {m["seconds"]:.0f} | {fmt(m.get("some_percent"))} % | '
+                         f'{fmt(m.get("some_avg60_end"))} % | {fmt(m.get("full_percent"))} % | '
+                         f'{fmt(m.get("steal_seconds"))} s ({fmt(m.get("steal_percent"), 2)} %) |')
+            L.append("")
+        logs = getattr(self, "logs", None)
+        if logs:
+            L.append(f'Logs (the operator\'s of each run, gpu-sim\'s, the plain nodes\' and the other '
+                     f'controller\'s): `{logs["archive"]}` ({logs["bytes"] / 1024:.0f} KiB), beside this report.')
+            L.append("")
+
+    def keep_logs(self, base):
+        """The operator's logs (one per run), gpu-sim's and the other controller's, compressed
+        beside the report: the state directory goes with the cluster."""
+        import tarfile
+        files = [r["operator_log"] for r in self.runs if r.get("operator_log")]
+        files += [os.path.join(self.args.sim_state, "gpu-sim.log")]
+        for extra in (getattr(self, "plain_sim_log", None), getattr(self, "churn_log", None)):
+            if extra:
+                files.append(extra)
+        files = [f for f in files if os.path.exists(f)]
+        if not files:
+            return None
+        path = base + "-logs.tar.gz"
+        with tarfile.open(path, "w:gz") as t:
+            for f in files:
+                t.add(f, arcname=os.path.basename(f))
+        return {"archive": os.path.basename(path), "bytes": os.path.getsize(path),
+                "files": [os.path.basename(f) for f in files]}
+
     def chart(self, path):
         try:
             import matplotlib
@@ -999,7 +1405,10 @@ class Bench:
             ax.stackplot(t, ys, labels=PHASES, colors=[colors[p] for p in PHASES], step="post")
             ax.axvline(r["ideal_seconds"], color="k", linestyle="--", linewidth=1)
             ax.text(r["ideal_seconds"], self.n * 0.5, " ideal", fontsize=8)
-            ax.set_xlim(0, max(t[-1] if t else 1, r["ideal_seconds"]) * 1.02)
+            if r.get("ideal_measured_seconds"):
+                ax.axvline(r["ideal_measured_seconds"], color="k", linestyle=":", linewidth=1)
+                ax.text(r["ideal_measured_seconds"], self.n * 0.35, " measured ideal", fontsize=8)
+            ax.set_xlim(0, max(t[-1] if t else 1, r["ideal_seconds"], r.get("ideal_measured_seconds") or 0) * 1.02)
             ax.set_ylim(0, self.n)
             ax.set_ylabel("nodes")
             rss = [(s["t"], s["rss_kb"] / 1024) for s in r["samples"] if s.get("rss_kb")]
@@ -1010,7 +1419,7 @@ class Bench:
                 ax2.set_ylabel("operator RSS, MiB", fontsize=8)
                 ax2.set_ylim(0, max(64, max(y for _, y in rss) * 1.1))
                 ax2.legend(loc="upper right", fontsize=7)
-            ax.set_title(f'{self.n} nodes, maxParallel {r["max_parallel"]}, time scale {r["time_scale"]:g} '
+            ax.set_title(f'{self.n} nodes, maxParallel {lab(r)}, time scale {r["time_scale"]:g} '
                          f'({r["node_seconds"]:.2f} s per node): {r.get("wall_seconds", 0):.0f} s, '
                          f'ideal {r["ideal_seconds"]:.0f} s', fontsize=9)
         axes[-1, 0].set_xlabel("seconds since the plan was created")
@@ -1053,9 +1462,7 @@ class Bench:
                  "etcd, the controller manager, the scheduler, gpu-sim (every simulated node's DCM, "
                  "device plugin and kubelet) and the operator at once, and is shared with other work: "
                  "the figures are what this machine did, not what the operator needs alone. "
-                 "The control plane runs without the node-lifecycle controller and gpu-sim without "
-                 "node heartbeats (Leases, status reports): at this scale their writes would "
-                 "outweigh the operator's. bench/README.md explains each figure.")
+                 + self.conditions_text() + " bench/README.md explains each figure.")
         L.append("")
         spaces = len(self.workload_namespaces())
         layout = ("all in one namespace (an eviction lists every budget of its pod's namespace)"
@@ -1081,7 +1488,7 @@ class Bench:
         L.append("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in self.runs:
             proj = 100.0 * r.get("overhead_per_wave", 0) / self.node_seconds()
-            L.append(f'| {r["max_parallel"]} | {r["time_scale"]:g} | {r["node_seconds"]:.2f} | {r["waves"]} | '
+            L.append(f'| {lab(r)} | {r["time_scale"]:g} | {r["node_seconds"]:.2f} | {r["waves"]} | '
                      f'{r["ideal_seconds"]:.1f} s | {fmt(r.get("wall_seconds"))} s | '
                      f'{fmt(r.get("overhead_seconds"))} s ({fmt(r.get("overhead_percent"))} %) | '
                      f'{fmt(r.get("overhead_per_wave"), 2)} s | {proj:.2f} % | '
@@ -1094,6 +1501,7 @@ class Bench:
                  "assuming it does not grow with them. \"First write\": from the plan's creation to the "
                  "operator's first request on a node.")
         L.append("")
+        self.report_measured(L)
         L.append("## Reaction latency")
         L.append("")
         L.append("From a change the operator waits for (pods gone, DCM's state label, the device "
@@ -1103,7 +1511,7 @@ class Bench:
         L.append("|---|---|---|---|---|---|---|---|")
         for r in self.runs:
             rm, ra = r["reaction_metric"], r.get("reaction_audit", {})
-            L.append(f'| {r["max_parallel"]} | {ms(rm["p50"])} | {ms(rm["p99"])} | {rm["count"]} | '
+            L.append(f'| {lab(r)} | {ms(rm["p50"])} | {ms(rm["p99"])} | {rm["count"]} | '
                      f'{ms(ra.get("p50"))} | {ms(ra.get("p99"))} | {ms(ra.get("max"))} | {ra.get("count", 0)} |')
         L.append("")
         L.append("The metric (`gpu_partitioner_reaction_seconds`) runs from the watch event's arrival "
@@ -1112,11 +1520,17 @@ class Bench:
                  "operator's request arriving there, so it adds the watch's delivery. The audit log's "
                  "figure is of the same four reactions per node (pods gone, the device plugin's pod gone, "
                  "DCM's answer, the plugin's report), for the nodes of the breakdown below.")
+        above = [r for r in self.runs if r["reaction_metric"].get("above_top")]
+        if above:
+            L.append("The operator's histogram ends at " + f'{above[0]["reaction_metric"]["top_bucket"]:g} s; '
+                     "reactions above it, which its quantiles cannot place: " + "; ".join(
+                         f'maxParallel {lab(r)}: {r["reaction_metric"]["above_top"]}' for r in above) +
+                     " (the audit log's figure has no top).")
         for r in self.runs:
             anyr = r.get("reaction_audit_any")
             if anyr and anyr != r.get("reaction_audit") and anyr.get("count"):
                 L.append(f'Every request of the operator on a node or its pods that follows another '
-                         f'party\'s write there, maxParallel {r["max_parallel"]}: p50 {ms(anyr["p50"])}, '
+                         f'party\'s write there, maxParallel {lab(r)}: p50 {ms(anyr["p50"])}, '
                          f'p99 {ms(anyr["p99"])}, max {ms(anyr["max"])} ({anyr["count"]}); it also counts '
                          f'an eviction retried after a PodDisruptionBudget refused it, which waits for the '
                          f'budget (every 5 s, or when its status allows one), not for the write before it.')
@@ -1127,7 +1541,7 @@ class Bench:
                          for w, q in sorted(qbw.items())]
                 L.append("")
                 L.append(f'By the write that answered (metric p50 / p99, and how many), maxParallel '
-                         f'{r["max_parallel"]}: ' + "; ".join(parts) + ".")
+                         f'{lab(r)}: ' + "; ".join(parts) + ".")
         for r in self.runs:
             if r.get("handover"):
                 h = r["handover"]
@@ -1144,7 +1558,7 @@ class Bench:
                      "server's). The sum is the node's time from its cordon to its uncordon.")
             L.append("")
             shown = [r for r in self.runs if r.get("breakdown")]
-            L.append("| step | " + " | ".join(f'maxParallel {r["max_parallel"]}' for r in shown) + " |")
+            L.append("| step | " + " | ".join(f'maxParallel {lab(r)}' for r in shown) + " |")
             L.append("|---|" + "---|" * len(shown))
             keys = list(shown[0]["breakdown"]["mean"].keys())
             for k in keys:
@@ -1167,7 +1581,7 @@ class Bench:
             for r in shown:
                 for kind, x in r["breakdown"].get("reactions", {}).items():
                     part = x["mean"]
-                    L.append(f'| {r["max_parallel"]} | {kind} | {100 * x["write_ahead"]:.0f} % | '
+                    L.append(f'| {lab(r)} | {kind} | {100 * x["write_ahead"]:.0f} % | '
                              f'{ms(part[1])} | {ms(part[2])} | {ms(part[3])} | {ms(part[0])} | {ms(x["p50"])} | '
                              f'{ms(x["p99"])} |')
             L.append("")
@@ -1187,12 +1601,12 @@ class Bench:
                 L.append("|---|---|---|---|---|---|---|---|")
                 for r in watched:
                     for kind, x in r["breakdown"]["watched"].items():
-                        L.append(f'| {r["max_parallel"]} | {"**all four**" if kind == "all" else kind} | '
+                        L.append(f'| {lab(r)} | {"**all four**" if kind == "all" else kind} | '
                                  f'{x["count"]} | {ms(x["delivery_p50"])} | {ms(x["delivery_p99"])} | '
                                  f'{ms(x["operator_p50"])} | {ms(x["operator_p99"])} | {ms(x["operator_max"])} |')
                 L.append("")
         L.append("The API server's time for the operator's requests (arrival to completion): " + "; ".join(
-            f'maxParallel {r["max_parallel"]}: evictions p50 {ms(r["write_latency"]["eviction_p50"])}, '
+            f'maxParallel {lab(r)}: evictions p50 {ms(r["write_latency"]["eviction_p50"])}, '
             f'p99 {ms(r["write_latency"]["eviction_p99"])}, other writes p50 {ms(r["write_latency"]["other_p50"])}, '
             f'p99 {ms(r["write_latency"]["other_p99"])}' for r in self.runs if r.get("write_latency")) +
             ". An eviction updates the PodDisruptionBudget's status; when that update conflicts "
@@ -1205,7 +1619,7 @@ class Bench:
         L.append("|---|" + "---|" * (len(verbs) + 3))
         for r in self.runs:
             rv = r.get("audit_requests_per_node", {})
-            L.append(f'| {r["max_parallel"]} | ' + " | ".join(fmt(rv.get(v, 0), 2) for v in verbs) +
+            L.append(f'| {lab(r)} | ' + " | ".join(fmt(rv.get(v, 0), 2) for v in verbs) +
                      f' | {fmt(r.get("audit_requests_per_node_total"), 2)} | '
                      f'{fmt(r.get("audit_writes_per_node_total"), 2)} | {r.get("lease_requests", 0)} |')
         L.append("")
@@ -1222,13 +1636,13 @@ class Bench:
             lim_text = ("n/a" if not lim else "none" if not lim["qps"] else f'{lim["qps"]:g} qps, burst {lim["burst"]}')
             verbs_text = "; ".join(f'{v} {x["peak_1s"]} / {x["peak_10s"]:.1f} / {x["mean"]:.1f}'
                                    for v, x in rr.items() if v != "all")
-            L.append(f'| {r["max_parallel"]} | {lim_text} | {a.get("peak_1s", "n/a")} | '
+            L.append(f'| {lab(r)} | {lim_text} | {a.get("peak_1s", "n/a")} | '
                      f'{fmt(a.get("peak_10s"))} | {fmt(a.get("mean"))} | {verbs_text} |')
         L.append("")
         L.append("Writes per node by resource:")
         L.append("")
         keys = sorted({k for r in self.runs for k in r.get("audit_writes_per_node", {})})
-        L.append("| write | " + " | ".join(f'maxParallel {r["max_parallel"]}' for r in self.runs) + " |")
+        L.append("| write | " + " | ".join(f'maxParallel {lab(r)}' for r in self.runs) + " |")
         L.append("|---|" + "---|" * len(self.runs))
         for k in keys:
             L.append(f"| {k} | " + " | ".join(fmt(r.get("audit_writes_per_node", {}).get(k, 0), 2) for r in self.runs) + " |")
@@ -1243,10 +1657,10 @@ class Bench:
             tot = {}
             for k, v in r["apiserver_requests"].items():
                 tot[k.split()[0]] = tot.get(k.split()[0], 0) + v
-            L.append(f'| {r["max_parallel"]} | ' + " | ".join(fmt(tot.get(v, 0) / self.n, 1) for v in averbs) + " |")
+            L.append(f'| {lab(r)} | ' + " | ".join(fmt(tot.get(v, 0) / self.n, 1) for v in averbs) + " |")
         L.append("")
         L.append("The operator's own count (`gpu_partitioner_api_requests_total`), per node: " + "; ".join(
-            f'maxParallel {r["max_parallel"]}: ' + ", ".join(
+            f'maxParallel {lab(r)}: ' + ", ".join(
                 f"{k} {v / self.n:.2f}" for k, v in sorted(r["operator_requests"].items()))
             for r in self.runs) + ".")
         L.append("")
@@ -1258,7 +1672,7 @@ class Bench:
         for r in self.runs:
             c = r["component_cpu_seconds"]
             ev = r.get("evictions", {})
-            L.append(f'| {r["max_parallel"]} | {fmt((r["operator_peak_rss_kb"] or 0) / 1024)} MiB | '
+            L.append(f'| {lab(r)} | {fmt((r["operator_peak_rss_kb"] or 0) / 1024)} MiB | '
                      f'{fmt(r["operator_cpu_seconds"])} s | {fmt(1000 * r["operator_cpu_seconds"] / self.n)} ms | '
                      f'{fmt(c.get("gpu-sim"))} s | {fmt(c.get("kube-apiserver"))} s | {fmt(c.get("etcd"))} s | '
                      f'{fmt(c.get("kube-controller-manager"))} s | {fmt(c.get("kube-scheduler"))} s | '
@@ -1297,6 +1711,7 @@ class Bench:
                      f'shorter per node: without a drain, the workload pods and the device plugin go '
                      f'together when the taint lands.')
         L.append("")
+        self.report_cluster(L)
         L.append("## Targets")
         L.append("")
         L.append("| target | measured | met |")
@@ -1305,7 +1720,7 @@ class Bench:
         ok = lambda b: "yes" if b else "no"
         parts = [f'{fmt(best.get("overhead_percent"))} % at maxParallel {best["max_parallel"]} '
                  f'(time scale {best["time_scale"]:g})']
-        parts += [f'{fmt(r.get("overhead_percent"))} % at maxParallel {r["max_parallel"]}'
+        parts += [f'{fmt(r.get("overhead_percent"))} % at maxParallel {lab(r)}'
                   for r in self.runs if r is not best]
         L.append("| operator overhead under 2 % of the ideal schedule | " + "; ".join(parts) +
                  f' | {ok(all(r.get("overhead_percent", 1e9) < 2 for r in self.runs))} |')
@@ -1323,7 +1738,7 @@ class Bench:
         bounds = []
         for r in self.runs:
             w = r.get("audit_writes_per_node", {})
-            bounds.append((r["max_parallel"], r.get("audit_writes_per_node_total", 0),
+            bounds.append((lab(r), r.get("audit_writes_per_node_total", 0),
                            DOCUMENTED_WRITES_PER_NODE + w.get("create pods/eviction", 0)))
         L.append("| API writes per node no more than the documented count (" + str(DOCUMENTED_WRITES_PER_NODE) +
                  " + the pods evicted) | " + "; ".join(f"{w:.2f} of {b:.2f} at maxParallel {mp}" for mp, w, b in bounds) +
@@ -1337,7 +1752,7 @@ class Bench:
     def sane(self):
         problems = []
         for r in self.runs:
-            tag = f'maxParallel {r["max_parallel"]}'
+            tag = f'maxParallel {lab(r)}'
             if r["outcome"] != "completed":
                 problems.append(f"{tag}: rollout {r['outcome']}")
                 continue
@@ -1352,6 +1767,11 @@ class Bench:
                 problems.append(f"{tag}: {w} writes per node")
             if not r["operator_peak_rss_kb"] or not r["operator_cpu_seconds"] > 0:
                 problems.append(f"{tag}: no RSS or CPU figure")
+            # What the cluster was said to be, it was.
+            if self.operator_user != OPERATOR_USER and not r.get("operator_apf"):
+                problems.append(f"{tag}: no APF figure for the operator's flow schema (service-accounts)")
+            if self.args.etcd_fsync and not (r.get("etcd") or {}).get("wal_fsyncs"):
+                problems.append(f"{tag}: etcd counted no WAL fsync with --etcd-fsync")
         if self.manual and self.manual.get("outcome") not in (None, "completed"):
             problems.append("manual procedure: " + self.manual["outcome"])
         return problems
@@ -1378,6 +1798,18 @@ def main():
     ap.add_argument("--api-qps", default=None,
                     help="the operator's --api-qps; with --plans a list, one run each (e.g. 50,0)")
     ap.add_argument("--api-burst", type=int, default=None)
+    ap.add_argument("--operator-kubeconfig", help="the operator's credentials (default: the token user's)")
+    ap.add_argument("--operator-user", help="the operator's user in the audit log (default token-admin)")
+    ap.add_argument("--realistic", action="store_true", help="tools/bench --realistic (for the report)")
+    ap.add_argument("--heartbeats", action="store_true",
+                    help="gpu-sim with node heartbeats (the cluster runs the node-lifecycle controller)")
+    ap.add_argument("--etcd-fsync", action="store_true", help="etcd fsyncs (for the report)")
+    ap.add_argument("--plain-nodes", type=int, default=0, help="servers without GPUs")
+    ap.add_argument("--plain-pods", type=int, default=10, help="pods on each plain node")
+    ap.add_argument("--churn", type=float, default=0.0, help="another controller's writes a second")
+    ap.add_argument("--jitter", type=float, default=0.0, help="gpu-sim --jitter")
+    ap.add_argument("--jitter-seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=1, help="each maxParallel this many times, interleaved")
     ap.add_argument("--from-json", help="render the report and chart again from a run's JSON")
     ap.add_argument("--commit", help="with --from-json: the commit the run was made at")
     args = ap.parse_args()
@@ -1388,6 +1820,12 @@ def main():
     parallel = [int(x) for x in args.max_parallel.split(",") if x.strip()]
     if not parallel or min(parallel) < 1:
         die("--max-parallel wants whole numbers of at least 1, e.g. 1,10,50")
+    if args.repeat < 1:
+        die(f"--repeat wants a whole number of at least 1, not {args.repeat}")
+    if not 0 <= args.jitter < 1:
+        die(f"--jitter wants a fraction from 0 to below 1, not {args.jitter}")
+    if args.churn > 0 and not args.plain_nodes:
+        die("--churn needs --plain-nodes (its Deployment runs there)")
     if args.namespaces < 1:
         die(f"--namespaces wants a whole number of at least 1, not {args.namespaces}")
     try:
@@ -1421,8 +1859,11 @@ def run_bench(args, parallel):
     if args.plans:
         return bench_plans.run(b, sys.modules[__name__])
     t_start = time.time()
-    for i, mp in enumerate(parallel):
-        if not b.rollout(i, mp):
+    # With --repeat, the values interleaved (a, b, c, a, b, c, ...): a slow spell of the
+    # machine then falls on every configuration alike.
+    order = [(rnd, mp) for rnd in range(args.repeat) for mp in parallel]
+    for i, (rnd, mp) in enumerate(order):
+        if not b.rollout(i, mp, rnd):
             log(f"rollout at maxParallel {mp} did not complete; stopping")
             break
     one = next((r for r in b.runs if r["max_parallel"] == 1), b.runs[0] if b.runs else None)
@@ -1435,6 +1876,8 @@ def run_bench(args, parallel):
     b.analyse_manual()
     os.makedirs(args.out, exist_ok=True)
     base = os.path.join(args.out, f"{datetime.date.today().isoformat()}-{args.nodes}")
+    b.repeats = bench_real.repeats(b.runs)
+    b.logs = b.keep_logs(base)
     b.chart(base + ".png")
     b.report(base)
     with open(base + ".json", "w") as f:
@@ -1444,7 +1887,8 @@ def run_bench(args, parallel):
                    "manual": b.manual, "seconds": time.time() - t_start, "commit": b.commit, "date": b.date,
                    "build": args.build, "ds_grace": b.ds_grace,
                    "host_services": b.host_services, "deployments": len(b.deployments),
-                   "pdb_max_unavailable": b.pdb_max_unavailable, "namespaces": args.namespaces},
+                   "pdb_max_unavailable": b.pdb_max_unavailable, "namespaces": args.namespaces,
+                   "conditions": b.conditions(), "repeats": b.repeats, "logs": b.logs},
                   f, indent=1, default=str)
     bench_history.append(os.path.join(args.out, "history.md"), base + ".json")
     log(f"report: {base}.md (chart {base}.png)")
@@ -1481,6 +1925,11 @@ def rerender(args):
     b.deployments = [None] * d.get("deployments", b.n if args.pods_per_node else 0)
     b.pdb_max_unavailable = d.get("pdb_max_unavailable", first.get("pdb_max_unavailable"))
     b.commit = args.commit or d.get("commit", "?")
+    b.stored_conditions = d.get("conditions")
+    b.operator_user = (d.get("conditions") or {}).get("operator_user", OPERATOR_USER)
+    # Again from the runs, so a re-render follows bench_real.HEADLINES as it is now.
+    b.repeats = bench_real.repeats(runs)
+    b.logs = d.get("logs")
     b.date = d.get("date", os.path.basename(args.from_json)[:10])
     for r in runs:
         r["samples"] = [{"t": t, "phases": ph, "rss_kb": rss, "cpu": cpu} for t, ph, rss, cpu in r.get("series", [])]

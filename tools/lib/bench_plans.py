@@ -193,7 +193,7 @@ def analyse(b, h, run):
     """The operator's requests a second in the run, from the audit log (read_audit put
     the run's entries in `_audit`)."""
     audit = sorted(run.pop("_audit", []), key=lambda a: a["t"])
-    is_op = lambda a: a["user"] == h.OPERATOR_USER and a["agent"].startswith("gpu-partitioner/")
+    is_op = lambda a: a["user"] == b.operator_user and a["agent"].startswith("gpu-partitioner/")
     creates = [a["t"] for a in audit if a["resource"] == "partitioningplans" and a["verb"] == "create"
                and not is_op(a)]
     start = min(creates) if creates else run["t_create"]

@@ -63,6 +63,15 @@ struct options {
   /// without the node-lifecycle controller (tools/bench), where gpu-sim marks a stopped
   /// kubelet's node Unknown itself.
   bool heartbeats = true;
+  /// Each node's DCM and plugin delays vary by up to this fraction (--jitter), drawn from
+  /// --jitter-seed and the node's name.
+  double jitter = 0.0;
+  unsigned long long jitter_seed = 1;
+  /// Only kubelet for these nodes (registration, pods, heartbeats): servers without GPUs.
+  bool kubelet_only = false;
+  /// The User-Agent of its requests; the heartbeats' is this + "/heartbeats", so an audit
+  /// log tells kubelet's keep-alive traffic from the rest.
+  std::string user_agent = "gpu-sim";
 };
 
 /// Connections of their own for the Leases: a renewal never waits behind a node's writes.
@@ -582,6 +591,10 @@ int run(const options& opt) {
     std::fprintf(stderr, "gpu-sim: %s\n", config.error().message.c_str());
     return 2;
   }
+  // The operator's default agent otherwise (kube/config.hpp): name gpu-sim's own.
+  config->user_agent = opt.user_agent;
+  auto heartbeat_config = config.value();
+  heartbeat_config.user_agent = opt.user_agent + "/heartbeats";
   sim_timing timing;
   timing.scale = opt.time_scale;
 
@@ -795,7 +808,8 @@ int run(const options& opt) {
   const std::size_t writers = static_cast<std::size_t>(std::max(1, opt.writers));
   std::vector<std::unique_ptr<lane>> lanes;
   for (std::size_t i = 0; i < writers + (opt.heartbeats ? lease_writers : 0); ++i)
-    lanes.push_back(std::make_unique<lane>(config.value(), opt.dcm_namespace));
+    lanes.push_back(
+        std::make_unique<lane>(i < writers ? config.value() : heartbeat_config, opt.dcm_namespace));
   for (auto& l : lanes)
     l->worker = std::thread(
         [l = l.get(), every = std::chrono::milliseconds(opt.tick_ms)] { l->run(every); });
@@ -815,6 +829,22 @@ int run(const options& opt) {
   };
   std::map<std::string, node_memory> memory;
   std::map<std::string, dra_memory> dra_memories;
+  // With --jitter, each node's own delays (logged once per node).
+  std::map<std::string, sim_timing> node_timings;
+  auto timing_of = [&](const std::string& name) -> const sim_timing& {
+    if (!(opt.jitter > 0) || opt.kubelet_only)
+      return timing;
+    auto it = node_timings.find(name);
+    if (it == node_timings.end()) {
+      const auto j = jitter_of(name, opt.jitter, opt.jitter_seed);
+      it = node_timings.emplace(name, jittered(timing, j)).first;
+      char line[160];
+      std::snprintf(line, sizeof line, ": jitter: DCM's delays x%.4f, the plugin's restart x%.4f",
+                    j.dcm, j.plugin);
+      log_line("node " + name + line);
+    }
+    return it->second;
+  };
   std::set<std::string> unknown_api_told; // nodes whose unknown gpu-api value was logged
   const std::vector<observed_slice> no_slices;
   std::map<pod_key, pod_memory> pod_memory_map;
@@ -858,7 +888,8 @@ int run(const options& opt) {
   };
   std::map<std::string, std::string> dcm_pod_names; // node -> its DCM pod, once seen
   int next_ip = 1;
-  log_line("started: nodes " + opt.node_selector + ", DCM in " + opt.dcm_namespace +
+  log_line("started: nodes " + opt.node_selector +
+           (opt.kubelet_only ? " (kubelet only, no GPUs)" : "") + ", DCM in " + opt.dcm_namespace +
            " (each DCM pod reads the ConfigMap it mounts at /etc/config-manager; lag " +
            std::to_string(opt.config_lag) + " s), DCM " +
            (opt.stack.version == dcm_version::v1_5   ? "1.5"
@@ -866,7 +897,11 @@ int run(const options& opt) {
                                                      : "1.3") +
            ", " + (opt.stack.strategy == resource_strategy::mixed ? "mixed" : "single") +
            " strategy, GPU API " + gpu_api_name(opt.default_api) + ", time scale " +
-           std::to_string(opt.time_scale) + (opt.heartbeats ? "" : ", no heartbeats"));
+           std::to_string(opt.time_scale) + (opt.heartbeats ? "" : ", no heartbeats") +
+           (opt.jitter > 0 ? ", jitter " + std::to_string(opt.jitter) + " seed " +
+                                 std::to_string(opt.jitter_seed)
+                           : std::string()) +
+           ", user agent " + opt.user_agent);
 
   // DCM's cost at scale: each attempt LISTs every pod of the cluster (v1.3 GetPods), on each
   // labelled node. Counted and logged every minute; gpu-sim does not make them.
@@ -957,13 +992,14 @@ int run(const options& opt) {
                    label_or(seen, gpu_api_label) +
                    "\" (not device-plugin, dra or dra-dynamic): the device plugin it is");
         auto& state = memory[name];
-        auto a = step_node(state, seen, view.world, now, timing, opt.stack);
+        const sim_timing& own = timing_of(name);
+        auto a = opt.kubelet_only ? node_actions{}
+                                  : step_node(state, seen, view.world, now, own, opt.stack);
         dcm_pod_lists += a.pod_lists;
-        if (view.slices_synced) {
+        if (view.slices_synced && !opt.kubelet_only) {
           auto found = view.slices.find(name);
-          auto writes =
-              step_dra(dra_memories[name], state, seen,
-                       found == view.slices.end() ? no_slices : found->second, now, timing);
+          auto writes = step_dra(dra_memories[name], state, seen,
+                                 found == view.slices.end() ? no_slices : found->second, now, own);
           if (!writes.empty())
             slice_work.emplace_back(name, seen.uid, std::move(writes));
         }
@@ -1204,6 +1240,15 @@ Flags:
                             without the node-lifecycle controller (tools/bench, where
                             they would cost a write per node every 10 s); a stopped
                             kubelet's node is then marked Ready Unknown by gpu-sim
+  --jitter FRACTION         each node's DCM delays (host services, mode changes) and
+                            device plugin restart vary by up to +-FRACTION, a factor per
+                            node drawn from --jitter-seed and its name (logged once per
+                            node), so nodes do not move in lockstep (default 0)
+  --jitter-seed N           the seed of --jitter (default 1)
+  --kubelet-only            play only kubelet for the nodes (registration, pods,
+                            heartbeats): servers without GPUs, no DCM, plugin or labeller
+  --user-agent NAME         the User-Agent of gpu-sim's requests (default gpu-sim); the
+                            heartbeats' is NAME/heartbeats
   --help
 )";
 
@@ -1302,6 +1347,31 @@ int main(int argc, char** argv) {
       opt.stack.partition_labels = true;
     } else if (a == "--no-heartbeats") {
       opt.heartbeats = false;
+    } else if (a == "--kubelet-only") {
+      opt.kubelet_only = true;
+    } else if (a == "--user-agent") {
+      opt.user_agent = value();
+      if (opt.user_agent.empty()) {
+        std::fprintf(stderr, "gpu-sim: --user-agent needs a name\n");
+        return 2;
+      }
+    } else if (a == "--jitter") {
+      std::string v = value();
+      char* end = nullptr;
+      opt.jitter = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(opt.jitter >= 0 && opt.jitter < 1)) {
+        std::fprintf(stderr, "gpu-sim: --jitter: \"%s\" is not a fraction from 0 to below 1\n",
+                     v.c_str());
+        return 2;
+      }
+    } else if (a == "--jitter-seed") {
+      std::string v = value();
+      char* end = nullptr;
+      opt.jitter_seed = std::strtoull(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0') {
+        std::fprintf(stderr, "gpu-sim: --jitter-seed: \"%s\" is not a whole number\n", v.c_str());
+        return 2;
+      }
     } else if (a == "--time-scale") {
       std::string v = value();
       char* end = nullptr;

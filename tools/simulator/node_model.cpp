@@ -13,6 +13,46 @@ sim_clock::duration sim_timing::scaled(std::chrono::milliseconds d) const {
       std::chrono::duration<double, std::milli>(static_cast<double>(d.count()) * scale));
 }
 
+namespace {
+// splitmix64's finaliser: a well-mixed 64-bit value from any other.
+unsigned long long mix64(unsigned long long x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A factor in [1 - fraction, 1 + fraction] from 53 bits of `bits`.
+double factor(unsigned long long bits, double fraction) {
+  const double unit = static_cast<double>(bits >> 11) / static_cast<double>(1ULL << 53);
+  return 1.0 + fraction * (2.0 * unit - 1.0);
+}
+
+std::chrono::milliseconds times(std::chrono::milliseconds d, double f) {
+  return std::chrono::milliseconds(
+      static_cast<long long>(static_cast<double>(d.count()) * f + 0.5));
+}
+} // namespace
+
+node_jitter jitter_of(const std::string& node, double fraction, unsigned long long seed) {
+  if (!(fraction > 0))
+    return {};
+  unsigned long long h = 0xcbf29ce484222325ULL ^ mix64(seed); // FNV-1a over the name
+  for (unsigned char c : node)
+    h = (h ^ c) * 0x100000001b3ULL;
+  const auto first = mix64(h);
+  return {factor(first, fraction), factor(mix64(first), fraction)};
+}
+
+sim_timing jittered(const sim_timing& timing, const node_jitter& jitter) {
+  sim_timing t = timing;
+  for (auto* d : {&t.compute_change, &t.memory_change, &t.kmm_memory_change, &t.no_change,
+                  &t.refusal, &t.host_service})
+    *d = times(*d, jitter.dcm);
+  t.plugin_restart = times(t.plugin_restart, jitter.plugin);
+  return t;
+}
+
 node_faults parse_faults(const std::string& text, std::vector<std::string>* unknown) {
   node_faults f;
   std::stringstream in(text);

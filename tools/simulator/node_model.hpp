@@ -103,6 +103,23 @@ struct sim_timing {
   sim_clock::duration scaled(std::chrono::milliseconds d) const;
 };
 
+/// How much one node's delays differ from the configured ones (--jitter): DCM's (its
+/// host services, mode changes, no-ops and refusals) times `dcm`, the device plugin's
+/// restart times `plugin`. Both 1 without jitter.
+struct node_jitter {
+  double dcm = 1.0;
+  double plugin = 1.0;
+};
+
+/// The node's factors for jitter `fraction` (0 to less than 1): each uniform in
+/// [1 - fraction, 1 + fraction], drawn from a hash of `seed` and the node's name, so the
+/// same node gets the same factors in every run with that seed and nodes do not move
+/// in lockstep.
+node_jitter jitter_of(const std::string& node, double fraction, unsigned long long seed);
+
+/// `timing` with the node's factors applied to DCM's and the plugin's delays.
+sim_timing jittered(const sim_timing& timing, const node_jitter& jitter);
+
 enum class resource_strategy { single, mixed };
 
 /// The site's GPU operator set-up, the same for every node.

@@ -12,6 +12,7 @@
 #include <rapidjson/document.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -899,6 +900,59 @@ BOOST_AUTO_TEST_CASE(a_restarted_simulator_keeps_the_modes_from_the_annotation) 
   f.step(t0);
   BOOST_TEST(f.allocatable.at("amd.com/gpu") == 64);
   BOOST_TEST(f.label(sim::partition_label) == "cpx_nps4");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(jitter)
+
+BOOST_AUTO_TEST_CASE(jitter_is_the_same_for_a_node_and_seed_and_stays_within_the_fraction) {
+  std::set<double> dcm;
+  for (int i = 0; i < 200; ++i) {
+    const std::string node = "gpu-node-" + std::to_string(i);
+    const auto j = sim::jitter_of(node, 0.25, 7);
+    const auto again = sim::jitter_of(node, 0.25, 7);
+    BOOST_TEST(j.dcm == again.dcm);
+    BOOST_TEST(j.plugin == again.plugin);
+    BOOST_TEST(j.dcm >= 0.75);
+    BOOST_TEST(j.dcm <= 1.25);
+    BOOST_TEST(j.plugin >= 0.75);
+    BOOST_TEST(j.plugin <= 1.25);
+    dcm.insert(j.dcm);
+  }
+  // Nodes do not share factors, and they spread over the range.
+  BOOST_TEST(dcm.size() == 200u);
+  BOOST_TEST(*dcm.begin() < 0.85);
+  BOOST_TEST(*dcm.rbegin() > 1.15);
+}
+
+BOOST_AUTO_TEST_CASE(another_seed_gives_a_node_other_factors) {
+  BOOST_TEST(sim::jitter_of("gpu-node-01", 0.2, 1).dcm !=
+             sim::jitter_of("gpu-node-01", 0.2, 2).dcm);
+}
+
+BOOST_AUTO_TEST_CASE(no_jitter_leaves_every_delay_as_configured) {
+  const auto j = sim::jitter_of("gpu-node-01", 0.0, 1);
+  BOOST_TEST(j.dcm == 1.0);
+  BOOST_TEST(j.plugin == 1.0);
+  const sim::sim_timing base;
+  const auto t = sim::jittered(base, j);
+  BOOST_TEST(t.memory_change.count() == base.memory_change.count());
+  BOOST_TEST(t.plugin_restart.count() == base.plugin_restart.count());
+}
+
+BOOST_AUTO_TEST_CASE(jitter_scales_dcms_delays_and_the_plugin_restart_by_their_own_factors) {
+  sim::sim_timing base;
+  base.scale = 0.1;
+  const auto t = sim::jittered(base, sim::node_jitter{1.5, 0.5});
+  BOOST_TEST(t.scale == 0.1);
+  BOOST_TEST(t.memory_change.count() == 210000);
+  BOOST_TEST(t.host_service.count() == 15000);
+  BOOST_TEST(t.compute_change.count() == 15000);
+  BOOST_TEST(t.plugin_restart.count() == 2500);
+  // What is not DCM's or the plugin's stays: kubelet's and the retry loop's.
+  BOOST_TEST(t.capacity_follows.count() == base.capacity_follows.count());
+  BOOST_TEST(t.retry_period.count() == base.retry_period.count());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
