@@ -263,8 +263,10 @@ def watch_arrival(stamps, cause, write, node):
 
 
 def lab(r):
-    """A run's name in the report: its maxParallel, and with --repeat its round."""
-    return f'{r["max_parallel"]}' + (f' #{r["round"] + 1}' if r.get("rounds", 1) > 1 else "")
+    """A run's name in the report: its maxParallel, with --operators the operator's label,
+    and with --repeat its round."""
+    return (f'{r["max_parallel"]}' + (f' {r["operator"]}' if r.get("operator") else "") +
+            (f' #{r["round"] + 1}' if r.get("rounds", 1) > 1 else ""))
 
 
 def heartbeat(a):
@@ -540,7 +542,7 @@ class Bench:
             held = False
         return 0.0 if held else max(0.0, DCM_CONFIG_SYNC - (WORKLOAD_GRACE + self.ds_grace))
 
-    def start_operator(self, tag, sync, api_qps):
+    def start_operator(self, tag, sync, api_qps, binary=None):
         """A fresh operator (leader election on, as the token user) that is ready: its
         process, its metrics URL and its log. `api_qps` None leaves the operator's default
         rate limit; --api-burst goes with it when given."""
@@ -558,7 +560,7 @@ class Bench:
         if self.operator_user != OPERATOR_USER:
             # As the chart runs it: the ConfigMaps its Role lets it write.
             limit += ["--dcm-configmaps", "default-dcm-config,config-manager-config,dcm-st"]
-        op = start([os.path.join(self.state, "gpu-partitioner"), "--kubeconfig", self.operator_kubeconfig,
+        op = start([binary or os.path.join(self.state, "gpu-partitioner"), "--kubeconfig", self.operator_kubeconfig,
                     "--leader-elect", "--lease-namespace", "kube-amd-gpu",
                     "--dcm-config", "kube-amd-gpu/default-dcm-config",
                     "--dcm-config-sync", repr(sync),
@@ -602,7 +604,7 @@ class Bench:
             pass
         return None
 
-    def rollout(self, index, max_parallel, round_=0):
+    def rollout(self, index, max_parallel, round_=0, operator=("", None)):
         waves = math.ceil(self.n / max_parallel)
         per_node = self.node_seconds()
         scale = self.args.time_scale
@@ -614,20 +616,21 @@ class Bench:
             self.restart_sim(scale)
         profile = PROFILES[index % 2]
         wait = self.first_wave_wait(profile[1])
-        plan = f"bench-{index + 1}-mp{max_parallel}"
+        plan = f"bench-{index + 1}-mp{max_parallel}" + (f"-{operator[0]}" if operator[0] else "")
         budget = self.pdb_max_unavailable
         run = {"plan": plan, "max_parallel": max_parallel, "nodes": self.n, "waves": waves,
                "time_scale": scale, "node_seconds": per_node * scale,
                "ideal_seconds": (waves * per_node + wait) * scale,
                "profile": profile[0],
                "pdb_max_unavailable": budget, "pods_per_node": self.args.pods_per_node,
-               "round": round_, "rounds": self.args.repeat}
+               "round": round_, "rounds": self.args.repeat, "operator": operator[0],
+               "operator_binary": operator[1]}
         log(f"rollout {index + 1}: {self.n} nodes to {profile[1]}, maxParallel {max_parallel}, "
             f"time scale {scale:g} ({run['node_seconds']:.2f} s per node, ideal "
             f"{run['ideal_seconds']:.0f} s)")
         sync = DCM_CONFIG_SYNC * scale
 
-        op, metrics_url, oplog = self.start_operator(plan, sync, self.args.api_qps[0])
+        op, metrics_url, oplog = self.start_operator(plan, sync, self.args.api_qps[0], operator[1])
         run["rate_limit"] = self.operator_rate_limit(oplog)
 
         # Where every pod is, as it moves (the audit log names pods, not their nodes).
@@ -1810,6 +1813,9 @@ def main():
     ap.add_argument("--jitter", type=float, default=0.0, help="gpu-sim --jitter")
     ap.add_argument("--jitter-seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1, help="each maxParallel this many times, interleaved")
+    ap.add_argument("--operators", default="",
+                    help="LABEL=BINARY,...: each rollout once with each operator binary (BINARY "
+                         "empty: the one built from this checkout), one after the other")
     ap.add_argument("--from-json", help="render the report and chart again from a run's JSON")
     ap.add_argument("--commit", help="with --from-json: the commit the run was made at")
     args = ap.parse_args()
@@ -1820,6 +1826,7 @@ def main():
     parallel = [int(x) for x in args.max_parallel.split(",") if x.strip()]
     if not parallel or min(parallel) < 1:
         die("--max-parallel wants whole numbers of at least 1, e.g. 1,10,50")
+    args.operators = parse_operators(args.operators)
     if args.repeat < 1:
         die(f"--repeat wants a whole number of at least 1, not {args.repeat}")
     if not 0 <= args.jitter < 1:
@@ -1848,6 +1855,23 @@ def main():
         stop_children()
 
 
+def parse_operators(text):
+    """--operators LABEL=BINARY,...: [(label, path or None)]; none given: the built one."""
+    if not text:
+        return [("", None)]
+    out = []
+    for item in text.split(","):
+        label, _, path = item.partition("=")
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,20}", label):
+            die(f"--operators: label '{label}' must be lowercase letters, digits and dashes")
+        if path and not os.access(path, os.X_OK):
+            die(f"--operators: {label}: '{path}' is not an executable file")
+        if label in (l for l, _ in out):
+            die(f"--operators: label '{label}' given twice")
+        out.append((label, os.path.abspath(path) if path else None))
+    return out
+
+
 def run_bench(args, parallel):
     b = Bench(args)
     b.parallel = parallel
@@ -1861,9 +1885,10 @@ def run_bench(args, parallel):
     t_start = time.time()
     # With --repeat, the values interleaved (a, b, c, a, b, c, ...): a slow spell of the
     # machine then falls on every configuration alike.
-    order = [(rnd, mp) for rnd in range(args.repeat) for mp in parallel]
-    for i, (rnd, mp) in enumerate(order):
-        if not b.rollout(i, mp, rnd):
+    # With --operators, each configuration once with each operator, one after the other.
+    order = [(rnd, mp, op) for rnd in range(args.repeat) for mp in parallel for op in args.operators]
+    for i, (rnd, mp, op) in enumerate(order):
+        if not b.rollout(i, mp, rnd, op):
             log(f"rollout at maxParallel {mp} did not complete; stopping")
             break
     one = next((r for r in b.runs if r["max_parallel"] == 1), b.runs[0] if b.runs else None)

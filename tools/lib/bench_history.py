@@ -33,7 +33,8 @@ def rows(path):
             continue
         metric = (r.get("reaction_metric") or {}).get("p99")
         audit = (r.get("reaction_audit") or {}).get("p99")
-        mp = f'{r["max_parallel"]}' + (f' #{r["round"] + 1}' if r.get("rounds", 1) > 1 else "")
+        mp = (f'{r["max_parallel"]}' + (f' {r["operator"]}' if r.get("operator") else "") +
+              (f' #{r["round"] + 1}' if r.get("rounds", 1) > 1 else ""))
         out.append(f'| {name} | `{d.get("commit", "?")}` | {r["nodes"]} | {mp} | '
                    f'{d.get("namespaces", 1)} | {r["time_scale"]:g} | {r["ideal_seconds"]:.1f} s | '
                    f'{r["wall_seconds"]:.1f} s | {r.get("overhead_per_wave", 0):.2f} s | '

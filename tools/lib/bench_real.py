@@ -342,16 +342,19 @@ HEADLINES = [  # key, label, how to read it from a run
 
 
 def repeats(runs):
-    """Per maxParallel: each headline figure's median, min and max over its runs."""
+    """Per maxParallel (and operator, with --operators): each headline figure's median, min
+    and max over its runs."""
     out = {}
-    for mp in sorted({r["max_parallel"] for r in runs}):
-        mine = [r for r in runs if r["max_parallel"] == mp and r.get("outcome") == "completed"]
+    configs = sorted({(r["max_parallel"], r.get("operator") or "") for r in runs})
+    for mp, op in configs:
+        mine = [r for r in runs if r["max_parallel"] == mp and (r.get("operator") or "") == op
+                and r.get("outcome") == "completed"]
         row = {"runs": len(mine)}
         for key, _, get in HEADLINES:
             vals = [v for v in (get(r) for r in mine) if v is not None]
             if vals:
                 row[key] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
-        out[str(mp)] = row
+        out[f"{mp} {op}" if op else str(mp)] = row
     return out
 
 
