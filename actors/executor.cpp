@@ -179,6 +179,7 @@ std::string executor::finalizer(const std::string& item, bool add) {
 
 node_io_result executor::perform(const node_io& io) {
   node_io_result r;
+  http.set_lane(io.lane);
   if (io.reacting_to) {
     const char* kind = io.add_finalizer || io.clear_retry ? "item"
                        : io.patch && !io.patch->empty()   ? "node_patch"

@@ -10,6 +10,7 @@
 #include "controller/observed.hpp"
 #include "controller/rollout_governor.hpp"
 #include "controller/shared_map.hpp"
+#include "kube/rate_limiter.hpp"
 #include "protocol/node_partitioning.hpp"
 #include "protocol/partitioning_plan.hpp"
 #include "protocol/partitioning_profile.hpp"
@@ -89,6 +90,8 @@ struct node_io {
   std::string node;
   std::optional<controller::node_patch> patch;
   std::optional<bool> taint;
+  /// The rate limiter's lane of its requests: restore for an untaint or uncordon.
+  kube::request_lane lane = kube::request_lane::rollout;
   /// Refuse the taint if the API server lists a pod on the node that it would remove.
   bool confirm_drained = false;
   /// Pods (uids) that refusal ignores: deleted long ago on a node that is not Ready.

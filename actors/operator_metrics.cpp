@@ -46,7 +46,7 @@ operator_metrics::operator_metrics()
           "gpu_partitioner_api_rate_limiter_duration_seconds",
           "Time requests to the API server waited for the client-side rate limiter "
           "(--api-qps, --api-burst) before they went, retries and watch openings included, "
-          "by lane (rollout, items, status, events; the most urgent lane goes first).",
+          "by lane (restore, rollout, items, status, events; the most urgent lane goes first).",
           {"lane"}, throttle_buckets)),
       api_rate_limiter_waiting(
           registry.gauge("gpu_partitioner_api_rate_limiter_waiting_requests",

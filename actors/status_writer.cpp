@@ -104,8 +104,12 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
           const protocol::node_partitioning_status& st) -> std::string {
         if (s->items.erase(item) > 0)
           s->item_order.erase(std::find(s->item_order.begin(), s->item_order.end(), item));
-        // The worker's next step waits for this write: it goes in the rollout's lane.
-        s->x.http.set_lane(kube::request_lane::rollout);
+        // The worker's next step waits for this write: it goes in the rollout's lane, or
+        // ahead of it when it records the node on its way back to service.
+        const bool returning = st.phase == protocol::node_phase::verifying ||
+                               st.phase == protocol::node_phase::succeeded ||
+                               st.phase == protocol::node_phase::failed;
+        s->x.http.set_lane(returning ? kube::request_lane::restore : kube::request_lane::rollout);
         auto error = write(items_resource, item, protocol::to_json(st)).error;
         s->x.http.set_lane(kube::request_lane::status);
         return error;

@@ -68,6 +68,9 @@ node_io writes_of(const std::string& item, const controller::node_step& out,
   io.removals = out.removals;
   io.device_taint = out.device_taint;
   io.dcm = out.dcm;
+  // A node coming back to service goes ahead of the nodes being taken out of it.
+  if ((io.patch && io.patch->unschedulable == false) || io.taint == false)
+    io.lane = kube::request_lane::restore;
   io.add_finalizer = out.add_finalizer;
   io.remove_finalizer = out.remove_finalizer;
   io.clear_retry = out.clear_retry;

@@ -8,6 +8,8 @@ namespace gpu_partitioner::kube {
 
 std::string_view to_string(request_lane lane) {
   switch (lane) {
+  case request_lane::restore:
+    return "restore";
   case request_lane::rollout:
     return "rollout";
   case request_lane::items:
@@ -69,7 +71,7 @@ request_lane lane_queue::pop_first() {
       lanes_[i].pop_front();
       return request_lanes[i];
     }
-  return request_lane::rollout;
+  return request_lanes.back();
 }
 
 std::size_t lane_queue::waiting(request_lane lane) const {

@@ -27,9 +27,14 @@ struct rate_limit {
 /// on its request, a user on a status or an Event; so a wave's untaints never queue behind
 /// a burst of status flushes, and a plan's thousand item creates never ahead of a cordon.
 enum class request_lane : std::uint8_t {
-  /// A node's critical path: its cordon, evictions, taints, DCM's label, the status a
-  /// worker persists before it changes the node, and the lists and watches the operator
-  /// reacts through.
+  /// A node's return to service: its untaint and uncordon, and the statuses that record
+  /// it on its way back (Verifying, Succeeded, Failed). They go before the next nodes'
+  /// cordons and evictions: capacity comes back before more is taken, and a node's end
+  /// frees the token the next start waits for.
+  restore,
+  /// A node's critical path otherwise: its cordon, evictions, taint, DCM's label, the
+  /// status a worker persists before it changes the node, and the lists and watches the
+  /// operator reacts through.
   rollout,
   /// The supervisors' writes of NodePartitionings and DeviceClasses.
   items,
@@ -38,9 +43,10 @@ enum class request_lane : std::uint8_t {
   /// Events.
   events,
 };
-inline constexpr std::size_t request_lane_count = 4;
+inline constexpr std::size_t request_lane_count = 5;
 inline constexpr std::array<request_lane, request_lane_count> request_lanes{
-    request_lane::rollout, request_lane::items, request_lane::status, request_lane::events};
+    request_lane::restore, request_lane::rollout, request_lane::items, request_lane::status,
+    request_lane::events};
 
 std::string_view to_string(request_lane lane);
 

@@ -310,6 +310,12 @@ BOOST_FIXTURE_TEST_CASE(a_worker_drives_its_node_to_succeeded_through_io_writer_
       (request(3).patch && request(3).patch->labels.at(gc::dcm_profile_label) == dcm_profile));
   const auto& cm = cluster().view.config_maps.at(std::string(dcm_ns) + "/" + dcm_cm);
   BOOST_TEST(gc::dcm_config_has(cm->at("config.json"), dcm_profile, payload_json));
+  // The untaint and the uncordon go in the rate limiter's lane ahead of other nodes'
+  // cordons and evictions; the rest in the rollout's.
+  for (std::size_t i = 0; i < requests(); ++i)
+    BOOST_TEST((request(i).lane == (i >= 4 ? gpu_partitioner::kube::request_lane::restore
+                                           : gpu_partitioner::kube::request_lane::rollout)),
+               "request " << i);
   // Events for the node go through the writer, named after the Node.
   const bool cordon_event =
       std::any_of(written->events.begin(), written->events.end(), [](const ga::event_io& e) {

@@ -224,6 +224,7 @@ BOOST_AUTO_TEST_CASE(the_queue_serves_the_most_urgent_lane_first_and_each_lane_i
   const auto r1 = q.join(kube::request_lane::rollout);
   const auto i1 = q.join(kube::request_lane::items);
   const auto r2 = q.join(kube::request_lane::rollout);
+  const auto back = q.join(kube::request_lane::restore);
   BOOST_TEST(q.waiting(kube::request_lane::events) == 2u);
   BOOST_TEST(q.waiting(kube::request_lane::rollout) == 2u);
   std::vector<kube::lane_queue::ticket> order;
@@ -232,11 +233,12 @@ BOOST_AUTO_TEST_CASE(the_queue_serves_the_most_urgent_lane_first_and_each_lane_i
     order.push_back(*t);
     lanes.push_back(q.pop_first());
   }
-  BOOST_TEST(order == (std::vector<kube::lane_queue::ticket>{r1, r2, i1, s1, e1, e2}));
-  BOOST_TEST(lanes == (std::vector<kube::request_lane>{
-                          kube::request_lane::rollout, kube::request_lane::rollout,
-                          kube::request_lane::items, kube::request_lane::status,
-                          kube::request_lane::events, kube::request_lane::events}));
+  BOOST_TEST(order == (std::vector<kube::lane_queue::ticket>{back, r1, r2, i1, s1, e1, e2}));
+  BOOST_TEST(lanes ==
+             (std::vector<kube::request_lane>{
+                 kube::request_lane::restore, kube::request_lane::rollout,
+                 kube::request_lane::rollout, kube::request_lane::items, kube::request_lane::status,
+                 kube::request_lane::events, kube::request_lane::events}));
   BOOST_TEST(q.empty());
 }
 
