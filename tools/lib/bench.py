@@ -673,6 +673,8 @@ class Bench:
         t0 = time.time()
         kubectl("create", "-f", "-", input=json.dumps(doc))
         samples = []
+        # The most requests seen waiting, per rate limiter lane and io pool (0.5 s samples).
+        queue_peaks = {}
         limit = max(600, 3 * run["ideal_seconds"] + 300)
         outcome = "timeout"
         while time.time() - t0 < limit:
@@ -680,9 +682,17 @@ class Bench:
             phases = {}
             try:
                 _, text = http_get(metrics_url + "/metrics")
-                for _, labels, v in parse_metrics(text, ["gpu_partitioner_nodes"]):
-                    if labels.get("plan") == plan:
+                for n, labels, v in parse_metrics(text, ["gpu_partitioner_nodes",
+                                                         "gpu_partitioner_api_rate_limiter_waiting",
+                                                         "gpu_partitioner_io_queue_depth"]):
+                    if n == "gpu_partitioner_nodes" and labels.get("plan") == plan:
                         phases[labels["phase"]] = int(v)
+                    elif n == "gpu_partitioner_api_rate_limiter_waiting_requests":
+                        key = "lane " + labels.get("lane", "")
+                        queue_peaks[key] = max(queue_peaks.get(key, 0), int(v))
+                    elif n == "gpu_partitioner_io_queue_depth":
+                        key = "pool " + labels.get("pool", "")
+                        queue_peaks[key] = max(queue_peaks.get(key, 0), int(v))
             except OSError:
                 pass
             samples.append({"t": t - t0, "phases": phases, "rss_kb": proc_memory_kb(op.pid, "VmRSS"),
@@ -741,6 +751,16 @@ class Bench:
                                            "gpu_partitioner_reaction_seconds", [0.5, 0.99])
             quantiles_by_write[w] = {"p50": qw[0.5], "p99": qw[0.99]}
         run["reaction_metric"]["quantiles_by_write"] = quantiles_by_write
+        # The client-side rate limiter's waits by lane (an operator without lanes: "").
+        limiter = {}
+        for lane in sorted({labels.get("lane", "") for n, labels, _ in om
+                            if n == "gpu_partitioner_api_rate_limiter_duration_seconds_count"}):
+            ql, cl, tl = histogram_quantiles([x for x in om if x[1].get("lane", "") == lane],
+                                             "gpu_partitioner_api_rate_limiter_duration_seconds",
+                                             [0.5, 0.99])
+            limiter[lane] = {"p50": ql[0.5], "p99": ql[0.99], "count": cl, "mean": tl / cl if cl else None}
+        run["rate_limiter_waits"] = limiter
+        run["queue_peaks"] = queue_peaks
         run["operator_requests"] = {}
         for n, labels, v in om:
             if n == "gpu_partitioner_api_requests_total":
@@ -1545,6 +1565,16 @@ class Bench:
                 L.append("")
                 L.append(f'By the write that answered (metric p50 / p99, and how many), maxParallel '
                          f'{lab(r)}: ' + "; ".join(parts) + ".")
+        for r in self.runs:
+            waits = r.get("rate_limiter_waits")
+            if waits:
+                parts = [f'{lane or "all"} {ms(w["p50"])} / {ms(w["p99"])} ({w["count"]})'
+                         for lane, w in waits.items() if w["count"]]
+                peaks = ", ".join(f"{k} {v}" for k, v in sorted(r.get("queue_peaks", {}).items()) if v)
+                L.append("")
+                L.append(f'Waits for the client-side rate limiter by lane (p50 / p99, and how many), '
+                         f'maxParallel {lab(r)}: ' + "; ".join(parts) + "." +
+                         (f" Most seen waiting at a 0.5 s sample: {peaks}." if peaks else ""))
         for r in self.runs:
             if r.get("handover"):
                 h = r["handover"]
