@@ -206,25 +206,7 @@ def histogram_quantiles(samples, name, qs):
             count += v
         elif n == name + "_sum":
             total += v
-    bounds = sorted(buckets)
-    result = {}
-    for q in qs:
-        if count == 0:
-            result[q] = None
-            continue
-        rank = q * count
-        prev_bound, prev_count = 0.0, 0.0
-        value = None
-        for b in bounds:
-            if buckets[b] >= rank:
-                if math.isinf(b):
-                    value = prev_bound
-                else:
-                    span = buckets[b] - prev_count
-                    value = prev_bound + (b - prev_bound) * ((rank - prev_count) / span if span else 1.0)
-                break
-            prev_bound, prev_count = b, buckets[b]
-        result[q] = value
+    result = bench_real.bucket_quantiles(buckets, count, qs)
     return result, int(count), total
 
 
