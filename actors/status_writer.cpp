@@ -45,10 +45,12 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
     }
   };
   // The whole status, replaced in one JSON patch: fields that went away go away too.
-  // "" when written (or the object is gone); else the error, and whether to try again.
+  // "" when written (or the object is gone); else the error, and whether to try again
+  // (a passing failure), or that it was not sent for want of a token in time.
   struct outcome {
     std::string error;
     bool retry = false;
+    bool throttled = false;
   };
   auto write = [=](const kube::resource& r, const std::string& name,
                    const std::string& status) -> outcome {
@@ -59,6 +61,8 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
     auto done =
         s->x.api.patch(r, "", name, kube::patch_type::json,
                        "[{\"op\":\"add\",\"path\":\"/status\",\"value\":" + status + "}]", o);
+    if (!done && done.error().kind == kube::error_kind::throttled)
+      return {"", false, true};
     if (!done && done.error().kind != kube::error_kind::not_found) {
       const std::string error = "writing the status of " + name + ": " + done.error().describe();
       log_warning(error);
@@ -66,34 +70,47 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
     }
     return {};
   };
-  // Writes the statuses of up to `batch` objects (oldest change first) and the plans';
-  // a write that failed for a passing reason (the API server away) is kept, not lost, and
-  // true returned: it is written again a second later, unless a newer status replaces it.
+  enum class flushed { done, retry_later, throttled };
+  // Writes the statuses of up to `batch` objects (oldest change first) and the plans'.
+  // A write that failed for a passing reason (the API server away) is kept, not lost: it
+  // is written again a second later, unless a newer status replaces it. One that found
+  // no token within its patience stops the flush, and it and the rest keep their turn.
   auto write_some = [=](std::size_t batch) {
-    std::vector<std::pair<std::string, protocol::node_partitioning_status>> now;
-    while (now.size() < batch && !s->item_order.empty()) {
-      const std::string name = std::move(s->item_order.front());
-      s->item_order.pop_front();
+    flushed result = flushed::done;
+    for (std::size_t n = 0; n < batch && !s->item_order.empty(); ++n) {
+      const std::string name = s->item_order.front();
       auto it = s->items.find(name);
-      now.emplace_back(name, std::move(it->second));
-      s->items.erase(it);
+      const auto o = write(items_resource, name, protocol::to_json(it->second));
+      if (o.throttled)
+        return flushed::throttled;
+      s->item_order.pop_front();
+      if (o.retry) {
+        s->item_order.push_back(name);
+        result = flushed::retry_later;
+      } else {
+        s->items.erase(it);
+      }
     }
-    auto plans = std::move(s->plans);
-    s->plans.clear();
-    bool again = false;
-    for (const auto& [name, st] : now)
-      if (write(items_resource, name, protocol::to_json(st)).retry) {
-        if (s->items.emplace(name, st).second)
-          s->item_order.push_back(name);
-        again = true;
+    for (auto it = s->plans.begin(); it != s->plans.end();) {
+      const auto o = write(plans_resource, it->first, protocol::to_json(it->second));
+      if (o.throttled)
+        return flushed::throttled;
+      if (o.retry) {
+        result = flushed::retry_later;
+        ++it;
+      } else {
+        it = s->plans.erase(it);
       }
-    for (const auto& [name, st] : plans)
-      if (write(plans_resource, name, protocol::to_json(st)).retry) {
-        s->plans.emplace(name, st);
-        again = true;
-      }
-    return again;
+    }
+    return result;
   };
+  // A coalesced status waits for its token at most this long, then lets the shard's
+  // mailbox be read: a worker's persist that came meanwhile (its node's next step waits
+  // for it, in a more urgent lane) goes first, and the flush tries again after it. The
+  // status lane can starve for seconds while a wave's cordons and evictions take every
+  // token, and a persist must never wait that out behind it.
+  constexpr auto flush_patience = std::chrono::milliseconds(50);
+  s->x.http.set_patience(flush_patience);
   return {
       [=](status_atom, const std::string& item, const protocol::node_partitioning_status& st) {
         if (s->items.insert_or_assign(item, st).second)
@@ -110,8 +127,10 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
                                st.phase == protocol::node_phase::succeeded ||
                                st.phase == protocol::node_phase::failed;
         s->x.http.set_lane(returning ? kube::request_lane::restore : kube::request_lane::rollout);
+        s->x.http.set_patience(std::nullopt);
         auto error = write(items_resource, item, protocol::to_json(st)).error;
         s->x.http.set_lane(kube::request_lane::status);
+        s->x.http.set_patience(flush_patience);
         return error;
       },
       [=](plan_status_atom, const std::string& plan, const protocol::partitioning_plan_status& st) {
@@ -124,16 +143,18 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
         // whatever else waits. A worker's write-ahead persist, at high priority, then
         // waits for one write at most, not for a batch (and every node step waits for
         // its persist).
-        if (write_some(1)) {
+        const auto result = write_some(1);
+        if (result == flushed::retry_later) {
           s->flush_pending = true;
           self->delayed_send(self, std::chrono::seconds(1), flush_atom_v);
-        } else if (!s->item_order.empty()) {
+        } else if (result == flushed::throttled || !s->item_order.empty()) {
           s->flush_pending = true;
           self->send(self, flush_atom_v);
         }
       },
       [=](flush_atom, stop_atom) {
         // The operator stops: everything pending is written now, once.
+        s->x.http.set_patience(std::nullopt);
         write_some(s->items.size());
         return true;
       },

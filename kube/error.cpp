@@ -50,6 +50,8 @@ const char* to_string(error_kind kind) {
     return "Decode";
   case error_kind::too_large:
     return "TooLarge";
+  case error_kind::throttled:
+    return "Throttled";
   }
   return "Unknown";
 }

@@ -37,6 +37,9 @@ enum class error_kind {
   /// A response body or watch event over its size limit: it stays too large until the
   /// object behind it changes, so a retry at once cannot fix it.
   too_large,
+  /// Not sent: the client's rate limiter had no token within the request's patience
+  /// (http_client::set_patience). Its caller decides when to try again.
+  throttled,
 };
 
 /// The name of a kind, as it appears in messages and logs (`NotFound`, `Transport`, ...).

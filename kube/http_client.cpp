@@ -376,8 +376,15 @@ struct gate_check {
 result<http_response> http_client::run(const http_request& req, transfer& t) {
   CURL* c = static_cast<CURL*>(curl_);
   // Every attempt, and a watch as it opens, takes a token; its latency excludes the wait.
-  if (config_.limiter)
-    config_.limiter->wait(config_.lane);
+  if (config_.limiter) {
+    if (!patience_)
+      config_.limiter->wait(config_.lane);
+    else if (!config_.limiter->wait_for(config_.lane, *patience_))
+      return make_error(error_kind::throttled,
+                        std::string(to_string(req.method)) + " " + req.path +
+                            ": not sent: no token from the client's rate limiter within " +
+                            std::to_string(patience_->count()) + " ms");
+  }
   const auto start = std::chrono::steady_clock::now();
   std::string problem;
   if (!prepare(req, problem))

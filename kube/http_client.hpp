@@ -140,6 +140,11 @@ public:
   /// The rate limiter's lane of the requests from here on (connection_config::lane).
   void set_lane(request_lane lane) { config_.lane = lane; }
 
+  /// How long a request from here on waits for the rate limiter's token at most (none:
+  /// as long as it takes). A request that runs out of patience is not sent: it fails as
+  /// Throttled, which `call` does not retry, and its caller tries again when it suits it.
+  void set_patience(std::optional<std::chrono::milliseconds> patience) { patience_ = patience; }
+
   /// The largest 2xx body `perform` and `call` read; a larger one is a TooLarge error naming
   /// the request and the limit, which `call` does not retry. Streams are bounded per event
   /// by their reader instead.
@@ -173,6 +178,7 @@ private:
   std::string bearer_header_;
   request_observer observer_;
   std::function<void(std::chrono::milliseconds)> sleeper_;
+  std::optional<std::chrono::milliseconds> patience_;
   std::size_t max_body_ = default_max_body;
   std::optional<std::chrono::milliseconds> request_timeout_;
   std::mt19937_64 rng_;

@@ -74,6 +74,16 @@ request_lane lane_queue::pop_first() {
   return request_lanes.back();
 }
 
+void lane_queue::leave(ticket t) {
+  for (auto& lane : lanes_) {
+    const auto it = std::find(lane.begin(), lane.end(), t);
+    if (it != lane.end()) {
+      lane.erase(it);
+      return;
+    }
+  }
+}
+
 std::size_t lane_queue::waiting(request_lane lane) const {
   return lanes_[static_cast<std::size_t>(lane)].size();
 }
@@ -89,22 +99,52 @@ rate_limiter::rate_limiter(rate_limit limit, clock now, sleeper sleep)
       bucket_(full_bucket(limit, now_())) {}
 
 std::chrono::nanoseconds rate_limiter::wait(request_lane lane) {
+  return *acquire(lane, std::nullopt);
+}
+
+std::optional<std::chrono::nanoseconds> rate_limiter::wait_for(request_lane lane,
+                                                               std::chrono::nanoseconds patience) {
+  return acquire(lane, now_() + patience);
+}
+
+std::optional<std::chrono::nanoseconds>
+rate_limiter::acquire(request_lane lane,
+                      std::optional<std::chrono::steady_clock::time_point> deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   // The clock is read under the lock, so the bucket sees time in order.
   const auto asked = now_();
   const auto me = queue_.join(lane);
   if (depth_observer_)
     depth_observer_(lane, queue_.waiting(lane));
+  auto give_up = [&] {
+    queue_.leave(me);
+    ++given_up_;
+    if (depth_observer_)
+      depth_observer_(lane, queue_.waiting(lane));
+    lock.unlock();
+    // The turn may have been this one's: whoever is first now must look again.
+    turn_changed_.notify_all();
+    return std::nullopt;
+  };
   for (;;) {
     if (queue_.first() != me) {
-      // Woken when a waiter ahead got its token: the turn may be this one's now.
-      turn_changed_.wait(lock);
+      // Woken when a waiter ahead got its token (or gave up): the turn may be this one's.
+      if (!deadline) {
+        turn_changed_.wait(lock);
+        continue;
+      }
+      const auto left = *deadline - now_();
+      if (left <= std::chrono::steady_clock::duration::zero())
+        return give_up();
+      turn_changed_.wait_for(lock, left);
       continue;
     }
     const auto now = now_();
     const auto next = take_or_next(bucket_, now);
     if (!next)
       break;
+    if (deadline && *next > *deadline)
+      return give_up();
     // Sleeps without the lock: a more urgent request that comes meanwhile is first when
     // the token comes, and takes it; this one then waits for its turn again.
     lock.unlock();
@@ -135,6 +175,11 @@ std::uint64_t rate_limiter::taken() const {
 std::chrono::nanoseconds rate_limiter::waited() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return waited_;
+}
+
+std::uint64_t rate_limiter::given_up() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return given_up_;
 }
 
 std::size_t rate_limiter::waiting(request_lane lane) const {

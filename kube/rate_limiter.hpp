@@ -87,6 +87,8 @@ public:
   std::optional<ticket> first() const;
   /// Removes the waiter whose turn it is (first()), and returns its lane.
   request_lane pop_first();
+  /// Removes a waiter that stops waiting before its turn (one that ran out of patience).
+  void leave(ticket t);
   std::size_t waiting(request_lane lane) const;
   bool empty() const;
 
@@ -120,6 +122,13 @@ public:
   /// wait, zero ones included.
   std::chrono::nanoseconds wait(request_lane lane = request_lane::rollout);
 
+  /// As wait(), but gives up when the token cannot be this request's within `patience`
+  /// (nothing, then: no token is taken, and the waiter leaves the queue). A low lane's
+  /// request on a thread that also serves urgent work waits this way, so the urgent work
+  /// that arrives meanwhile is not held up behind a lane that may starve for seconds.
+  std::optional<std::chrono::nanoseconds> wait_for(request_lane lane,
+                                                   std::chrono::nanoseconds patience);
+
   /// Hears each wait's lane and length (for a metric). Set it before the limiter is shared.
   void set_observer(observer o) { observer_ = std::move(o); }
   /// Hears a lane's count of waiters each time it changes (for a gauge). Set it before the
@@ -128,13 +137,17 @@ public:
 
   const rate_limit& limit() const { return limit_; }
 
-  /// Tokens taken so far, and the total of the waits.
+  /// Tokens taken so far, the total of the waits, and the waits given up.
   std::uint64_t taken() const;
   std::chrono::nanoseconds waited() const;
+  std::uint64_t given_up() const;
   /// Requests waiting in `lane` now.
   std::size_t waiting(request_lane lane) const;
 
 private:
+  std::optional<std::chrono::nanoseconds>
+  acquire(request_lane lane, std::optional<std::chrono::steady_clock::time_point> deadline);
+
   rate_limit limit_;
   clock now_;
   sleeper sleep_;
@@ -146,6 +159,7 @@ private:
   lane_queue queue_;
   std::uint64_t taken_ = 0;
   std::chrono::nanoseconds waited_{0};
+  std::uint64_t given_up_ = 0;
 };
 
 } // namespace gpu_partitioner::kube

@@ -2,7 +2,8 @@
 // a status sent before it, as a worker sends them, is never written after it (the
 // persist goes at high priority, ahead of queued flushes, and must not overtake it), also
 // when both wait behind a write in progress (held there by the writer's test hook); and
-// statuses are coalesced; a stop writes what is pending.
+// statuses are coalesced; a stop writes what is pending; a persist is not held up by a
+// coalesced status that the rate limiter starves.
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
 #include "actors/status_writer.hpp"
@@ -12,6 +13,7 @@
 #include <boost/test/unit_test.hpp>
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -183,6 +185,42 @@ struct writer_fixture {
   }
 };
 
+// The writer behind a rate limiter of five requests a second, one at a time, and another
+// thread of the same process that wants every token in the rollout's lane: the status
+// lane starves while it runs.
+struct starved_writer_fixture : writer_fixture {
+  std::shared_ptr<kube::rate_limiter> limiter =
+      std::make_shared<kube::rate_limiter>(kube::rate_limit{5, 1});
+  std::atomic<bool> stop_hog{false};
+  std::atomic<bool> hog_ran_out{false};
+  std::thread hog;
+
+  starved_writer_fixture() {
+    self->send_exit(writer, caf::exit_reason::user_shutdown);
+    ga::io_config io;
+    io.connection = gt::cluster::admin();
+    io.connection.limiter = limiter;
+    io.identity = "status-writer-test";
+    writer = sys.spawn(ga::status_writer, io);
+    hog = std::thread([this] {
+      // Bounded, so that a writer that never lets the persist through fails the case
+      // instead of hanging it.
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!stop_hog) {
+        if (std::chrono::steady_clock::now() >= end) {
+          hog_ran_out = true;
+          return;
+        }
+        limiter->wait(kube::request_lane::rollout);
+      }
+    });
+  }
+  ~starved_writer_fixture() {
+    stop_hog = true;
+    hog.join();
+  }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(status_writer)
@@ -252,6 +290,23 @@ BOOST_FIXTURE_TEST_CASE(a_stop_writes_what_is_pending_then_answers, writer_fixtu
   BOOST_TEST(answered);
   BOOST_TEST(status_patches() - before == 1.0);
   self->send_exit(writer, caf::exit_reason::user_shutdown);
+  BOOST_TEST(shown() == "Verifying/0");
+}
+
+// A coalesced status waits for its token in the status lane, which the other thread's
+// rollout requests starve; the worker's persist, in a lane above theirs, is written while
+// they still take every other token, and the older status is not written after it.
+BOOST_FIXTURE_TEST_CASE(a_persist_is_not_held_up_by_a_starved_status, starved_writer_fixture) {
+  self->send<caf::message_priority::high>(writer, ga::status_atom_v, item,
+                                          status_in(gp::node_phase::draining, 3));
+  // The status write ran out of patience at least once (and was not sent then).
+  BOOST_REQUIRE(gt::eventually([&] { return limiter->given_up() > 0; }));
+  BOOST_TEST(persist(status_in(gp::node_phase::verifying, 0)) == "");
+  const bool hog_still_running = !hog_ran_out;
+  BOOST_TEST(hog_still_running, "the persist waited until the other requests stopped");
+  BOOST_TEST(shown() == "Verifying/0");
+  stop_hog = true;
+  BOOST_TEST(write_what_is_pending());
   BOOST_TEST(shown() == "Verifying/0");
 }
 

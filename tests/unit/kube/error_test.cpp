@@ -250,6 +250,7 @@ const retryable_case retryable_cases[] = {
     {error_kind::aborted, false},
     {error_kind::decode, false},
     {error_kind::too_large, false},
+    {error_kind::throttled, false},
 };
 
 struct size_case {
@@ -312,9 +313,9 @@ BOOST_AUTO_TEST_CASE(describe_leaves_out_a_missing_code_or_message) {
 BOOST_AUTO_TEST_CASE(every_kind_has_a_distinct_name) {
   std::set<std::string> names;
   for (int k = static_cast<int>(error_kind::bad_request);
-       k <= static_cast<int>(error_kind::too_large); ++k)
+       k <= static_cast<int>(error_kind::throttled); ++k)
     names.insert(kube::to_string(static_cast<error_kind>(k)));
-  BOOST_TEST(names.size() == static_cast<std::size_t>(error_kind::too_large) + 1);
+  BOOST_TEST(names.size() == static_cast<std::size_t>(error_kind::throttled) + 1);
   BOOST_TEST(names.count("Unknown") == 1u);
 }
 

@@ -406,6 +406,53 @@ BOOST_AUTO_TEST_CASE(a_rollout_request_goes_ahead_of_events_already_waiting) {
   BOOST_TEST(limiter.taken() == 5u);
 }
 
+BOOST_AUTO_TEST_CASE(a_patient_request_goes_when_its_token_comes_in_time_and_else_not_at_all) {
+  // Ten a second, one at a time, on a clock that moves only when the limiter sleeps.
+  fake_time clock;
+  int slept = 0;
+  kube::rate_limiter limiter(
+      {10, 1}, [&] { return clock.now(); },
+      [&](std::chrono::nanoseconds d) {
+        ++slept;
+        clock.ns += d.count();
+      });
+  BOOST_TEST(limiter.wait_for(kube::request_lane::status, 50ms)->count() == 0);
+  // The next token is 100 ms away: 50 ms of patience gives up at once, without sleeping,
+  // taking nothing and leaving nobody in the queue.
+  BOOST_TEST(!limiter.wait_for(kube::request_lane::status, 50ms).has_value());
+  BOOST_TEST(slept == 0);
+  BOOST_TEST(limiter.given_up() == 1u);
+  BOOST_TEST(limiter.taken() == 1u);
+  BOOST_TEST(limiter.waiting(kube::request_lane::status) == 0u);
+  // 100 ms of patience is enough: it sleeps for the token and takes it.
+  BOOST_TEST(limiter.wait_for(kube::request_lane::status, 100ms)->count() == 100'000'000);
+  BOOST_TEST(slept == 1);
+  // The token a request gave up is still there for the next one: no time is lost.
+  BOOST_TEST(!limiter.wait_for(kube::request_lane::status, 1ms).has_value());
+  BOOST_TEST(limiter.wait(kube::request_lane::rollout).count() == 100'000'000);
+  BOOST_TEST(clock.ns.load() == 200'000'000);
+  BOOST_TEST(limiter.taken() == 3u);
+  BOOST_TEST(limiter.given_up() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_patient_request_behind_others_leaves_the_queue_when_its_patience_ends) {
+  // One token a second: the bucket's token taken, an untaint waits for the next. A status
+  // write with 50 ms of patience waits behind it and gives up long before the token comes;
+  // the untaint still gets it, and nobody is left waiting.
+  kube::rate_limiter limiter({1, 1});
+  limiter.wait(kube::request_lane::restore);
+  std::thread untaint([&] { limiter.wait(kube::request_lane::restore); });
+  while (limiter.waiting(kube::request_lane::restore) < 1)
+    std::this_thread::sleep_for(1ms);
+  const auto status = limiter.wait_for(kube::request_lane::status, 50ms);
+  untaint.join();
+  BOOST_TEST(!status.has_value());
+  BOOST_TEST(limiter.given_up() == 1u);
+  BOOST_TEST(limiter.taken() == 2u);
+  for (const auto lane : kube::request_lanes)
+    BOOST_TEST(limiter.waiting(lane) == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(without_a_limit_nobody_sleeps) {
   int slept = 0;
   kube::rate_limiter limiter(
