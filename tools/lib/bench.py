@@ -33,8 +33,9 @@ import bench_real  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The simulated AMD stack's delays at time scale 1, in seconds: tools/simulator/node_model.hpp
-# (sim_timing) and kubelet_model.hpp. A memory-mode change (NPS1 <-> NPS4) reloads the driver.
-DCM_MEMORY_CHANGE = 140.0
+# (sim_timing) and kubelet_model.hpp. A memory-mode change (NPS1 <-> NPS4) reloads the driver;
+# a compute-only change (SPX <-> CPX in NPS1) does not.
+DCM_CHANGE_SECONDS = {"memory": 140.0, "compute": 10.0}
 PLUGIN_RESTART = 5.0
 # DCM stops each host service of its config (tools/simulator/dcm-config.json has two)
 # for 10 s before it partitions.
@@ -45,10 +46,28 @@ DCM_CONFIG_LAG = 60.0
 DCM_CONFIG_SYNC = 90.0
 WORKLOAD_GRACE = 10  # terminationGracePeriodSeconds of the bench's workload pods
 PHASES = ["Pending", "Draining", "Applying", "WaitingOperator", "Verifying", "Succeeded", "Failed"]
-PROFILES = [  # name, DCM profile, payload ConfigMap, amd.com/gpu on 8 MI300X
-    ("bench-cpx-nps4", "cpx-nps4", "dcm-profile-cpx-nps4", 64),
-    ("bench-spx-nps1", "spx-nps1", "dcm-profile-spx-nps1", 8),
-]
+PROFILES_BY_CHANGE = {  # name, DCM profile, payload ConfigMap, amd.com/gpu on 8 MI300X
+    "memory": [("bench-cpx-nps4", "cpx-nps4", "dcm-profile-cpx-nps4", 64),
+               ("bench-spx-nps1", "spx-nps1", "dcm-profile-spx-nps1", 8)],
+    "compute": [("bench-cpx-nps1", "cpx-nps1", "dcm-profile-cpx-nps1", 64),
+                ("bench-spx-nps1", "spx-nps1", "dcm-profile-spx-nps1", 8)],
+}
+# What each rollout changes (--change): the nodes go back and forth between two profiles.
+CHANGE = "memory"
+PROFILES = PROFILES_BY_CHANGE[CHANGE]
+DCM_CHANGE = DCM_CHANGE_SECONDS[CHANGE]
+
+
+def set_change(change):
+    global CHANGE, PROFILES, DCM_CHANGE
+    CHANGE = change
+    PROFILES = PROFILES_BY_CHANGE[change]
+    DCM_CHANGE = DCM_CHANGE_SECONDS[change]
+
+
+def change_words():
+    return ("memory-mode change (NPS1 <-> NPS4)" if CHANGE == "memory"
+            else "compute-mode change (SPX <-> CPX, NPS1)")
 WORKLOADS = "gpu-workloads"
 # The cluster's token user (system:masters): the operator's by default (--operator-user
 # says otherwise, as with --operator-sa), and the manual procedure's kubectl's always.
@@ -393,7 +412,16 @@ class Bench:
         self.ds_grace = min(int(grace or 30), 30)  # the simulated kubelet waits at most 30 s
         # Profiles for the two modes, with the counts healthy simulated nodes report.
         docs = []
+        # The samples' payloads are there (tools/cluster); a compute-only change's target
+        # is not among them.
         for name, dcm, payload, count in PROFILES:
+            compute, memory = dcm.upper().split("-")
+            docs.append({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": payload, "namespace": "kube-amd-gpu"},
+                         "data": {"profile.json": json.dumps(
+                             {"skippedGPUs": {"ids": []},
+                              "profiles": [{"computePartition": compute, "memoryPartition": memory,
+                                            "numGPUsAssigned": 8}]})}})
             docs.append({
                 "apiVersion": "infrastructure.silogen.ai/v1alpha1", "kind": "PartitioningProfile",
                 "metadata": {"name": name},
@@ -508,8 +536,8 @@ class Bench:
     def node_seconds(self):
         """The simulated time one node needs at time scale 1: the workload pods' grace
         period, then (after the taint) the device plugin pod's, DCM's host services and
-        memory-mode change, and the device plugin's restart."""
-        return WORKLOAD_GRACE + self.ds_grace + self.host_services + DCM_MEMORY_CHANGE + PLUGIN_RESTART
+        mode change (--change), and the device plugin's restart."""
+        return WORKLOAD_GRACE + self.ds_grace + self.host_services + DCM_CHANGE + PLUGIN_RESTART
 
     def first_wave_wait(self, dcm_profile):
         """What the first wave waits at time scale 1 beyond its drain when DCM's config
@@ -830,7 +858,7 @@ class Bench:
                 return
             per_node.append(time.time() - s)
         t1 = time.time()
-        ideal = (max(WORKLOAD_GRACE, self.ds_grace) + self.host_services + DCM_MEMORY_CHANGE
+        ideal = (max(WORKLOAD_GRACE, self.ds_grace) + self.host_services + DCM_CHANGE
                  + PLUGIN_RESTART) * scale
         self.manual = {"outcome": "completed", "nodes": k, "time_scale": scale, "t_create": t0,
                        "t_done": t1, "seconds": t1 - t0, "per_node": per_node,
@@ -996,7 +1024,7 @@ class Bench:
         plugin = [x["plugin"] for x in m.values()]
         run["measured_dcm"] = bench_real.spread(dcm)
         run["measured_plugin"] = bench_real.spread(plugin)
-        run["configured_dcm"] = (self.host_services + DCM_MEMORY_CHANGE) * sc
+        run["configured_dcm"] = (self.host_services + DCM_CHANGE) * sc
         run["configured_plugin"] = PLUGIN_RESTART * sc
         factors = bench_real.jitter_factors(os.path.join(self.args.sim_state, "gpu-sim.log"))
         if factors:
@@ -1131,9 +1159,9 @@ class Bench:
                 "operator: reaction to the plugin pod gone": label["t"] - ds_gone["done"],
                 "operator: profile label (PATCH)": label["done"] - label["t"],
                 "simulated: DCM's host services": self.host_services * sc,
-                "simulated: DCM's memory-mode change": DCM_MEMORY_CHANGE * sc,
+                f"simulated: DCM's {CHANGE}-mode change": DCM_CHANGE * sc,
                 "gpu-sim lag: DCM's answer": (dcm["done"] - label["done"]
-                                              - (self.host_services + DCM_MEMORY_CHANGE) * sc),
+                                              - (self.host_services + DCM_CHANGE) * sc),
                 "operator: reaction to DCM's answer": untaint0["t"] - dcm["done"],
                 "operator: untaint (PATCH; a GET first when the Node moved on)": untaint1["done"] - untaint0["t"],
                 "simulated: device plugin restart": PLUGIN_RESTART * sc,
@@ -1478,11 +1506,11 @@ class Bench:
                  f"{self.args.pods_per_node} replicas, each under a PodDisruptionBudget with maxUnavailable "
                  f"{self.pdb_max_unavailable}, {layout}; "
                  f"one rollout per maxParallel (maxUnavailable the same), "
-                 "each moving every node to the other memory mode (NPS1 <-> NPS4), with a fresh "
+                 f"each moving every node to the other profile by a {change_words()}, with a fresh "
                  "operator. Per node the simulated stack takes "
                  f"{WORKLOAD_GRACE} s (workload pods' grace) + {self.ds_grace} s (device plugin pod's "
                  f"grace, after the taint) + {self.host_services:.0f} s (DCM stopping and starting its "
-                 f"host services) + {DCM_MEMORY_CHANGE:.0f} s (DCM's memory-mode change) + "
+                 f"host services) + {DCM_CHANGE:.0f} s (DCM's {CHANGE}-mode change) + "
                  f"{PLUGIN_RESTART:.0f} s (device plugin restart) = {self.node_seconds():.0f} s at time "
                  "scale 1; the ideal schedule is waves x that x the time scale.")
         L.append("")
@@ -1799,6 +1827,8 @@ def main():
     ap.add_argument("--pods-per-node", type=int, default=3)
     ap.add_argument("--namespaces", type=int, default=1)
     ap.add_argument("--time-scale", type=float, default=0.1)
+    ap.add_argument("--change", choices=sorted(DCM_CHANGE_SECONDS), default="memory",
+                    help="what each rollout changes: the memory mode (and compute) or the compute mode only")
     ap.add_argument("--max-run-seconds", type=float, default=None)
     ap.add_argument("--manual-nodes", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
@@ -1833,6 +1863,7 @@ def main():
     args = ap.parse_args()
     if args.from_json:
         return rerender(args)
+    set_change(args.change)
     if args.max_run_seconds is None:
         args.max_run_seconds = min(1200, max(20, args.nodes))
     parallel = [int(x) for x in args.max_parallel.split(",") if x.strip()]
@@ -1912,7 +1943,8 @@ def run_bench(args, parallel):
         b.analyse_run(r)
     b.analyse_manual()
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, f"{datetime.date.today().isoformat()}-{args.nodes}")
+    base = os.path.join(args.out, f"{datetime.date.today().isoformat()}-{args.nodes}"
+                        + ("-compute" if CHANGE == "compute" else ""))
     b.repeats = bench_real.repeats(b.runs)
     b.logs = b.keep_logs(base)
     b.chart(base + ".png")
@@ -1924,6 +1956,7 @@ def run_bench(args, parallel):
                    "manual": b.manual, "seconds": time.time() - t_start, "commit": b.commit, "date": b.date,
                    "build": args.build, "ds_grace": b.ds_grace,
                    "host_services": b.host_services, "deployments": len(b.deployments),
+                   "change": CHANGE,
                    "pdb_max_unavailable": b.pdb_max_unavailable, "namespaces": args.namespaces,
                    "conditions": b.conditions(), "repeats": b.repeats, "logs": b.logs},
                   f, indent=1, default=str)
@@ -1939,6 +1972,7 @@ def rerender(args):
     """The report and chart again from a run's JSON (the samples are every 10th)."""
     with open(args.from_json) as f:
         d = json.load(f)
+    set_change(d.get("change", "memory"))
     if d.get("scenario") == "plans":
         return bench_plans.rerender(sys.modules[__name__], args, d)
     runs = d["runs"]
@@ -1958,7 +1992,7 @@ def rerender(args):
     # Reports from before the real-stack simulator have no host services.
     b.host_services = d.get("host_services", 0.0)
     b.ds_grace = d.get("ds_grace", round(first["node_seconds"] / scale - WORKLOAD_GRACE - b.host_services
-                                         - DCM_MEMORY_CHANGE - PLUGIN_RESTART))
+                                         - DCM_CHANGE - PLUGIN_RESTART))
     b.deployments = [None] * d.get("deployments", b.n if args.pods_per_node else 0)
     b.pdb_max_unavailable = d.get("pdb_max_unavailable", first.get("pdb_max_unavailable"))
     b.commit = args.commit or d.get("commit", "?")
