@@ -457,14 +457,17 @@ int main(int argc, char** argv) {
   if (elector)
     io.connection.may_write = elector->write_gate();
   auto writer = system.spawn(actors::status_writer, io);
-  // Eight connections for node writes, sixty-four for evictions and two for the
-  // supervisors' writes of NodePartitionings (io_router), sized for a wave of fifty nodes:
-  // its nodes answer DCM at about the same moment, and each untaint should find a free
-  // connection; a wave sends about 150 evictions side by side, as kubectl drain sends a
-  // node's, and each may take the API server half a second or more (its 500 ms retry of a
-  // budget update that conflicted with the disruption controller's): with sixteen
-  // connections a wave's last evictions waited seven seconds for one; and a plan's first
-  // thousand creates must not queue ahead of its first cordon. Each request goes to an
+  // Eight connections for node writes, sixteen for evictions and two for the supervisors'
+  // writes of NodePartitionings (io_router), sized for a wave of fifty nodes: its nodes
+  // answer DCM at about the same moment, and each untaint should find a free connection;
+  // an eviction may take the API server half a second or more (its retry of a budget
+  // update that conflicted with the disruption controller's), and such a wave sends about
+  // 150. More connections do not make a wave faster on a busy API server: each eviction
+  // takes it longer, the operator's other requests wait behind them in Priority and
+  // Fairness's queues, and the kubelets' deletions lag (docs/performance.md: with 64, a
+  // node's evictions ended 2.7 s sooner, the reactions' p99 went from 1.0 to 5.7 s, and
+  // the wall time was no shorter). And a plan's first thousand creates must not queue
+  // ahead of its first cordon. Each request goes to an
   // executor with nothing to do (actors::io_pool).
   auto pool = [&](std::size_t connections, const std::string& name, kube::request_lane lane) {
     actors::io_config c = io;
@@ -475,7 +478,7 @@ int main(int argc, char** argv) {
     return system.spawn(actors::io_pool, std::move(executors), name);
   };
   auto router = system.spawn(actors::io_router, pool(8, "writes", kube::request_lane::rollout),
-                             pool(64, "evictions", kube::request_lane::rollout),
+                             pool(16, "evictions", kube::request_lane::rollout),
                              pool(2, "items", kube::request_lane::items));
 
   actors::operator_root_actor root;

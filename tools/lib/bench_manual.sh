@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# The documented manual procedure for one node (shared/reference/amd-dcm.md, "The
-# documented manual procedure"), as a careful user scripts it with kubectl today; run by
-# tools/bench side by side with the operator.
+# The manual procedure for one node as a careful user scripts it with kubectl today: AMD's
+# documented steps (shared/reference/amd-dcm.md, "The documented manual procedure") with a
+# PodDisruptionBudget-respecting drain before the taint and the uncordon after the check;
+# run by tools/bench side by side with the operator.
 #   bench_manual.sh NODE DCM_PROFILE EXPECTED_GPU_COUNT
 set -euo pipefail
 node=$1 profile=$2 expected=$3
 timeout=${BENCH_MANUAL_TIMEOUT:-3600s}
 
-# 3. Taint the node: every pod that does not tolerate amd-dcm=up:NoExecute is deleted at
-#    once, PodDisruptionBudgets or not (no cordon, no drain).
+# 1. Cordon and drain: kubectl evicts every pod but DaemonSets' through the Eviction API,
+#    retrying one a budget refuses every 5 s, and waits until they are gone.
+kubectl drain "$node" --ignore-daemonsets --delete-emptydir-data --timeout="$timeout" >/dev/null 2>&1
+# 3. Taint the node: the pods left that do not tolerate amd-dcm=up:NoExecute (the device
+#    plugin's) are deleted.
 kubectl taint nodes "$node" amd-dcm=up:NoExecute
 # 4. Wait until those pods are gone (here every pod but DCM's own, which tolerates it).
 others=app.kubernetes.io/name!=device-config-manager
@@ -29,3 +33,5 @@ kubectl taint nodes "$node" amd-dcm=up:NoExecute-
 # Check the result before going on to the next node.
 kubectl wait node "$node" --for=jsonpath='{.status.allocatable.amd\.com/gpu}'="$expected" --timeout="$timeout" >/dev/null
 kubectl wait node "$node" --for=jsonpath='{.metadata.labels.amd\.com/gpu\.ready}'=true --timeout="$timeout" >/dev/null
+# Back into service.
+kubectl uncordon "$node" >/dev/null
