@@ -3,6 +3,8 @@
 #include "protocol/codec/pattern.hpp"
 #include "protocol/desired_hash.hpp"
 
+#include <unordered_map>
+
 namespace gpu_partitioner::controller {
 
 namespace {
@@ -10,6 +12,22 @@ namespace {
 // The longest object name Kubernetes accepts (a DNS subdomain).
 constexpr std::size_t name_limit = 253;
 constexpr std::size_t hash_digits = 10;
+
+// The first hash_digits of SHA-256 of `key`, remembered: a plan's supervisor looks up
+// the items of all its nodes on every view it handles, and at 5,000 nodes hashing each
+// name afresh (OpenSSL's EVP_Digest looks the algorithm up on every call) kept a core
+// busy. Per thread, as the callers run on the actor system's threads side by side; a few
+// hundred KiB for 5,000 nodes, and forgotten wholesale past a bound, so plans and nodes
+// that come and go cannot grow it forever.
+const std::string& short_hash(const std::string& key) {
+  constexpr std::size_t memo_limit = 1 << 16;
+  thread_local std::unordered_map<std::string, std::string> memo;
+  if (auto it = memo.find(key); it != memo.end())
+    return it->second;
+  if (memo.size() >= memo_limit)
+    memo.clear();
+  return memo.emplace(key, protocol::sha256_hex(key).substr(0, hash_digits)).first->second;
+}
 
 } // namespace
 
@@ -43,7 +61,7 @@ item_names item_names_of(const std::string& plan, const std::string& node) {
   // letter or digit.
   while (!base.empty() && (base.back() == '-' || base.back() == '.'))
     base.pop_back();
-  out.derived = base + "-" + protocol::sha256_hex(plan + "/" + node).substr(0, hash_digits);
+  out.derived = base + "-" + short_hash(plan + "/" + node);
   return out;
 }
 

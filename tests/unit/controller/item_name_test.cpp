@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gc = gpu_partitioner::controller;
@@ -87,6 +88,29 @@ BOOST_AUTO_TEST_CASE(a_derived_name_fits_253_characters_and_is_a_valid_name) {
   const auto after_dash = gc::item_names_of(std::string(241, 'p'), "node").derived;
   BOOST_TEST(after_dash.substr(0, 242) == std::string(241, 'p') + "-");
   BOOST_TEST(after_dash.size() == 252u);
+}
+
+// The hashes are remembered (per thread, up to a bound, then forgotten at once): every
+// name stays what SHA-256 makes it, asked once or again, before the memo is cleared and
+// after, on this thread and on another.
+BOOST_AUTO_TEST_CASE(a_derived_name_is_the_same_however_often_it_is_asked) {
+  auto expected = [](const std::string& plan, const std::string& node) {
+    return plan + "-" + node + "-" + gp::sha256_hex(plan + "/" + node).substr(0, 10);
+  };
+  // More pairs than the memo holds (65,536), twice over, asked twice each.
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < 70000; i += 7) {
+      const std::string plan = "plan-" + std::to_string(i % 13);
+      const std::string node = "node-" + std::to_string(i);
+      BOOST_TEST_REQUIRE(gc::item_names_of(plan, node).derived == expected(plan, node));
+      BOOST_TEST_REQUIRE(gc::item_names_of(plan, node).derived == expected(plan, node));
+    }
+  for (int i = 0; i < 70000; ++i)
+    (void)gc::item_names_of("fill", "n" + std::to_string(i));
+  BOOST_TEST(gc::item_names_of("plan-3", "node-42").derived == expected("plan-3", "node-42"));
+  std::string other_thread;
+  std::thread([&] { other_thread = gc::item_names_of("plan-3", "node-42").derived; }).join();
+  BOOST_TEST(other_thread == expected("plan-3", "node-42"));
 }
 
 BOOST_AUTO_TEST_CASE(an_item_is_found_by_plan_and_node_under_either_name_and_only_its_own) {
