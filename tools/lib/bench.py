@@ -552,6 +552,22 @@ class Bench:
             held = False
         return 0.0 if held else max(0.0, DCM_CONFIG_SYNC - (WORKLOAD_GRACE + self.ds_grace))
 
+    def wait_for_dcm_config(self, sync):
+        """Waits until DCM's config is older than --dcm-config-sync: the operator labels no
+        node until kubelet can have delivered a config made or changed since (a cluster just
+        set up, the last rollout's write), and that wait belongs to no rollout."""
+        out = kubectl("-n", "kube-amd-gpu", "get", "configmap", "default-dcm-config", "-o",
+                      "jsonpath={.metadata.creationTimestamp} "
+                      "{.metadata.annotations.infrastructure\\.silogen\\.ai/config-written-at}",
+                      check=False)
+        times = [t for t in (parse_time(x) for x in out.split()) if t is not None]
+        if not times:
+            return
+        left = max(times) + sync + 1 - time.time()
+        if left > 0:
+            log(f"waiting {left:.0f} s for DCM's config to be older than --dcm-config-sync")
+            time.sleep(left)
+
     def start_operator(self, tag, sync, api_qps, binary=None):
         """A fresh operator (leader election on, as the token user) that is ready: its
         process, its metrics URL and its log. `api_qps` None leaves the operator's default
@@ -639,6 +655,7 @@ class Bench:
             f"time scale {scale:g} ({run['node_seconds']:.2f} s per node, ideal "
             f"{run['ideal_seconds']:.0f} s)")
         sync = DCM_CONFIG_SYNC * scale
+        self.wait_for_dcm_config(sync)
 
         op, metrics_url, oplog = self.start_operator(plan, sync, self.args.api_qps[0], operator[1])
         run["rate_limit"] = self.operator_rate_limit(oplog)
