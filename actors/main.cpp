@@ -467,8 +467,8 @@ int main(int argc, char** argv) {
   // Fairness's queues, and the kubelets' deletions lag (docs/performance.md: with 64, a
   // node's evictions ended 2.7 s sooner, the reactions' p99 went from 1.0 to 5.7 s, and
   // the wall time was no shorter). And a plan's first thousand creates must not queue
-  // ahead of its first cordon. Each request goes to an
-  // executor with nothing to do (actors::io_pool).
+  // ahead of its first cordon. Each request goes to an executor with nothing to do
+  // (actors::io_pool).
   auto pool = [&](std::size_t connections, const std::string& name, kube::request_lane lane) {
     actors::io_config c = io;
     c.connection.lane = lane;
