@@ -539,28 +539,34 @@ class Bench:
         mode change (--change), and the device plugin's restart."""
         return WORKLOAD_GRACE + self.ds_grace + self.host_services + DCM_CHANGE + PLUGIN_RESTART
 
-    def first_wave_wait(self, dcm_profile):
+    def dcm_config_map(self):
+        """DCM's ConfigMap as the API server has it ({} when it cannot be read)."""
+        try:
+            return json.loads(kubectl("-n", "kube-amd-gpu", "get", "configmap", "default-dcm-config",
+                                      "-o", "json", check=False))
+        except ValueError:
+            return {}
+
+    def first_wave_wait(self, dcm_profile, config_map):
         """What the first wave waits at time scale 1 beyond its drain when DCM's config
         lacks the profile: the operator writes it as the first node drains, and the label
         waits until the change is --dcm-config-sync old. Nothing when DCM has it already
         (the bench's DCM config comes with both of its profiles)."""
-        config = kubectl("-n", "kube-amd-gpu", "get", "configmap", "default-dcm-config", "-o",
-                         "jsonpath={.data.config\\.json}", check=False)
         try:
-            held = dcm_profile in json.loads(config).get("gpu-config-profiles", {})
+            config = json.loads(config_map.get("data", {}).get("config.json", ""))
+            held = dcm_profile in config.get("gpu-config-profiles", {})
         except (ValueError, AttributeError):
             held = False
         return 0.0 if held else max(0.0, DCM_CONFIG_SYNC - (WORKLOAD_GRACE + self.ds_grace))
 
-    def wait_for_dcm_config(self, sync):
+    def wait_for_dcm_config(self, sync, config_map):
         """Waits until DCM's config is older than --dcm-config-sync: the operator labels no
         node until kubelet can have delivered a config made or changed since (a cluster just
         set up, the last rollout's write), and that wait belongs to no rollout."""
-        out = kubectl("-n", "kube-amd-gpu", "get", "configmap", "default-dcm-config", "-o",
-                      "jsonpath={.metadata.creationTimestamp} "
-                      "{.metadata.annotations.infrastructure\\.silogen\\.ai/config-written-at}",
-                      check=False)
-        times = [t for t in (parse_time(x) for x in out.split()) if t is not None]
+        meta = config_map.get("metadata", {})
+        stamps = [meta.get("creationTimestamp") or "",
+                  meta.get("annotations", {}).get("infrastructure.silogen.ai/config-written-at", "")]
+        times = [t for t in (parse_time(x) for x in stamps) if t is not None]
         if not times:
             return
         left = max(times) + sync + 1 - time.time()
@@ -641,7 +647,8 @@ class Bench:
         if scale != self.sim_scale:
             self.restart_sim(scale)
         profile = PROFILES[index % 2]
-        wait = self.first_wave_wait(profile[1])
+        config_map = self.dcm_config_map()
+        wait = self.first_wave_wait(profile[1], config_map)
         plan = f"bench-{index + 1}-mp{max_parallel}" + (f"-{operator[0]}" if operator[0] else "")
         budget = self.pdb_max_unavailable
         run = {"plan": plan, "max_parallel": max_parallel, "nodes": self.n, "waves": waves,
@@ -655,7 +662,7 @@ class Bench:
             f"time scale {scale:g} ({run['node_seconds']:.2f} s per node, ideal "
             f"{run['ideal_seconds']:.0f} s)")
         sync = DCM_CONFIG_SYNC * scale
-        self.wait_for_dcm_config(sync)
+        self.wait_for_dcm_config(sync, config_map)
 
         op, metrics_url, oplog = self.start_operator(plan, sync, self.args.api_qps[0], operator[1])
         run["rate_limit"] = self.operator_rate_limit(oplog)
