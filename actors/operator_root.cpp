@@ -394,6 +394,7 @@ operator_root_actor::behavior_type operator_root(operator_root_actor::pointer se
         s->view.schedulability_changed = false;
         s->view.item_specs_changed = false;
         s->view.item_spec_plans.clear();
+        s->view.flight_changes.clear();
         // A supervisor per plan; items whose plan is gone are still served (a deleted
         // plan's items run their finalizers) by a supervisor kept until they are gone.
         std::set<std::string> wanted;

@@ -10,6 +10,7 @@
 #include "controller/plan_items.hpp"
 #include "controller/plan_resolution.hpp"
 #include "controller/plan_status.hpp"
+#include "controller/recompute_pace.hpp"
 
 #include <set>
 #include <utility>
@@ -51,9 +52,15 @@ struct supervisor_state {
   /// Every item is looked at with the next view (a worker was lost and must be started
   /// again), not only those whose item or node changed.
   bool sweep = true;
-  /// Selected nodes without an item yet: a node of theirs going down counts against
-  /// maxUnavailable, so node changes work the plan out again while there are any.
-  bool absent = false;
+  /// The nodes of selected items not made yet, and whether each counted as down: one going
+  /// down or coming up changes what counts against maxUnavailable.
+  std::map<std::string, bool> absent_down;
+  /// Nodes whose item waits to land before its spec is updated.
+  std::set<std::string> held;
+  /// News that may wait (controller/recompute_pace): owed a walk, and when its timer fires.
+  controller::recompute_pace pace;
+  bool owed = false;
+  std::optional<caf::actor_clock::time_point> pace_due;
   /// profile -> the desiredHash its nodes should carry (for the canary's key).
   std::map<std::string, std::string> hashes;
   /// The plan's limits and items as last worked out, and the gate over them (windows,
@@ -190,6 +197,13 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
   return {
       [=](tick_atom) {
         s->retry_pending = false;
+        if (s->pace_due) {
+          const auto now = self->clock().now();
+          if (now >= *s->pace_due)
+            s->pace_due.reset();
+          else
+            self->delayed_send(self, *s->pace_due - now, tick_atom_v);
+        }
         const auto woke = s->wake.tick(protocol::wall_clock::now(), self->clock().now());
         if (woke.due)
           s->gate_due = true;
@@ -209,10 +223,24 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           s->last_status = plan->status;
           s->wrote_status = true;
         }
-        const bool recompute = !s->resolved || view->shared_changed || view->item_specs_changed ||
-                               view->item_spec_plans.count(config.plan) > 0 ||
-                               controller::selections_may_change(*view) ||
-                               (s->absent && !view->node_changes.empty());
+        // Working the plan out again walks every node and item it has: at once for news
+        // that may change what it selects, starts or counts as down; paced for its own
+        // items' creation and metadata (controller/recompute_pace).
+        bool recompute = !s->resolved || view->shared_changed ||
+                         controller::flights_concern(*view, config.plan, s->held) ||
+                         controller::selections_may_change(*view) ||
+                         controller::absent_down_changed(*view, s->absent_down);
+        if (!recompute && (s->owed || view->item_spec_plans.count(config.plan) > 0)) {
+          const auto now = self->clock().now();
+          const auto wait = s->pace.wait(now);
+          recompute = wait == std::chrono::steady_clock::duration::zero();
+          s->owed = !recompute;
+          if (s->owed && !s->pace_due) {
+            s->pace_due = now + wait;
+            self->delayed_send(self, wait, tick_atom_v);
+          }
+        }
+        const auto walk_start = controller::thread_cpu_time();
         auto& keep_items = s->keep_items;
         auto& resolution = s->resolution;
         s->mine.update(*view);
@@ -250,6 +278,7 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           process_metrics().publish_plan_phase(config.plan, status.phase);
         } else if (plan != nullptr && !plan->metadata.deletion_timestamp && recompute) {
           s->resolved = true;
+          s->owed = false;
           keep_items.clear();
           // Nodes in flight stay with the plan that started them.
           std::map<std::string, std::string> flying;
@@ -260,7 +289,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
                                       ? view->selections
                                       : controller::select_nodes(view->plans, view->nodes);
           resolution = controller::resolve_plan(*plan, *selections, view->nodes, flying);
-          s->absent = false;
+          s->absent_down.clear();
+          s->held.clear();
           s->unmade.clear();
           if (!resolution.problems.empty()) {
             // An invalid plan keeps the items it has (those in flight finish) and starts
@@ -273,7 +303,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             auto changes = controller::reconcile_items(*plan, resolution, mine, *view,
                                                        s->canary_nodes, s->create_errors);
             keep_items = changes.keep;
-            s->absent = !changes.absent.empty() || !changes.unmade.empty();
+            s->absent_down = std::move(changes.absent_down);
+            s->held = std::move(changes.held);
             const std::set<std::string> selected(changes.selected.begin(), changes.selected.end());
             for (auto it = s->create_errors.begin(); it != s->create_errors.end();)
               it = selected.count(it->first) ? std::next(it) : s->create_errors.erase(it);
@@ -348,6 +379,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
           keep_items.clear();
           resolution = {};
         }
+        if (recompute)
+          s->pace.ran(controller::thread_cpu_time() - walk_start, self->clock().now());
         // The gate: whether the windows, the canary and the failure budget let nodes
         // start. Decided again with every view while a window or an unfinished canary
         // can change it, else when the plan or its items change (or a wake-up is due).

@@ -31,15 +31,20 @@ bool meta_changed(const protocol::object_meta& a, const protocol::object_meta& b
 
 void cluster_view::note_item_change(const protocol::node_partitioning* was,
                                     const protocol::node_partitioning* now) {
+  if (!was && !now) {
+    item_specs_changed = true;
+    return;
+  }
   auto flies = [](const protocol::node_partitioning* i) { return i && holds_its_node(*i); };
   if (flies(was) != flies(now) ||
-      (flies(was) && was->spec.plan_ref.name != now->spec.plan_ref.name) || (!was && !now)) {
-    item_specs_changed = true;
-  } else if (!was || !now || meta_changed(was->metadata, now->metadata)) {
+      (flies(was) && was->spec.plan_ref.name != now->spec.plan_ref.name))
+    for (const auto* i : {was, now})
+      if (i)
+        flight_changes[i->spec.node_name].insert(i->spec.plan_ref.name);
+  if (!was || !now || meta_changed(was->metadata, now->metadata))
     for (const auto* i : {was, now})
       if (i)
         item_spec_plans.insert(i->spec.plan_ref.name);
-  }
 }
 
 void cluster_view::note_budget_change(const std::string& key,

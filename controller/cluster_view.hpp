@@ -153,9 +153,13 @@ struct cluster_view {
                         const protocol::node_partitioning* now);
   /// Records whether a node's change bears on where pods may be scheduled.
   void note_schedulability(const node_info* was, const node_info* now);
-  /// A NodePartitioning began or ended its flight (or, in flight, went or moved to another
-  /// plan): every plan's resolution may differ, since a node in flight stays with its plan.
+  /// A NodePartitioning that did not decode changed: any plan's resolution may differ.
   bool item_specs_changed = false;
+  /// NodePartitionings that began or ended their flight (or, in flight, went or moved to
+  /// another plan): node -> the plans of its item before and after. A node in flight stays
+  /// with its plan, so the resolution of a plan selecting the node may differ if another
+  /// plan is involved (flights_concern).
+  std::map<std::string, std::set<std::string>> flight_changes;
   /// Plans one of whose NodePartitionings came, went, or changed its metadata or spec, not
   /// in flight: only that plan's supervisor has anything new to create, update or delete.
   /// (Not every change of phase: working out a plan again takes a walk over every node and

@@ -6,6 +6,8 @@
 #include "protocol/api_group.hpp"
 #include "protocol/desired_hash.hpp"
 
+#include <algorithm>
+
 namespace gpu_partitioner::controller {
 
 protocol::node_partitioning desired_item(const protocol::partitioning_plan& plan,
@@ -108,14 +110,19 @@ item_changes reconcile_items(const protocol::partitioning_plan& plan,
       else
         out.absent.push_back(name);
       auto node = view.nodes.find(sel.node);
-      if (node != view.nodes.end() && (node->second->unschedulable || !node->second->ready))
+      const bool down = node != view.nodes.end() && counts_down(*node->second);
+      out.absent_down[sel.node] = down;
+      if (down)
         out.absent_unavailable.push_back(name);
       if (fresh)
         out.create.push_back(std::move(want));
-    } else if (spec_differs(*have, want) && !in_flight(*have)) {
+    } else if (!spec_differs(*have, want)) {
+      out.unchanged.push_back(name);
+    } else if (!in_flight(*have)) {
       out.update.push_back(std::move(want));
     } else {
       out.unchanged.push_back(name);
+      out.held.insert(sel.node);
     }
   }
   return out;
@@ -131,6 +138,32 @@ items_to_remove(const std::map<std::string, const protocol::node_partitioning*>&
     if (!keep.count(name) && !item->metadata.deletion_timestamp)
       out.push_back(name);
   return out;
+}
+
+bool flights_concern(const cluster_view& view, const std::string& plan,
+                     const std::set<std::string>& held) {
+  if (view.item_specs_changed || (!view.flight_changes.empty() && !view.selections))
+    return true;
+  for (const auto& [node, plans] : view.flight_changes) {
+    const auto& selecting = view.selections->of(node);
+    if (std::find(selecting.begin(), selecting.end(), plan) == selecting.end())
+      continue; // not selected: a flight there changes neither the resolution nor keep
+    if (selecting.size() > 1 || plans.size() > 1 || !plans.count(plan) || held.count(node))
+      return true;
+  }
+  return false;
+}
+
+bool absent_down_changed(const cluster_view& view, const std::map<std::string, bool>& absent_down) {
+  for (const auto& [node, since] : view.node_changes) {
+    auto was = absent_down.find(node);
+    if (was == absent_down.end())
+      continue;
+    auto now = view.nodes.find(node);
+    if ((now != view.nodes.end() && counts_down(*now->second)) != was->second)
+      return true;
+  }
+  return false;
 }
 
 bool selections_may_change(const cluster_view& view) {

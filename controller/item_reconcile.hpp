@@ -68,7 +68,17 @@ struct item_changes {
   std::vector<std::string> absent_unavailable;
   /// Selected items that cannot be made now (not in `absent`): reported on the plan.
   std::vector<unmade_item> unmade;
+  /// The nodes of the absent and unmade items, each with whether it counts as down then
+  /// (absent_down_changed).
+  std::map<std::string, bool> absent_down;
+  /// Nodes whose item is in flight with a changed spec: updated once it lands.
+  std::set<std::string> held;
 };
+
+/// Whether a node counts against maxUnavailable while it has no item: cordoned or not Ready.
+inline bool counts_down(const node_info& node) {
+  return node.unschedulable || !node.ready;
+}
 
 /// What a live, valid plan's items need, given its resolution and its items now (`mine`,
 /// by name). Each node's item is found by plan and node (find_item); a new one is named by
@@ -81,6 +91,20 @@ item_changes reconcile_items(const protocol::partitioning_plan& plan,
                              const cluster_view& view,
                              const std::set<std::string>& canary_nodes = {},
                              const std::map<std::string, std::string>& create_errors = {});
+
+/// Whether the view's flight changes (cluster_view::flight_changes) can change what plan
+/// `plan` resolves or updates: a flight on a node it selects, where another plan selects
+/// the node or owns the item, or where its own item waits to land for an update (`held`:
+/// item_changes::held). A flight of its own item on a node only it selects changes
+/// neither: that is nearly every flight of a rollout, and working a plan of thousands of
+/// nodes out again for each would take the supervisor's whole time.
+bool flights_concern(const cluster_view& view, const std::string& plan,
+                     const std::set<std::string>& held);
+
+/// Whether the view changed whether a node without its item yet counts as down
+/// (`absent_down`: item_changes::absent_down as last worked out): such nodes count against
+/// maxUnavailable, so the plan must be worked out again.
+bool absent_down_changed(const cluster_view& view, const std::map<std::string, bool>& absent_down);
 
 /// Whether the view's node changes can change a plan's node selection (resolve_plan's
 /// answer for any of the view's plans, which see each other's): a node came, went or

@@ -161,6 +161,8 @@ BOOST_AUTO_TEST_CASE(missing_items_are_created_in_order_and_their_down_nodes_not
   BOOST_TEST(changes.absent == (std::vector<std::string>{"p-a", "p-c"}));
   BOOST_TEST(changes.absent_unavailable == std::vector<std::string>{"p-c"});
   BOOST_TEST(changes.keep.size() == 3u);
+  const std::map<std::string, bool> down{{"a", false}, {"c", true}};
+  BOOST_TEST(changes.absent_down == down, "the nodes still without an item, and which are down");
 }
 
 // Plan `gpu` with node `a-1` and plan `gpu-a` with node `1` both want `gpu-a-1`. The one
@@ -268,7 +270,73 @@ BOOST_AUTO_TEST_CASE(a_changed_spec_is_updated_unless_the_node_is_in_flight) {
   BOOST_TEST(!changes.update[1].spec.dry_run);
   BOOST_TEST(changes.unchanged == std::vector<std::string>{"p-b"},
              "a node in flight finishes first, then is updated");
+  BOOST_TEST(changes.held == std::set<std::string>{"b"}, boost::test_tools::per_element());
   BOOST_TEST(changes.create.empty());
+}
+
+// A flight concerns a plan where it selects the node and the flight can change its
+// resolution (another plan selects the node or owns the item) or its updates (its own
+// item waits to land for one). Its own flight on a node only it selects, nearly every
+// flight of a rollout, concerns it not.
+BOOST_AUTO_TEST_CASE(a_flight_concerns_a_plan_only_where_another_plan_or_an_update_waits) {
+  auto selections = std::make_shared<gc::plan_selections>();
+  selections->plans_by_node = {{"a", {"p"}}, {"b", {"p", "q"}}, {"c", {"q"}}};
+  struct row {
+    const char* what;
+    std::string node;
+    std::set<std::string> plans;
+    std::set<std::string> held;
+    bool concerns;
+  };
+  const row rows[] = {
+      {"its own flight on a node only it selects", "a", {"p"}, {}, false},
+      {"its own flight on a node another plan selects too", "b", {"p"}, {}, true},
+      {"another plan's flight on a node it selects", "a", {"q"}, {}, true},
+      {"an item moved from it to another plan in flight", "a", {"p", "q"}, {}, true},
+      {"another plan's flight on a node it does not select", "c", {"q"}, {}, false},
+      {"its own item landing with an update waiting", "a", {"p"}, {"a"}, true},
+      {"its own flight, an update waiting on another node", "a", {"p"}, {"x"}, false},
+  };
+  for (const auto& r : rows) {
+    BOOST_TEST_CONTEXT(r.what) {
+      gc::cluster_view v;
+      v.selections = selections;
+      BOOST_TEST(!gc::flights_concern(v, "p", r.held), "no flight, no concern");
+      v.flight_changes[r.node] = r.plans;
+      BOOST_TEST(gc::flights_concern(v, "p", r.held) == r.concerns);
+    }
+  }
+  gc::cluster_view v;
+  v.flight_changes["a"] = {"p"};
+  BOOST_TEST(gc::flights_concern(v, "p", {}), "selections not worked out yet: every flight");
+  v.selections = selections;
+  v.item_specs_changed = true;
+  BOOST_TEST(gc::flights_concern(v, "p", {}), "an item that never decoded: every plan");
+}
+
+// A node without its item yet counts against maxUnavailable while down: the plan is worked
+// out again when one goes down or comes up, not for each heartbeat or label.
+BOOST_AUTO_TEST_CASE(only_an_absent_nodes_going_down_or_up_is_news) {
+  fixture f;
+  const std::map<std::string, bool> absent_down{{"a", false}, {"b", true}};
+  auto change = [&](const std::string& name, auto edit) {
+    auto node = std::make_shared<gc::node_info>(*f.view.nodes.at(name));
+    edit(*node);
+    f.view.nodes[name] = node;
+    f.view.node_changes[name] = gp::wall_clock::now();
+  };
+  BOOST_TEST(!gc::absent_down_changed(f.view, absent_down));
+  change("a", [](gc::node_info& n) { n.labels["heartbeat"] = "1"; });
+  BOOST_TEST(!gc::absent_down_changed(f.view, absent_down), "a change that leaves it up");
+  change("c", [](gc::node_info& n) { n.unschedulable = true; });
+  BOOST_TEST(!gc::absent_down_changed(f.view, absent_down), "a node with its item");
+  change("a", [](gc::node_info& n) { n.ready = false; });
+  BOOST_TEST(gc::absent_down_changed(f.view, absent_down), "not Ready");
+  f.view.node_changes.clear();
+  change("b", [](gc::node_info& n) { n.unschedulable = true; });
+  BOOST_TEST(!gc::absent_down_changed(f.view, absent_down), "still cordoned");
+  change("b", [](gc::node_info& n) { n.unschedulable = false; });
+  BOOST_TEST(gc::absent_down_changed(f.view, absent_down), "uncordoned");
 }
 
 // The payload is part of the item: read anew and different, it updates the item (unless

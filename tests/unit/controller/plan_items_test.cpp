@@ -135,9 +135,10 @@ BOOST_AUTO_TEST_CASE(a_schedulability_change_touches_the_items_that_read_every_n
 }
 
 // Another plan's items bear on a plan only through the nodes they hold in flight: a change
-// that begins or ends a flight makes every plan work itself out again; any other change of
-// an item, only its own plan.
-BOOST_AUTO_TEST_CASE(an_item_change_concerns_every_plan_only_when_a_flight_begins_or_ends) {
+// that begins or ends a flight is recorded by node with the plans involved (whom it
+// concerns is flights_concern's question); a change of an item's metadata, existence or
+// spec concerns its own plan; only an item that never decoded concerns every plan.
+BOOST_AUTO_TEST_CASE(an_item_change_names_its_flight_and_its_plan) {
   auto phase = [](const std::shared_ptr<const gp::node_partitioning>& i, gp::node_phase ph) {
     auto out = std::make_shared<gp::node_partitioning>(*i);
     out->status.phase = ph;
@@ -150,7 +151,8 @@ BOOST_AUTO_TEST_CASE(an_item_change_concerns_every_plan_only_when_a_flight_begin
     const char* what;
     const gp::node_partitioning* was;
     const gp::node_partitioning* now;
-    bool every_plan;
+    std::set<std::string> flight_plans; // on node a; empty: no flight change
+    bool own_plan;                      // item_spec_plans == {p}
   };
   auto deleting = std::make_shared<gp::node_partitioning>(*draining);
   deleting->metadata.deletion_timestamp = "2026-12-03T10:00:00Z";
@@ -159,25 +161,28 @@ BOOST_AUTO_TEST_CASE(an_item_change_concerns_every_plan_only_when_a_flight_begin
   auto moved = std::make_shared<gp::node_partitioning>(*draining);
   moved->spec.plan_ref.name = "q";
   const row rows[] = {
-      {"created", nullptr, pending.get(), false},
-      {"deleted", pending.get(), nullptr, false},
-      {"relabelled", pending.get(), relabelled.get(), false},
-      {"starts draining", pending.get(), draining.get(), true},
-      {"lands", draining.get(), verified.get(), true},
-      {"deleted in flight", draining.get(), nullptr, true},
-      {"marked for deletion in flight", draining.get(), deleting.get(), true},
-      {"moved to another plan in flight", draining.get(), moved.get(), true},
-      {"created in flight", nullptr, draining.get(), true},
-      {"not decodable, never seen", nullptr, nullptr, true},
+      {"created", nullptr, pending.get(), {}, true},
+      {"deleted", pending.get(), nullptr, {}, true},
+      {"relabelled", pending.get(), relabelled.get(), {}, true},
+      {"starts draining", pending.get(), draining.get(), {"p"}, false},
+      {"lands", draining.get(), verified.get(), {"p"}, false},
+      {"deleted in flight", draining.get(), nullptr, {"p"}, true},
+      {"marked for deletion in flight", draining.get(), deleting.get(), {"p"}, true},
+      {"moved to another plan in flight", draining.get(), moved.get(), {"p", "q"}, false},
+      {"created in flight", nullptr, draining.get(), {"p"}, true},
   };
   for (const auto& r : rows) {
     BOOST_TEST_CONTEXT(r.what) {
       gc::cluster_view v;
       v.note_item_change(r.was, r.now);
-      BOOST_TEST(v.item_specs_changed == r.every_plan);
-      if (!r.every_plan)
-        BOOST_TEST(v.item_spec_plans == (std::set<std::string>{"p"}),
-                   boost::test_tools::per_element());
+      BOOST_TEST(!v.item_specs_changed);
+      if (r.flight_plans.empty()) {
+        BOOST_TEST(v.flight_changes.empty());
+      } else {
+        BOOST_TEST(v.flight_changes.size() == 1u);
+        BOOST_TEST(v.flight_changes["a"] == r.flight_plans, boost::test_tools::per_element());
+      }
+      BOOST_TEST(v.item_spec_plans.count("p") == (r.own_plan ? 1u : 0u));
     }
   }
   // A status change that is no flight's beginning or end concerns no plan.
@@ -186,6 +191,10 @@ BOOST_AUTO_TEST_CASE(an_item_change_concerns_every_plan_only_when_a_flight_begin
   v.note_item_change(pending.get(), failed.get());
   BOOST_TEST(!v.item_specs_changed);
   BOOST_TEST(v.item_spec_plans.empty());
+  BOOST_TEST(v.flight_changes.empty());
+  // An item that never decoded concerns every plan.
+  v.note_item_change(nullptr, nullptr);
+  BOOST_TEST(v.item_specs_changed);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
