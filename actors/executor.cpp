@@ -240,6 +240,8 @@ node_io_result executor::perform(const node_io& io) {
       if (auto needless = removal_needless(api, p.ns, p.name, p.uid); !needless.empty()) {
         m.done = true;
         m.message = needless;
+        if (needless.rfind("gone", 0) == 0)
+          m.gone_uid = p.uid;
         r.evictions[p.ns + "/" + p.name] = m;
         continue;
       }

@@ -203,6 +203,11 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
   }
   const bool evict = drain.kind == protocol::eviction_kind::eviction && drain.respect_pdb;
   for (const auto& pod : pass.evictable) {
+    // Read gone from the API server: a lagging watch still shows it, and asking again every
+    // eviction_retry would read it again each time until the watch catches up.
+    if (auto mem = evictions.find(key_of(pod));
+        mem != evictions.end() && !mem->second.gone_uid.empty() && mem->second.gone_uid == pod.uid)
+      continue;
     if (pod.deleting) {
       if (deletion_not_awaited(pod, drain, context)) {
         pass.not_awaited.push_back(pod.uid);

@@ -170,6 +170,9 @@ struct eviction_memory {
   /// The run that asked (its status.startedAt). A drain reads only its own run's: a pod
   /// of the same name in a later run is a pod that run has not evicted.
   std::string run{};
+  /// The API server said this pod (by uid) no longer exists, while the pods' watch still
+  /// showed it: the drain counts it gone and does not read it again.
+  std::string gone_uid{};
 };
 
 struct node_inputs {

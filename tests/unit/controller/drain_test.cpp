@@ -125,6 +125,25 @@ BOOST_AUTO_TEST_CASE(an_evicted_pod_the_watch_still_shows_is_asked_again_only_af
   BOOST_TEST(later.removals[0].again, "read first: it may be gone already");
 }
 
+// A pod the API server said is gone (read before asking again) is gone for the drain,
+// though the watch still shows it: it is not read again every 5 s, nor does it hold the
+// drain. A new pod of its name (another uid) is a pod to evict.
+BOOST_AUTO_TEST_CASE(a_pod_read_gone_is_not_asked_again_while_the_watch_lags) {
+  auto gone = evicted_at(t0);
+  gone.gone_uid = pod("web-1").uid;
+  const std::map<std::string, gc::eviction_memory> mem{{"team/web-1", gone}};
+  const auto lagging = gc::plan_evictions({pod("web-1")}, {}, mem, {}, t0 + 60s);
+  BOOST_TEST(lagging.removals.empty());
+  BOOST_TEST(lagging.left == 0);
+  BOOST_TEST(lagging.evicted == 1);
+  auto successor = pod("web-1");
+  successor.uid = "another-uid";
+  const auto again = gc::plan_evictions({successor}, {}, mem, {}, t0 + 60s);
+  BOOST_REQUIRE(again.removals.size() == 1u);
+  BOOST_TEST(again.removals[0].uid == "another-uid");
+  BOOST_TEST(again.left == 1);
+}
+
 BOOST_AUTO_TEST_CASE(a_refused_eviction_waits_5_s_unless_its_budget_opens) {
   const std::map<std::string, gc::eviction_memory> mem{{"team/web-1", blocked_at(t0)}};
   const auto closed =
