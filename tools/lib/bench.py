@@ -579,6 +579,9 @@ class Bench:
         process, its metrics URL and its log. `api_qps` None leaves the operator's default
         rate limit; --api-burst goes with it when given."""
         oplog = os.path.join(self.state, f"operator-{tag}.log")
+        # A kept cluster's earlier bench left its own log under the same name.
+        if os.path.exists(oplog):
+            os.remove(oplog)
         # Port 0: the operator binds what the kernel gives and writes it down, so no port
         # picked here can be taken by another process before the operator binds it.
         bound = os.path.join(self.state, f"operator-{tag}.addresses")
