@@ -240,7 +240,8 @@ plan_supervisor_actor::behavior_type plan_supervisor(plan_supervisor_actor::poin
             self->delayed_send(self, wait, tick_atom_v);
           }
         }
-        const auto walk_start = controller::thread_cpu_time();
+        const auto walk_start =
+            recompute ? controller::thread_cpu_time() : std::chrono::nanoseconds::zero();
         auto& keep_items = s->keep_items;
         auto& resolution = s->resolution;
         s->mine.update(*view);

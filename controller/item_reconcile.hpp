@@ -75,11 +75,6 @@ struct item_changes {
   std::set<std::string> held;
 };
 
-/// Whether a node counts against maxUnavailable while it has no item: cordoned or not Ready.
-inline bool counts_down(const node_info& node) {
-  return node.unschedulable || !node.ready;
-}
-
 /// What a live, valid plan's items need, given its resolution and its items now (`mine`,
 /// by name). Each node's item is found by plan and node (find_item); a new one is named by
 /// new_item_name against every item of the view. `canary_nodes` are the canary's nodes

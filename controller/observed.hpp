@@ -55,6 +55,12 @@ struct node_info {
   bool is_control_plane() const;
 };
 
+/// Whether a node counts against maxUnavailable whatever the operator does to it: cordoned
+/// (by anyone) or not Ready.
+inline bool counts_down(const node_info& node) {
+  return node.unschedulable || !node.ready;
+}
+
 struct toleration {
   std::string key;
   std::string op = "Equal"; // Equal or Exists

@@ -39,7 +39,7 @@ governor_node governor_facts(const node_inputs& in, const node_step& out) {
   const bool was_failed = in.item.status.phase == node_phase::failed;
   const bool now_failed = out.status && out.status->phase == node_phase::failed;
   facts.failed = now_failed || (was_failed && !out.status);
-  facts.unavailable = in.node && (in.node->unschedulable || !in.node->ready);
+  facts.unavailable = in.node && counts_down(*in.node);
   return facts;
 }
 
