@@ -423,7 +423,7 @@ BOOST_FIXTURE_TEST_CASE(an_unhealthy_pod_under_its_budget_and_a_failed_node_give
 }
 
 // A pod stuck terminating is waited for while its node is Ready; once the node's kubelet
-// stops (NotReady once the node-lifecycle controller's 40 s grace has passed, deletions
+// stops (NotReady once the node-lifecycle controller's 50 s grace has passed, deletions
 // never confirmed), pods deleted longer ago than skipWaitForDeleteTimeoutSeconds are not,
 // and the drain goes on.
 BOOST_FIXTURE_TEST_CASE(a_not_ready_node_does_not_wait_for_pods_deleted_long_ago, fixture,
