@@ -172,8 +172,13 @@ status_writer_actor::behavior_type hooked_status_writer(status_writer_actor::poi
                                                         io_config config,
                                                         status_write_hook before_write) {
   // Each object always goes to the same writer, so its statuses stay in order; objects
-  // on different writers are written side by side, on connections of their own.
-  constexpr std::size_t status_writers = 8;
+  // on different writers are written side by side, on connections of their own. Every
+  // node step waits for its write-ahead, and a writer writes one status at a time: at
+  // maxParallel 200 a busy API server takes 0.5 to 1.5 s a status write, and with eight
+  // writers the write-aheads of a wave waited 5.9 s on average behind each other
+  // (docs/performance.md, 5,000 nodes). Thirty-two keep that queue about one write deep
+  // there; an idle writer costs a thread and a connection.
+  constexpr std::size_t status_writers = 32;
   constexpr std::size_t event_writers = 2;
   std::vector<status_shard_actor> statuses;
   std::vector<event_writer_actor> events;

@@ -23,7 +23,7 @@ using status_writer_actor = caf::typed_actor<
 
 /// Coalesces status writes per object (the latest within a short window wins), writes
 /// them through the status subresource, and records Events (aggregated). Routes each
-/// object to one of eight detached status writers and its Events to one of two event
+/// object to one of 32 detached status writers and its Events to one of two event
 /// writers, each with a connection of its own: an object's writes stay in order, and a
 /// burst (fifty nodes at once) is written side by side.
 /// A persist replaces what is pending for the item: a worker persists the phase it entered
