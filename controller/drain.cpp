@@ -202,6 +202,8 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
       ++pass.not_evicted;
   }
   const bool evict = drain.kind == protocol::eviction_kind::eviction && drain.respect_pdb;
+  // Evictions this pass sends, by the budget ("namespace/name") that covers their pod.
+  std::map<std::string, int> planned_under;
   for (const auto& pod : pass.evictable) {
     // Read gone from the API server: a lagging watch still shows it, and asking again every
     // eviction_retry would read it again each time until the watch catches up.
@@ -296,6 +298,40 @@ eviction_pass plan_evictions(const std::vector<pod_info>& pods, const std::vecto
         continue;
       }
     }
+    // Never asked in this run, Ready, under one budget whose status shows no disruption
+    // left once the evictions this pass already sends under it are counted: the API
+    // server would refuse it (429) after reading and checking the budget, work that a
+    // wave of hundreds of nodes pays for in every eviction's wait. It is held without a
+    // request, shown as a refused one is, and asked as soon as the budget's status
+    // allows a disruption (a budget's change wakes the node's worker). Not held: a pod
+    // the API server judges otherwise (not Ready: unhealthyPodEvictionPolicy; under two
+    // budgets: an error), and one the budget counts disrupted already (its approved
+    // eviction is finished below, once refused).
+    if (mem == evictions.end() && evict && pod.ready) {
+      const pdb_info* only = nullptr;
+      int covering = 0;
+      for (const auto& pdb : pdbs)
+        if (pdb.covers(pod)) {
+          only = &pdb;
+          ++covering;
+        }
+      if (covering == 1 && only->disrupted_pods.count(pod.name) == 0 &&
+          only->disruptions_allowed - planned_under[only->ns + "/" + only->name] <= 0) {
+        std::string reason =
+            "PodDisruptionBudget " + only->ns + "/" + only->name + " does not allow it now";
+        if (const auto deadlock = deadlock_of(pod, context); !deadlock.empty()) {
+          reason += "; " + deadlock;
+          ++pass.deadlocked;
+        }
+        pass.blocking_pdbs.push_back({only->ns, only->name});
+        pass.blocked.push_back(hold(pod, reason, pod_hold::budget));
+        continue;
+      }
+    }
+    if (evict)
+      for (const auto& pdb : pdbs)
+        if (pdb.covers(pod))
+          ++planned_under[pdb.ns + "/" + pdb.name];
     const bool again = mem != evictions.end() && mem->second.done;
     if (mem == evictions.end()) {
       if (judged.loses_empty_dir)

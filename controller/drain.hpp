@@ -128,7 +128,8 @@ struct eviction_pass {
   /// one still shown undeleted after eviction_retry, a delete where a budget approved an
   /// eviction whose pod was never deleted.
   std::vector<pod_removal> removals;
-  /// Pods whose eviction a budget refused, and why; and the budgets.
+  /// Pods whose eviction a budget refused, or would refuse by its status (never asked:
+  /// held until it allows one), and why; and the budgets.
   std::vector<protocol::blocking_pod> blocked;
   std::vector<protocol::namespaced_name> blocking_pdbs;
   /// Pods the policy refuses, pods let finish, pods whose eviction failed otherwise, and

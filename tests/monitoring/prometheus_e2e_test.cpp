@@ -379,7 +379,8 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_a_rollout_and_every_dashboard_and_rule_e
   BOOST_TEST(prom.value(R"(gpu_partitioner_phase_duration_seconds_count{phase="Draining"})") >= 3);
   // Both "moved" pods sat on nodes that were drained.
   BOOST_TEST(prom.value(R"(gpu_partitioner_evictions_total{result="evicted"})") >= 2);
-  BOOST_TEST(prom.value(R"(gpu_partitioner_evictions_total{result="pdb_blocked"})") >= 1);
+  // The held pod's budget never allowed a disruption: it was never asked (no pdb_blocked
+  // eviction), and the gauge showed it held.
   const std::string range = std::to_string(static_cast<long>(unix_now() - prom.started_at) + 60);
   BOOST_TEST(prom.value("max_over_time(gpu_partitioner_drain_blocked_pods" + bad_sel + "[" + range +
                         "s])") >= 1);

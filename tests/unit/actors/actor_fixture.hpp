@@ -142,6 +142,10 @@ struct cluster_model {
   std::function<gp::wall_clock::time_point()> now = [] { return gp::wall_clock::now(); };
   /// How long before now an eviction blocked by a PDB is stamped as refused.
   gp::wall_clock::duration blocked_age{};
+  /// Every eviction under a budget is refused whatever the budget's status shows: the
+  /// status the operator saw is older than another client's eviction that took its last
+  /// disruption.
+  bool budgets_refuse = false;
   /// DCM answers this state as soon as the profile label is set ("" for never).
   std::string dcm_answer = "success";
   int events_written = 0;
@@ -319,7 +323,8 @@ struct cluster_model {
       const bool blocked =
           removal.evict && p != pods.end() &&
           std::any_of(view.pdbs.begin(), view.pdbs.end(), [&](const auto& b) {
-            return b.second->covers(*p->second) && b.second->disruptions_allowed <= 0;
+            return b.second->covers(*p->second) &&
+                   (budgets_refuse || b.second->disruptions_allowed <= 0);
           });
       if (blocked) {
         m.blocked = true;

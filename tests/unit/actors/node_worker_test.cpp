@@ -463,8 +463,11 @@ BOOST_FIXTURE_TEST_CASE(a_drain_blocked_by_a_pdb_is_retried_when_the_requeue_tim
   budget.ns = "team";
   budget.name = "web-pdb";
   budget.match_labels = {{"app", "web"}};
-  budget.disruptions_allowed = 0;
+  // Its status, seen before the refusal, allows one: the eviction is asked (one that a
+  // budget's status shows closed is held unasked) and the API server refuses it.
+  budget.disruptions_allowed = 1;
   cluster().put(budget);
+  cluster().budgets_refuse = true;
   // The worker compares the refusal's time with its clock: a refusal 4 s old is not
   // retried now, and is due 1 s later.
   cluster().blocked_age = 4s;

@@ -166,6 +166,68 @@ BOOST_AUTO_TEST_CASE(a_refused_eviction_waits_5_s_unless_its_budget_opens) {
   BOOST_TEST(retry.blocked.size() == 1u, "still shown as blocked while asked again");
 }
 
+// A pod never asked whose one budget shows no disruption left is held without a request
+// (the API server would refuse it) and shown as a refused one is; it is asked once the
+// budget's status allows one. A pass sends no more evictions under a budget than it allows.
+BOOST_AUTO_TEST_CASE(a_pod_its_budget_would_refuse_is_held_unasked_until_the_budget_allows) {
+  const auto held = gc::plan_evictions({pod("web-1")}, {budget("web-pdb", "web")}, {}, {}, t0);
+  BOOST_TEST(held.removals.empty(), "not asked: its budget allows no disruption");
+  BOOST_REQUIRE(held.blocked.size() == 1u);
+  BOOST_TEST(held.blocked[0].reason == "PodDisruptionBudget team/web-pdb does not allow it now");
+  BOOST_REQUIRE(held.blocking_pdbs.size() == 1u);
+  BOOST_TEST(held.blocking_pdbs[0].name == "web-pdb");
+  BOOST_TEST(held.left == 1);
+  BOOST_TEST(held.not_evicted == 1);
+  BOOST_TEST(held.losing_unmanaged.empty(), "its loss is told when it is asked");
+
+  const auto open =
+      gc::plan_evictions({pod("web-1")}, {budget("web-pdb", "web", 1)}, {}, {}, t0 + 1s);
+  BOOST_REQUIRE(open.removals.size() == 1u);
+  BOOST_TEST(open.removals[0].evict);
+  BOOST_TEST(open.blocked.empty());
+
+  // Two pods under a budget that allows one: one goes, the other waits for the budget;
+  // a pod of another budget is not held by this one.
+  const auto one =
+      gc::plan_evictions({pod("web-1"), pod("web-2"), pod("db-1", "db")},
+                         {budget("web-pdb", "web", 1), budget("db-pdb", "db", 1)}, {}, {}, t0);
+  BOOST_REQUIRE(one.removals.size() == 2u);
+  BOOST_TEST(one.removals[0].name == "web-1");
+  BOOST_TEST(one.removals[1].name == "db-1");
+  BOOST_REQUIRE(one.blocked.size() == 1u);
+  BOOST_TEST(one.blocked[0].name == "web-2");
+
+  // A retry after the API server's refusal keeps its own rule: asked again after 5 s.
+  const std::map<std::string, gc::eviction_memory> mem{{"team/web-1", blocked_at(t0)}};
+  BOOST_TEST(gc::plan_evictions({pod("web-1")}, {budget("web-pdb", "web")}, mem, {}, t0 + 5s)
+                 .removals.size() == 1u);
+}
+
+// Held only where the API server's answer is sure to be the budget's refusal: not a pod
+// that is not Ready (unhealthyPodEvictionPolicy may let it go), not one two budgets cover
+// (an error of its own), not one the budget counts disrupted already (an approved
+// eviction to finish), and not when the policy deletes or ignores budgets.
+BOOST_AUTO_TEST_CASE(a_pod_the_api_server_may_judge_otherwise_is_asked) {
+  auto unready = pod("web-1");
+  unready.ready = false;
+  BOOST_TEST(
+      gc::plan_evictions({unready}, {budget("web-pdb", "web")}, {}, {}, t0).removals.size() == 1u);
+  auto twice = budget("all-pdb", "web");
+  BOOST_TEST(gc::plan_evictions({pod("web-1")}, {budget("web-pdb", "web"), twice}, {}, {}, t0)
+                 .removals.size() == 1u);
+  auto counted = budget("web-pdb", "web");
+  counted.disrupted_pods.insert("web-1");
+  BOOST_TEST(gc::plan_evictions({pod("web-1")}, {counted}, {}, {}, t0).removals.size() == 1u);
+  gp::drain_policy deletes;
+  deletes.kind = gp::eviction_kind::delete_pods;
+  BOOST_TEST(gc::plan_evictions({pod("web-1")}, {budget("web-pdb", "web")}, {}, deletes, t0)
+                 .removals.size() == 1u);
+  gp::drain_policy ignores;
+  ignores.respect_pdb = false;
+  BOOST_TEST(gc::plan_evictions({pod("web-1")}, {budget("web-pdb", "web")}, {}, ignores, t0)
+                 .removals.size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(an_approved_eviction_whose_pod_was_never_deleted_is_finished_by_a_delete) {
   auto b = budget("web-pdb", "web");
   b.disrupted_pods.insert("web-1");
