@@ -211,6 +211,16 @@ def parse_metrics(text, names):
     return out
 
 
+def metric_delta(after, before):
+    """`after` less `before` (both parse_metrics lists), series by series: the counters' and
+    histograms' growth between two scrapes of one process. Gauges come out as differences
+    too; the callers here read only counters and histograms."""
+    if not before:
+        return after
+    base = {(n, tuple(sorted(labels.items()))): v for n, labels, v in before}
+    return [(n, labels, v - base.get((n, tuple(sorted(labels.items()))), 0.0)) for n, labels, v in after]
+
+
 def histogram_quantiles(samples, name, qs):
     """Quantiles from a Prometheus histogram (all label sets summed), interpolated within
     buckets as Prometheus's histogram_quantile does."""
@@ -357,6 +367,9 @@ class Bench:
         self.churn = None
 
     # - the cluster's processes, for CPU figures -
+    # --same-operator: (process, metrics URL, log, DCM config sync) once started.
+    shared_operator = None
+
     def component_pids(self):
         pids = {}
         for c in ["kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler"]:
@@ -667,8 +680,25 @@ class Bench:
         sync = DCM_CONFIG_SYNC * scale
         self.wait_for_dcm_config(sync, config_map)
 
-        op, metrics_url, oplog = self.start_operator(plan, sync, self.args.api_qps[0], operator[1])
+        shared = self.args.same_operator
+        if shared and self.shared_operator is not None and self.shared_operator[3] != sync:
+            die(f"--same-operator: rollout {index + 1} runs at time scale {scale:g}, whose DCM "
+                "config sync differs from the running operator's; give a --max-run-seconds "
+                "that fits every rollout at --time-scale")
+        if shared and self.shared_operator is not None:
+            op, metrics_url, oplog, _ = self.shared_operator
+        else:
+            op, metrics_url, oplog = self.start_operator("shared" if shared else plan, sync,
+                                                         self.args.api_qps[0], operator[1])
+            if shared:
+                self.shared_operator = (op, metrics_url, oplog, sync)
         run["rate_limit"] = self.operator_rate_limit(oplog)
+        run["same_operator"] = shared
+        # The operator's counters and histograms before the plan: with one operator for
+        # every rollout, each run's figures are what changed during it.
+        om0 = parse_metrics(http_get(metrics_url + "/metrics")[1], ["gpu_partitioner_"]) if shared else []
+        # Its memory with its caches filled and no plan (after the plan before, if any).
+        run["rss_idle_kb"] = proc_memory_kb(op.pid, "VmRSS")
 
         # Where every pod is, as it moves (the audit log names pods, not their nodes).
         podmap_file = os.path.join(self.state, f"pods-{plan}.txt")
@@ -763,9 +793,11 @@ class Bench:
         run["samples"] = samples
         run["operator_cpu_seconds"] = (proc_cpu_seconds(op.pid) or 0) - (op_cpu0 or 0)
         run["operator_peak_rss_kb"] = proc_memory_kb(op.pid, "VmHWM")
+        # This plan's own peak (0.5 s samples): VmHWM is the process's since it began.
+        run["rss_peak_kb"] = max((x["rss_kb"] or 0 for x in samples), default=0)
         run["component_cpu_seconds"] = {c: (proc_cpu_seconds(p) or 0) - (cpu0[c] or 0)
                                         for c, p in pids.items() if cpu0.get(c) is not None}
-        om = parse_metrics(text, ["gpu_partitioner_"])
+        om = metric_delta(parse_metrics(text, ["gpu_partitioner_"]), om0)
         q, count, total = histogram_quantiles(om, "gpu_partitioner_reaction_seconds", [0.5, 0.99])
         run["reaction_metric"] = {"p50": q[0.5], "p99": q[0.99], "count": count,
                                   "mean": total / count if count else None}
@@ -833,8 +865,13 @@ class Bench:
             run["apf"] = bench_real.apf_figures(apf0, apf1, inqueue_peaks)
         if etcd0 is not None and etcd1 is not None:
             run["etcd"] = bench_real.etcd_figures(etcd0, etcd1, self.scrapes.fsync)
-        stop(op.pid)
-        op.wait()
+        # What the operator keeps once the plan and its items are gone: it should hand back
+        # what the plan took (its caches of nodes and pods stay).
+        time.sleep(10)
+        run["rss_after_gone_kb"] = proc_memory_kb(op.pid, "VmRSS")
+        if not shared:
+            stop(op.pid)
+            op.wait()
         os.killpg(podwatch.pid, signal.SIGTERM)
         podwatch.wait()
         os.killpg(stamps.pid, signal.SIGTERM)
@@ -1747,6 +1784,20 @@ class Bench:
                      f'{fmt(c.get("kube-controller-manager"))} s | {fmt(c.get("kube-scheduler"))} s | '
                      f'{ev.get("evicted", 0)} / {ev.get("pdb_blocked", 0)} |')
         L.append("")
+        if any(r.get("rss_idle_kb") for r in self.runs):
+            shared = any(r.get("same_operator") for r in self.runs)
+            L.append("The operator's RSS by plan: before the plan's creation (its caches of nodes and pods "
+                     "filled), the most sampled while it ran (every 0.5 s), and 10 s after the plan and its "
+                     "items were gone. " + ("One operator process ran every plan, one after the other."
+                                            if shared else "Each plan had a fresh operator."))
+            L.append("")
+            L.append("| plan | before | peak | after it was gone |")
+            L.append("|---|---|---|---|")
+            for r in self.runs:
+                L.append(f'| {r["plan"]} | {fmt((r.get("rss_idle_kb") or 0) / 1024)} MiB | '
+                         f'{fmt((r.get("rss_peak_kb") or 0) / 1024)} MiB | '
+                         f'{fmt((r.get("rss_after_gone_kb") or 0) / 1024)} MiB |')
+            L.append("")
         L.append("## The manual procedure, side by side")
         L.append("")
         mm = self.manual
@@ -1895,6 +1946,9 @@ def main():
     ap.add_argument("--jitter", type=float, default=0.0, help="gpu-sim --jitter")
     ap.add_argument("--jitter-seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=1, help="each maxParallel this many times, interleaved")
+    ap.add_argument("--same-operator", action="store_true",
+                    help="one operator process for every rollout: its memory idle, at peak and "
+                         "after each plan is gone, across the plans")
     ap.add_argument("--operators", default="",
                     help="LABEL=BINARY,...: each rollout once with each operator binary (BINARY "
                          "empty: the one built from this checkout), one after the other")
@@ -1916,6 +1970,10 @@ def main():
         die(f"--jitter wants a fraction from 0 to below 1, not {args.jitter}")
     if args.churn > 0 and not args.plain_nodes:
         die("--churn needs --plain-nodes (its Deployment runs there)")
+    if args.same_operator and (len(args.operators) > 1 or args.operators[0][1]):
+        die("--same-operator runs the operator built here, once: not with --operators")
+    if args.same_operator and args.plans:
+        die("--same-operator is for rollouts, not --plans")
     if args.namespaces < 1:
         die(f"--namespaces wants a whole number of at least 1, not {args.namespaces}")
     try:
@@ -1974,6 +2032,9 @@ def run_bench(args, parallel):
         if not b.rollout(i, mp, rnd, op):
             log(f"rollout at maxParallel {mp} did not complete; stopping")
             break
+    if b.shared_operator is not None:
+        stop(b.shared_operator[0].pid)
+        b.shared_operator[0].wait()
     one = next((r for r in b.runs if r["max_parallel"] == 1), b.runs[0] if b.runs else None)
     if one and one["outcome"] == "completed":
         b.manual_procedure(args.manual_time_scale or one["time_scale"])
