@@ -320,12 +320,11 @@ struct cluster_model {
       gc::eviction_memory m;
       m.at = now();
       auto p = pods.find(key);
-      const bool blocked =
-          removal.evict && p != pods.end() &&
-          std::any_of(view.pdbs.begin(), view.pdbs.end(), [&](const auto& b) {
-            return b.second->covers(*p->second) &&
-                   (budgets_refuse || b.second->disruptions_allowed <= 0);
-          });
+      const bool blocked = removal.evict && p != pods.end() &&
+                           std::any_of(view.pdbs.begin(), view.pdbs.end(), [&](const auto& b) {
+                             return b.second->covers(*p->second) &&
+                                    (budgets_refuse || b.second->disruptions_allowed <= 0);
+                           });
       if (blocked) {
         m.blocked = true;
         m.at = now() - blocked_age;
