@@ -118,7 +118,12 @@ bool gpus_fit(const pod_info& pod, const std::string& name, const node_info& nod
 
 } // namespace
 
-replacement_room room_for_replacement(const pod_info& pod, const drain_context& context) {
+namespace {
+
+// room_for_replacement's scan; with `until_open`, it ends at the first open node (the
+// rest of the room is then incomplete): a deadlock needs none, and a drain asks for each
+// pod a budget holds on every pass, over every node of the cluster.
+replacement_room scan_room(const pod_info& pod, const drain_context& context, bool until_open) {
   replacement_room room;
   if (context.nodes == nullptr)
     return room;
@@ -148,16 +153,25 @@ replacement_room room_for_replacement(const pod_info& pod, const drain_context& 
     const bool closed = cordoned && !tolerates_cordon;
     const bool ours = node->annotations.count(was_unschedulable_annotation) > 0 &&
                       (closed || node->has_dcm_taint());
-    if (ours)
+    if (ours) {
       room.held.push_back(name);
-    else if (!closed)
+    } else if (!closed) {
       room.open.push_back(name);
+      if (until_open)
+        break;
+    }
   }
   return room;
 }
 
+} // namespace
+
+replacement_room room_for_replacement(const pod_info& pod, const drain_context& context) {
+  return scan_room(pod, context, false);
+}
+
 std::string deadlock_of(const pod_info& pod, const drain_context& context) {
-  const auto room = room_for_replacement(pod, context);
+  const auto room = scan_room(pod, context, true);
   if (room.held.empty() || !room.open.empty())
     return {};
   return "its replacement could run only on node(s) this operator holds cordoned (" +
