@@ -784,6 +784,14 @@ class Bench:
                     pass
             time.sleep(max(0.0, 0.5 - (time.time() - t)))
         t_done = time.time()
+        if outcome == "operator exited":
+            # Nothing to scrape, and the teardown removes the state directory: keep the
+            # operator's log where the report would have gone.
+            os.makedirs(self.args.out, exist_ok=True)
+            kept = os.path.join(self.args.out, f"{datetime.date.today().isoformat()}-{self.n}-{plan}-operator.log")
+            shutil.copyfile(oplog, kept)
+            die(f"rollout {index + 1}: the operator exited ({op.returncode}) after {t_done - t0:.0f} s; "
+                f"its log: {kept}")
         _, text = http_get(metrics_url + "/metrics")
         after = apiserver_requests()
         run["outcome"] = outcome
