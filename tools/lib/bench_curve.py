@@ -3,7 +3,7 @@
 own number of nodes (run with --same-operator, so that each holds the operator's memory
 before, at the peak of and after each of its plans):
 
-    python3 tools/lib/bench_curve.py --out bench/results/DATE-curve-COMMIT A.json B.json ...
+    /usr/bin/python3 tools/lib/bench_curve.py --out bench/results/DATE-curve-COMMIT A.json B.json ...
 
 Writes OUT.md (a table per size: medians over the size's plans with min and max, and the
 slope of each figure against the number of nodes on log-log axes) and OUT.png (the same,
