@@ -6,6 +6,8 @@
 //   bazel run -c opt //tests/bench:drain_bench -- 5000
 #include "controller/drain.hpp"
 
+#include "tests/bench/timed.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,21 +15,8 @@
 #include <string>
 
 namespace gc = gpu_partitioner::controller;
+using gpu_partitioner::bench::timed;
 namespace gp = gpu_partitioner::protocol;
-
-namespace {
-
-template <class F>
-void timed(const char* what, int rounds, F&& f) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < rounds; ++i)
-    f();
-  const auto took =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%-44s %9.4f ms\n", what, took / rounds);
-}
-
-} // namespace
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 5000;

@@ -11,6 +11,8 @@
 #include "controller/plan_status.hpp"
 #include "controller/rollout_gate.hpp"
 
+#include "tests/bench/timed.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,21 +21,8 @@
 #include <string>
 
 namespace gc = gpu_partitioner::controller;
+using gpu_partitioner::bench::timed;
 namespace gp = gpu_partitioner::protocol;
-
-namespace {
-
-template <class F>
-void timed(const char* what, int rounds, F&& f) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < rounds; ++i)
-    f();
-  const auto took =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%-28s %9.3f ms\n", what, took / rounds);
-}
-
-} // namespace
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 5000;
