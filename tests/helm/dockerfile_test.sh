@@ -22,28 +22,28 @@ tool() { python3 -c "import sys; sys.path.insert(0, 'tools/lib'); import oci_ima
 
 the_build_stage_builds_the_operator_and_assembles_the_rootfs_with_tools_image() {
   [ "$(grep -c '^FROM' "$dockerfile")" -eq 2 ]
-  stage 1 | grep -q '^FROM debian:bookworm AS build$'
+  stage 1 | grep '^FROM debian:bookworm AS build$' >/dev/null
   stage 1 | grep -Eq 'bazel build .*-c opt //:gpu-partitioner'
   stage 1 | grep -Eq 'tools/image --rootfs /rootfs --binary bazel-bin/gpu-partitioner'
 }
 
 the_image_is_the_rootfs_alone_from_scratch() {
-  stage 2 | grep -q '^FROM scratch$'
+  stage 2 | grep '^FROM scratch$' >/dev/null
   [ "$(stage 2 | grep -Ec '^(COPY|ADD|RUN)')" -eq 1 ]
-  stage 2 | grep -q '^COPY --from=build /rootfs /$'
+  stage 2 | grep '^COPY --from=build /rootfs /$' >/dev/null
 }
 
 it_runs_as_tools_image_configures_it() {
   local user version
   user=$(tool '"%d:%d" % (t.USER, t.USER)')
   version=$(sed -n 's/.*version = "\(.*\)";.*/\1/p' protocol/version.hpp)
-  stage 2 | grep -qx "USER $user"
+  stage 2 | grep -x "USER $user" >/dev/null
   grep -q "runAsUser: ${user%%:*}\$" helm/gpu-partitioner/values.yaml
-  stage 2 | grep -qxF "ENTRYPOINT [\"$(tool '"/" + t.BINARY_PATH')\"]"
-  stage 2 | grep -qx "EXPOSE $(tool '" ".join(t.PORTS)')"
-  stage 2 | grep -qx "ENV $(tool 't.DEFAULT_PATH')"
-  stage 2 | grep -q "org.opencontainers.image.version=$version\( \|$\)"
-  stage 2 | grep -q 'org.opencontainers.image.revision=\$REVISION'
+  stage 2 | grep -xF "ENTRYPOINT [\"$(tool '"/" + t.BINARY_PATH')\"]" >/dev/null
+  stage 2 | grep -x "EXPOSE $(tool '" ".join(t.PORTS)')" >/dev/null
+  stage 2 | grep -x "ENV $(tool 't.DEFAULT_PATH')" >/dev/null
+  stage 2 | grep "org.opencontainers.image.version=$version\( \|$\)" >/dev/null
+  stage 2 | grep 'org.opencontainers.image.revision=\$REVISION' >/dev/null
 }
 
 # tools/image --rootfs copies the runtime libraries from the build stage's packages:

@@ -228,7 +228,7 @@ the_operator_in_the_image_takes_its_lease() {
     rootmount=$(awk '$5 == "/" {print $6}' "/proc/$pid/mountinfo") || true
   fi
   # Port 0: the operator binds what the kernel gives and names it in its log.
-  health=$(sed -n 's/.*serving \/healthz and \/readyz on \([0-9.:]*\).*/\1/p' "$work/operator.log" | head -1)
+  health=$(sed -n '/serving \/healthz and \/readyz on /{s/.*serving \/healthz and \/readyz on \([0-9.:]*\).*/\1/p;q}' "$work/operator.log")
   healthz=$(curl -s -o /dev/null -w '%{http_code}' "http://${health:-127.0.0.1:1}/healthz") || true
   ctr_ task kill -s SIGTERM "operator-$$" >/dev/null 2>&1 || true
   wait "$run" || rc=$?

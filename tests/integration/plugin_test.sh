@@ -75,7 +75,7 @@ YAML
 # -- cases --
 
 kubectl_finds_the_plugin() {
-  kubectl plugin list 2>/dev/null | grep -q "kubectl-partitioning"
+  kubectl plugin list 2>/dev/null | grep "kubectl-partitioning" >/dev/null
   kubectl partitioning --help | grep -Eq "^  status PLAN +the plan"
 }
 
@@ -169,7 +169,7 @@ watch_prints_each_change_and_ends_when_the_plan_completes() {
   # Every item of the plan carries its plan label: after the first read, only those are
   # listed.
   [ "$(grep -c 'GET .*/nodepartitionings' "$log")" -ge 2 ] || { cat "$log"; return 1; }
-  head -n 3 "$log" | grep 'GET .*/nodepartitionings' | grep -qv labelSelector || { cat "$log"; return 1; }
+  head -n 3 "$log" | grep 'GET .*/nodepartitionings' | grep -v labelSelector >/dev/null || { cat "$log"; return 1; }
   grep -q 'GET .*/nodepartitionings?.*labelSelector=infrastructure.silogen.ai' "$log" || { cat "$log"; return 1; }
   rm -f "$out" "$log"
 }
@@ -197,7 +197,7 @@ impersonation_reaches_the_api_server() {
   kubectl partitioning status "$plan" --as=plugin-test-nobody >/dev/null 2>&1 || rc=$?
   [ "$rc" -eq 1 ] || { echo "exit $rc, not 1"; return 1; }
   # The same user in system:masters may: the groups reach the server too.
-  kubectl partitioning list --as plugin-test-nobody --as-group system:masters | grep -q "^$plan "
+  kubectl partitioning list --as plugin-test-nobody --as-group system:masters | grep "^$plan " >/dev/null
 }
 
 request_timeout_bounds_each_request() {
@@ -255,7 +255,7 @@ exit_codes_are_kubectls() {
     # shellcheck disable=SC2086
     kubectl partitioning $args >/dev/null || { echo "kubectl partitioning $args failed"; return 1; }
   done
-  kubectl partitioning status --help | grep -q "^Examples:$"
+  kubectl partitioning status --help | grep "^Examples:$" >/dev/null
   expect_fail_with "^See 'kubectl partitioning pause --help' for usage.$" kubectl partitioning pause "$plan" --watch
 }
 
@@ -297,9 +297,9 @@ list_shows_the_plan() {
 }
 
 pause_and_resume_write_spec_paused() {
-  kubectl partitioning pause "$plan" | grep -q "partitioningplan/$plan paused"
+  kubectl partitioning pause "$plan" | grep "partitioningplan/$plan paused" >/dev/null
   [ "$(kubectl get partitioningplan "$plan" -o jsonpath='{.spec.paused}')" = true ]
-  kubectl partitioning resume "$plan" | grep -q "partitioningplan/$plan resumed"
+  kubectl partitioning resume "$plan" | grep "partitioningplan/$plan resumed" >/dev/null
   [ "$(kubectl get partitioningplan "$plan" -o jsonpath='{.spec.paused}')" = false ]
 }
 
@@ -310,7 +310,7 @@ retry_of_a_node_not_failed_is_refused_and_writes_nothing() {
 }
 
 retry_of_a_failed_node_sets_the_annotation() {
-  kubectl partitioning retry "$plan" node-a | grep -q "nodepartitioning/$plan-node-a will be retried"
+  kubectl partitioning retry "$plan" node-a | grep "nodepartitioning/$plan-node-a will be retried" >/dev/null
   local v
   v=$(kubectl get nodepartitioning "$plan-node-a" -o jsonpath="{.metadata.annotations['infrastructure\.silogen\.ai/retry']}")
   [[ "$v" =~ ^20[0-9]{2}-[0-9]{2}-[0-9]{2}T ]] || { echo "retry annotation: '$v'"; return 1; }

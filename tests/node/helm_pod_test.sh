@@ -68,7 +68,7 @@ audit() { python3 tests/node/operator_audit.py "$1" "$cluster_dir/logs/audit.log
 
 # The release's pods, one line each: name IP node phase ready image (none being deleted).
 release_pods() {
-  kubectl get pods -n "$ns" -l "$pods_selector" -o jsonpath='{range .items[?(@.metadata.deletionTimestamp)]}{"deleting "}{end}' | grep -q . &&
+  kubectl get pods -n "$ns" -l "$pods_selector" -o jsonpath='{range .items[?(@.metadata.deletionTimestamp)]}{"deleting "}{end}' | grep . >/dev/null &&
     return 1
   kubectl get pods -n "$ns" -l "$pods_selector" -o jsonpath='{range .items[*]}{.metadata.name} {.status.podIP} {.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status} {.spec.containers[0].image}{"\n"}{end}'
 }
@@ -103,7 +103,7 @@ wait_plan() {
 }
 
 item_phases() { kubectl get nodepartitionings -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}'; }
-some_item_in_flight() { item_phases | grep -qE '^(Draining|Applying|WaitingOperator|Verifying)$'; }
+some_item_in_flight() { item_phases | grep -E '^(Draining|Applying|WaitingOperator|Verifying)$' >/dev/null; }
 no_items() { [ -z "$(kubectl get nodepartitionings -o name)" ]; }
 no_item_in_flight() {
   local phases
@@ -192,7 +192,7 @@ simulated_gpu_nodes_beside_worker() {
   local on_worker
   on_worker=$(kubectl get pods -A --field-selector spec.nodeName=worker -o name)
   [ -z "$on_worker" ] || { echo "simulated GPU pods on worker: $on_worker"; return 1; }
-  kubectl get pods -n gpu-workloads -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -q '^gpu-node-'
+  kubectl get pods -n gpu-workloads -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep '^gpu-node-' >/dev/null
 }
 
 # Both replicas Running and Ready on worker: Ready is the kubelet's readiness probe
@@ -277,9 +277,9 @@ EOF
     found=$((found + 1))
     grep -Eq '^Uid:\s+65532\s' "/proc/$pid/status"
     if tr '\0' '\n' <"/proc/$pid/environ" | grep -i token; then return 1; fi
-    tr '\0' '\n' <"/proc/$pid/environ" | grep -qx KUBERNETES_SERVICE_HOST=10.96.0.1
-    awk '$5 == "/var/run/secrets/kubernetes.io/serviceaccount" && $6 ~ /^ro/ && $9 == "tmpfs"' "/proc/$pid/mountinfo" | grep -q .
-    awk '$5 == "/" && $6 ~ /^ro/' "/proc/$pid/mountinfo" | grep -q .
+    tr '\0' '\n' <"/proc/$pid/environ" | grep -x KUBERNETES_SERVICE_HOST=10.96.0.1 >/dev/null
+    awk '$5 == "/var/run/secrets/kubernetes.io/serviceaccount" && $6 ~ /^ro/ && $9 == "tmpfs"' "/proc/$pid/mountinfo" | grep . >/dev/null
+    awk '$5 == "/" && $6 ~ /^ro/' "/proc/$pid/mountinfo" | grep . >/dev/null
     note "$pod: pid $pid, user 65532, read-only root, token on a read-only tmpfs, none in its environment"
   done
   [ "$found" -eq 2 ] || { echo "found $found operator processes of the two pods"; return 1; }

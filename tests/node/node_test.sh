@@ -104,7 +104,7 @@ EOF
   }
   [ "$(k get -n "$ns" pod/api-probe -o jsonpath='{.status.phase} {.spec.nodeName}')" = "Running worker" ]
   # The token is the projected service-account token (not a legacy Secret).
-  k get -n "$ns" pod/api-probe -o jsonpath='{.spec.volumes[*].projected.sources[*].serviceAccountToken.path}' | grep -qx token
+  k get -n "$ns" pod/api-probe -o jsonpath='{.spec.volumes[*].projected.sources[*].serviceAccountToken.path}' | grep -x token >/dev/null
 }
 
 pod_reaches_api_server_through_service_ip() {

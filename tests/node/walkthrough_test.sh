@@ -217,7 +217,7 @@ uninstall_leaves_nothing() {
   for kind in crd/partitioningplans.infrastructure.silogen.ai crd/partitioningprofiles.infrastructure.silogen.ai \
     crd/nodepartitionings.infrastructure.silogen.ai namespace/gpu-partitioner clusterrole/gpu-partitioner \
     clusterrolebinding/gpu-partitioner; do
-    kubectl get "$kind" -o name 2>/dev/null | grep -q . && left+=("$kind")
+    kubectl get "$kind" -o name 2>/dev/null | grep . >/dev/null && left+=("$kind")
   done
   kubectl get roles,rolebindings,configmaps -n kube-amd-gpu -o name | grep -E 'gpu-partitioner' && left+=(kube-amd-gpu)
   kubectl get roles,rolebindings -n default -o name | grep -E 'gpu-partitioner' && left+=(default)

@@ -16,7 +16,7 @@ kubectl drain "$node" --ignore-daemonsets --delete-emptydir-data --timeout="$tim
 kubectl taint nodes "$node" amd-dcm=up:NoExecute
 # 4. Wait until those pods are gone (here every pod but DCM's own, which tolerates it).
 others=app.kubernetes.io/name!=device-config-manager
-pods_left() { kubectl get pods -A -l "$others" --field-selector "spec.nodeName=$node" -o name | grep -q .; }
+pods_left() { kubectl get pods -A -l "$others" --field-selector "spec.nodeName=$node" -o name | grep . >/dev/null; }
 if pods_left; then
   # (kubectl wait fails when the last pod went between the two commands: check again.)
   kubectl wait --for=delete pods -A -l "$others" --field-selector "spec.nodeName=$node" \

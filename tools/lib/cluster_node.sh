@@ -441,7 +441,7 @@ import_image() {
 
 # The pause image: a static C program (tools/lib/pause.c) in a one-layer image.
 import_pause_image() {
-  if ctr --address "$node_sock" -n k8s.io images ls -q "name==$PAUSE_IMAGE" | grep -q .; then
+  if ctr --address "$node_sock" -n k8s.io images ls -q "name==$PAUSE_IMAGE" | grep . >/dev/null; then
     return 0
   fi
   gcc -static -Os -s -o "$node_dir/pause" "$here/lib/pause.c"

@@ -142,4 +142,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:
+        # The reader went (the demo's shell was closed): nothing is left to show it to.
+        sys.exit(1)
