@@ -1,5 +1,6 @@
 #include "actors/operator_metrics.hpp"
 
+#include "metrics/process.hpp"
 #include "protocol/node_partitioning.hpp"
 
 namespace gpu_partitioner::actors {
@@ -121,6 +122,8 @@ operator_metrics::operator_metrics()
     evictions.ensure({result});
   for (const auto& phase : protocol::enum_names(protocol::codec::tag<protocol::node_phase>{}))
     phase_seconds.ensure({std::string(phase.name)});
+  // The process's CPU, memory, descriptors and heap, read when /metrics is asked.
+  metrics::register_process_metrics(registry);
 }
 
 kube::request_observer operator_metrics::api_observer() {

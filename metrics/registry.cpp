@@ -247,7 +247,20 @@ const family* registry::find(const std::string& name) const {
   return nullptr;
 }
 
+void registry::add_collector(std::function<void()> collect) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  collectors_.push_back(std::move(collect));
+}
+
 std::string registry::expose() const {
+  std::vector<std::function<void()>> collectors;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    collectors = collectors_;
+  }
+  // Outside the registry's lock: a collector sets families, which lock themselves.
+  for (const auto& collect : collectors)
+    collect();
   std::string out;
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& f : families_)

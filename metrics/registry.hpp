@@ -5,6 +5,7 @@
 // packaged here, and this is all the operator needs.
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,8 +77,12 @@ public:
   family& histogram(const std::string& name, const std::string& help,
                     std::vector<std::string> labels, std::vector<double> buckets);
 
-  /// Every family, in registration order, in the text format 0.0.4.
+  /// Every family, in registration order, in the text format 0.0.4. The collectors run
+  /// first, in the order they were added.
   std::string expose() const;
+  /// A function that sets some families from the process's state (its memory, its CPU)
+  /// just before each exposition: figures read when asked, not sampled on a timer.
+  void add_collector(std::function<void()> collect);
   /// The families' names, in registration order.
   std::vector<std::string> names() const;
   /// The family registered under `name`, or nullptr.
@@ -87,6 +92,7 @@ private:
   family& add(std::unique_ptr<family> f);
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<family>> families_;
+  std::vector<std::function<void()>> collectors_;
 };
 
 /// Escapes a label value for the text format: backslash, double quote and newline.

@@ -211,6 +211,13 @@ def parse_metrics(text, names):
     return out
 
 
+def heap_of(text):
+    """gpu_partitioner_heap_bytes from a scrape of /metrics: {"in_use": bytes, "free": bytes},
+    or None from an operator that does not export it."""
+    heap = {labels.get("state"): v for n, labels, v in parse_metrics(text, ["gpu_partitioner_heap_bytes"])}
+    return heap if "in_use" in heap else None
+
+
 def metric_delta(after, before):
     """`after` less `before` (both parse_metrics lists), series by series: the counters' and
     histograms' growth between two scrapes of one process. Gauges come out as differences
@@ -699,6 +706,8 @@ class Bench:
         om0 = parse_metrics(http_get(metrics_url + "/metrics")[1], ["gpu_partitioner_"]) if shared else []
         # Its memory with its caches filled and no plan (after the plan before, if any).
         run["rss_idle_kb"] = proc_memory_kb(op.pid, "VmRSS")
+        run["heap_idle"] = heap_of(http_get(metrics_url + "/metrics")[1])
+        heap_peak = None
 
         # Where every pod is, as it moves (the audit log names pods, not their nodes).
         podmap_file = os.path.join(self.state, f"pods-{plan}.txt")
@@ -749,6 +758,9 @@ class Bench:
             phases = {}
             try:
                 _, text = http_get(metrics_url + "/metrics")
+                heap = heap_of(text)
+                if heap and (heap_peak is None or heap["in_use"] > heap_peak["in_use"]):
+                    heap_peak = heap
                 for n, labels, v in parse_metrics(text, ["gpu_partitioner_nodes",
                                                          "gpu_partitioner_api_rate_limiter_waiting",
                                                          "gpu_partitioner_io_queue_depth"]):
@@ -803,6 +815,7 @@ class Bench:
         run["operator_peak_rss_kb"] = proc_memory_kb(op.pid, "VmHWM")
         # This plan's own peak (0.5 s samples): VmHWM is the process's since it began.
         run["rss_peak_kb"] = max((x["rss_kb"] or 0 for x in samples), default=0)
+        run["heap_peak"] = heap_peak
         run["component_cpu_seconds"] = {c: (proc_cpu_seconds(p) or 0) - (cpu0[c] or 0)
                                         for c, p in pids.items() if cpu0.get(c) is not None}
         om = metric_delta(parse_metrics(text, ["gpu_partitioner_"]), om0)
@@ -877,6 +890,10 @@ class Bench:
         # what the plan took (its caches of nodes and pods stay).
         time.sleep(10)
         run["rss_after_gone_kb"] = proc_memory_kb(op.pid, "VmRSS")
+        try:
+            run["heap_after_gone"] = heap_of(http_get(metrics_url + "/metrics")[1])
+        except OSError:
+            run["heap_after_gone"] = None
         if not shared:
             stop(op.pid)
             op.wait()
@@ -1806,6 +1823,23 @@ class Bench:
                          f'{fmt((r.get("rss_peak_kb") or 0) / 1024)} MiB | '
                          f'{fmt((r.get("rss_after_gone_kb") or 0) / 1024)} MiB |')
             L.append("")
+            if any(r.get("heap_idle") for r in self.runs):
+                L.append("The heap at the same moments (`gpu_partitioner_heap_bytes`, glibc's figures): "
+                         "in use, what the operator's objects took; free, what they had freed and the "
+                         "allocator kept. The peak is the scrape (every 0.5 s) with the most in use.")
+                L.append("")
+                L.append("| plan | in use before | in use at the peak | in use after it was gone | "
+                         "free before | free at the peak | free after it was gone |")
+                L.append("|---|---|---|---|---|---|---|")
+
+                def mib(h, state):
+                    return f'{fmt(h[state] / 1048576)} MiB' if h and state in h else "n/a"
+                for r in self.runs:
+                    h0, h1, h2 = r.get("heap_idle"), r.get("heap_peak"), r.get("heap_after_gone")
+                    L.append(f'| {r["plan"]} | {mib(h0, "in_use")} | {mib(h1, "in_use")} | '
+                             f'{mib(h2, "in_use")} | {mib(h0, "free")} | {mib(h1, "free")} | '
+                             f'{mib(h2, "free")} |')
+                L.append("")
         L.append("## The manual procedure, side by side")
         L.append("")
         mm = self.manual

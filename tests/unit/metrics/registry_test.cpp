@@ -157,4 +157,14 @@ BOOST_AUTO_TEST_CASE(ensured_series_are_exposed_at_zero_and_keep_their_values) {
                            "gp_phase_seconds_count{phase=\"Draining\"} 0\n");
 }
 
+BOOST_AUTO_TEST_CASE(collectors_set_their_families_before_each_exposition) {
+  registry r;
+  auto& g = r.gauge("gp_reads", "Times read.");
+  int reads = 0;
+  r.add_collector([&] { g.set({}, ++reads); });
+  BOOST_TEST(r.expose().find("gp_reads 1\n") != std::string::npos);
+  BOOST_TEST(r.expose().find("gp_reads 2\n") != std::string::npos);
+  BOOST_TEST(reads == 2);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
