@@ -15,7 +15,8 @@ constexpr std::size_t remembered_events = 1024;
 
 } // namespace
 
-event_writer_actor::behavior_type event_writer(event_writer_actor::pointer, io_config config) {
+event_writer_actor::behavior_type event_writer(event_writer_actor::pointer, io_config config,
+                                               event_backlog backlog) {
   // The recorder writes through the executor's client: both live as long as the actor.
   struct state {
     explicit state(io_config c)
@@ -36,6 +37,8 @@ event_writer_actor::behavior_type event_writer(event_writer_actor::pointer, io_c
         auto recorded = s->events.record(spec);
         if (!recorded)
           log_debug("event " + e.reason + " on " + e.name + ": " + recorded.error().describe());
+        if (backlog)
+          --*backlog;
       },
   };
 }

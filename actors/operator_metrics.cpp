@@ -64,6 +64,11 @@ operator_metrics::operator_metrics()
           "Item writes dropped unsent because a newer resolution of their plan no longer "
           "wanted them, by pool.",
           {"pool"})),
+      events_dropped(registry.counter(
+          "gpu_partitioner_events_dropped_total",
+          "Events not recorded because too many waited to be written already, by type "
+          "(Normal first; a Warning only when twice as many wait).",
+          {"type"})),
       watch_restarts(registry.counter("gpu_partitioner_watch_restarts_total",
                                       "Watch streams restarted, by resource and kind (relist or "
                                       "reconnect).",
@@ -120,6 +125,8 @@ operator_metrics::operator_metrics()
   // Known label values start at 0, so that rate() and increase() see the first one.
   for (const char* result : {"evicted", "pdb_blocked", "error"})
     evictions.ensure({result});
+  for (const char* type : {"Normal", "Warning"})
+    events_dropped.ensure({type});
   for (const auto& phase : protocol::enum_names(protocol::codec::tag<protocol::node_phase>{}))
     phase_seconds.ensure({std::string(phase.name)});
   // The process's CPU, memory, descriptors and heap, read when /metrics is asked.

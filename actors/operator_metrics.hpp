@@ -28,6 +28,7 @@ struct operator_metrics {
   metrics::family& api_rate_limiter_waiting;
   metrics::family& io_queue_depth;
   metrics::family& superseded_writes;
+  metrics::family& events_dropped;
   metrics::family& watch_restarts;
   metrics::family& reconcile_errors;
   metrics::family& reaction_seconds;

@@ -6,6 +6,7 @@
 #include "actors/executor.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
+#include "actors/operator_metrics.hpp"
 #include "protocol/json.hpp"
 
 #include <deque>
@@ -182,11 +183,17 @@ status_writer_actor::behavior_type hooked_status_writer(status_writer_actor::poi
   constexpr std::size_t event_writers = 2;
   std::vector<status_shard_actor> statuses;
   std::vector<event_writer_actor> events;
+  std::vector<event_backlog> backlogs;
   for (std::size_t i = 0; i < status_writers; ++i)
     statuses.push_back(
         self->spawn<caf::detached + caf::linked>(status_shard, config, before_write));
-  for (std::size_t i = 0; i < event_writers; ++i)
-    events.push_back(self->spawn<caf::detached + caf::linked>(event_writer, config));
+  for (std::size_t i = 0; i < event_writers; ++i) {
+    backlogs.push_back(std::make_shared<std::atomic<int>>(0));
+    events.push_back(
+        self->spawn<caf::detached + caf::linked>(event_writer, config, backlogs.back()));
+  }
+  // The first Event dropped is logged, and then one in a thousand.
+  auto dropped = std::make_shared<std::uint64_t>(0);
   auto pick = [](const auto& writers, const std::string& key) {
     return writers[std::hash<std::string>{}(key) % writers.size()];
   };
@@ -213,7 +220,18 @@ status_writer_actor::behavior_type hooked_status_writer(status_writer_actor::poi
         self->send(pick(statuses, plan), a, plan, st);
       },
       [=](event_atom a, const event_io& e) {
-        self->send(pick(events, e.kind + "/" + e.name), a, e);
+        const std::size_t i = std::hash<std::string>{}(e.kind + "/" + e.name) % events.size();
+        if (!event_admitted(*backlogs[i], e.type)) {
+          process_metrics().events_dropped.add({e.type});
+          if ((*dropped)++ % 1000 == 0)
+            log_warning("Events are made faster than the API server takes them: " +
+                        std::to_string(backlogs[i]->load()) + " wait for one writer; dropped " +
+                        e.type + " " + e.reason + " on " + e.kind + " " + e.name + " (" +
+                        std::to_string(*dropped) + " dropped so far)");
+          return;
+        }
+        ++*backlogs[i];
+        self->send(events[i], a, e);
       },
       [=](flush_atom a, stop_atom b) {
         // The operator stops: each writer writes what it holds; answered once all have.

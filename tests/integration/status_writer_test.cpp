@@ -3,7 +3,9 @@
 // persist goes at high priority, ahead of queued flushes, and must not overtake it), also
 // when both wait behind a write in progress (held there by the writer's test hook); and
 // statuses are coalesced; a stop writes what is pending; a persist is not held up by a
-// coalesced status that the rate limiter starves.
+// coalesced status that the rate limiter starves; Events beyond a writer's backlog are
+// dropped, Normal ones first.
+#include "actors/event_writer.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
 #include "actors/status_writer.hpp"
@@ -43,6 +45,15 @@ double status_patches() {
     if (line.rfind(prefix, 0) == 0)
       sum += std::stod(line.substr(line.rfind(' ') + 1));
   return sum;
+}
+
+// A sample of the operator's /metrics, 0 when it has none.
+double sample(const std::string& series) {
+  std::istringstream text(ga::process_metrics().registry.expose());
+  for (std::string line; std::getline(text, line);)
+    if (line.rfind(series + " ", 0) == 0)
+      return std::stod(line.substr(series.size() + 1));
+  return 0;
 }
 
 gp::node_partitioning_status status_in(gp::node_phase phase, int blocked) {
@@ -185,17 +196,18 @@ struct writer_fixture {
   }
 };
 
-// The writer behind a rate limiter of five requests a second, one at a time, and another
+// The writer behind a rate limiter of `qps` requests a second, one at a time, and another
 // thread of the same process that wants every token in the rollout's lane: the status
-// lane starves while it runs.
-struct starved_writer_fixture : writer_fixture {
+// and Events lanes starve while it runs.
+template <int qps>
+struct starved_at : writer_fixture {
   std::shared_ptr<kube::rate_limiter> limiter =
-      std::make_shared<kube::rate_limiter>(kube::rate_limit{5, 1});
+      std::make_shared<kube::rate_limiter>(kube::rate_limit{qps, 1});
   std::atomic<bool> stop_hog{false};
   std::atomic<bool> hog_ran_out{false};
   std::thread hog;
 
-  starved_writer_fixture() {
+  starved_at() {
     self->send_exit(writer, caf::exit_reason::user_shutdown);
     ga::io_config io;
     io.connection = gt::cluster::admin();
@@ -215,11 +227,14 @@ struct starved_writer_fixture : writer_fixture {
       }
     });
   }
-  ~starved_writer_fixture() {
+  ~starved_at() {
     stop_hog = true;
     hog.join();
   }
 };
+using starved_writer_fixture = starved_at<5>;
+// Fast enough that the Events a case leaves waiting are written before it ends.
+using fast_starved_writer_fixture = starved_at<200>;
 
 } // namespace
 
@@ -308,6 +323,49 @@ BOOST_FIXTURE_TEST_CASE(a_persist_is_not_held_up_by_a_starved_status, starved_wr
   stop_hog = true;
   BOOST_TEST(write_what_is_pending());
   BOOST_TEST(shown() == "Verifying/0");
+}
+
+// The Events waiting for a writer are bounded: with the Events lane starved, those sent
+// beyond event_backlog_limit are dropped and counted, Normal ones first, while a Warning
+// still joins; those that joined are recorded once the lane has tokens again.
+BOOST_FIXTURE_TEST_CASE(events_beyond_the_backlog_are_dropped_normal_ones_first,
+                        fast_starved_writer_fixture) {
+  const std::string normal = R"(gpu_partitioner_events_dropped_total{type="Normal"})";
+  const std::string warning = R"(gpu_partitioner_events_dropped_total{type="Warning"})";
+  const double normal0 = sample(normal);
+  const double warning0 = sample(warning);
+  auto event = [&](const std::string& type, int i) {
+    ga::event_io e;
+    e.api_version = "infrastructure.silogen.ai/v1alpha1";
+    e.kind = "NodePartitioning";
+    e.name = item;
+    e.type = type;
+    e.reason = "Backlog";
+    e.message = type + " " + std::to_string(i);
+    return e;
+  };
+  const int extra = 300;
+  for (int i = 0; i < ga::event_backlog_limit + extra; ++i)
+    self->send(writer, ga::event_atom_v, event("Normal", i));
+  for (int i = 0; i < 10; ++i)
+    self->send(writer, ga::event_atom_v, event("Warning", i));
+  // Answered once the writer has taken every message sent before it.
+  BOOST_TEST(write_what_is_pending());
+  const bool hog_still_running = !hog_ran_out;
+  BOOST_REQUIRE_MESSAGE(hog_still_running, "the Events lane was not starved throughout");
+  // Next to none is recorded while the lane starves (the first waits for its token, in
+  // the count; one may find a token in the instant the other thread is between two).
+  const double dropped = sample(normal) - normal0;
+  BOOST_TEST(dropped <= extra);
+  BOOST_TEST(dropped >= extra - 10);
+  BOOST_TEST(sample(warning) - warning0 == 0);
+  stop_hog = true;
+  BOOST_TEST(gt::eventually([&] {
+    kube::list_options o;
+    o.field_selector = "involvedObject.name=" + item + ",reason=Backlog";
+    auto got = c.api.list(kube::resources::events(), "default", o);
+    return got && got.value()["items"].Size() >= 3;
+  }));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
