@@ -18,7 +18,13 @@ controller::node_info decode_node(const rapidjson::Value& o) {
     n.uid = string_at(*meta, "uid");
     n.resource_version = string_at(*meta, "resourceVersion");
     n.labels = kube::string_map(find_path(*meta, {"labels"}));
-    n.annotations = kube::string_map(find_path(*meta, {"annotations"}));
+    if (const auto* a = find_path(*meta, {"annotations"}); a != nullptr && a->IsObject())
+      for (const auto& m : a->GetObject()) {
+        const std::string_view key(m.name.GetString(), m.name.GetStringLength());
+        if (m.value.IsString() && key.substr(0, controller::operator_annotation_prefix.size()) ==
+                                      controller::operator_annotation_prefix)
+          n.annotations.emplace(key, m.value.GetString());
+      }
   }
   if (const auto* u = find_path(o, {"spec", "unschedulable"}); u != nullptr && u->IsBool())
     n.unschedulable = u->GetBool();

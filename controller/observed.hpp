@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpu_partitioner::controller {
@@ -35,11 +36,17 @@ struct taint {
   }
 };
 
+/// The prefix of the operator's own annotations (node_machine.hpp names them).
+inline constexpr std::string_view operator_annotation_prefix = "infrastructure.silogen.ai/";
+
 struct node_info {
   std::string name;
   std::string uid;
   std::string resource_version;
   std::map<std::string, std::string> labels;
+  /// Only the operator's own (operator_annotation_prefix): it reads no other, and the
+  /// kubelet's, CNI's and CSI's annotations, a kilobyte or more on a real node, would
+  /// take memory in every node's entry and wake its worker whenever they change.
   std::map<std::string, std::string> annotations;
   bool unschedulable = false;
   std::vector<taint> taints;

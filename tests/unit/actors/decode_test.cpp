@@ -1,7 +1,8 @@
-// actors::decode_dcm_event, decode_pod, decode_pdb, decode_resource_slice,
+// actors::decode_dcm_event, decode_node, decode_pod, decode_pdb, decode_resource_slice,
 // decode_resource_claim: objects as the watch delivers them,
 // decoded into what the decisions read.
 #include "actors/decode.hpp"
+#include "controller/node_machine.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -85,6 +86,22 @@ BOOST_AUTO_TEST_CASE(a_nic_event_of_the_same_pod_answers_no_gpu_profile) {
 }
 
 // Every ConfigMap of DCM's namespace is watched: only what the operator reads is kept.
+BOOST_AUTO_TEST_CASE(a_node_keeps_only_the_operators_own_annotations_and_every_label) {
+  const auto n = ga::decode_node(parse(R"({"metadata": {"name": "gpu-1", "labels": {
+      "nodepool": "training-gpu", "amd.com/gpu.device-id": "74a1"}, "annotations": {
+      "infrastructure.silogen.ai/was-unschedulable": "false",
+      "infrastructure.silogen.ai/applied-hash": "abc@2026-12-07T12:00:00Z",
+      "infrastructure.silogen.ai/other": 7,
+      "csi.volume.kubernetes.io/nodeid": "{\"ebs.csi.aws.com\":\"i-0123\"}",
+      "node.alpha.kubernetes.io/ttl": "0",
+      "infrastructure.silogen.ai": "no slash, not ours"}}})"));
+  BOOST_TEST(n.labels.size() == 2u);
+  BOOST_TEST(n.labels.at("nodepool") == "training-gpu");
+  BOOST_TEST(n.annotations.size() == 2u);
+  BOOST_TEST(n.annotations.at(gc::was_unschedulable_annotation) == "false");
+  BOOST_TEST(n.annotations.at(gc::applied_hash_annotation) == "abc@2026-12-07T12:00:00Z");
+}
+
 BOOST_AUTO_TEST_CASE(a_configmap_keeps_only_what_the_operator_reads) {
   const auto data = ga::decode_config_map_data(parse(R"({
     "metadata": {"name": "x", "creationTimestamp": "2027-01-15T08:00:00Z"},
