@@ -136,10 +136,15 @@ controller::pod_info decode_pod(const rapidjson::Value& o) {
         if (const auto* secs = find_path(t, {"tolerationSeconds"}); secs && secs->IsNumber())
           tol.bounded = true;
         p.tolerates_dcm = p.tolerates_dcm || controller::tolerates_dcm_without_bound(tol);
-        if (p.tolerations.size() < controller::pod_list_limit &&
+        // A DaemonSet's pod keeps none (controller/observed.hpp).
+        if (!p.daemon_set && p.tolerations.size() < controller::pod_list_limit &&
             std::find(p.tolerations.begin(), p.tolerations.end(), tol) == p.tolerations.end())
           p.tolerations.push_back(std::move(tol));
       }
+    // Kept for as long as the pod is: no room for more.
+    p.tolerations.shrink_to_fit();
+    if (p.daemon_set)
+      p.node_selector.clear();
     // Any amd.com/ resource: amd.com/gpu, or a style's (amd.com/cpx_nps4) under the device
     // plugin's mixed strategy.
     if (const auto* cs = find_path(*spec, {"containers"}); cs && cs->IsArray())

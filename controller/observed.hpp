@@ -137,7 +137,10 @@ struct pod_info {
   std::optional<protocol::wall_clock::time_point> deletion_deadline;
   std::optional<long long> deletion_grace_seconds;
   /// Its tolerations, the first pod_list_limit distinct ones (a pod may carry tens of
-  /// thousands, each kept by every view: a tenant's cheap way to grow the operator).
+  /// thousands, each kept by every view: a tenant's cheap way to grow the operator); none
+  /// for a DaemonSet's pod, which is never evicted to run elsewhere (its DaemonSet puts
+  /// one back on the node), so no room is looked for it, and whose tolerations are most
+  /// of all the pods' (nine or so each, on every node).
   /// Fewer tolerations kept only ever find less room for a replacement; whether it
   /// tolerates the amd-dcm taint is worked out over all of them (tolerates_dcm).
   std::vector<toleration> tolerations;
@@ -145,7 +148,7 @@ struct pod_info {
   bool tolerates_dcm = false;
   /// spec.nodeSelector: where it (and a replacement from the same template) may run. One
   /// with more than pod_list_limit entries is not kept: node_selector_cut, and no node is
-  /// taken for room for it.
+  /// taken for room for it. Empty for a DaemonSet's pod (as its tolerations).
   std::map<std::string, std::string> node_selector;
   bool node_selector_cut = false;
   /// GPUs (any amd.com/ resource) requested by its containers, plus the devices of AMD's

@@ -249,6 +249,37 @@ BOOST_AUTO_TEST_CASE(a_pod_keeps_a_bounded_number_of_labels_tolerations_and_sele
   BOOST_TEST(!thin.tolerates_dcm_taint());
 }
 
+// A DaemonSet's pod is never evicted to run elsewhere: it keeps no tolerations or node
+// selector for a replacement's room, and whether it tolerates the amd-dcm taint is still
+// read. Another pod keeps them, in a vector with no room to spare.
+BOOST_AUTO_TEST_CASE(a_daemon_sets_pod_keeps_no_tolerations_or_selector) {
+  const char* spec = R"("spec": {"nodeName": "gpu-1",
+      "nodeSelector": {"feature.node.kubernetes.io/amd-gpu": "true"}, "tolerations": [
+      {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+      {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+      {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+      {"key": "amd-dcm", "operator": "Exists", "effect": "NoExecute"}]}})";
+  const auto ds = ga::decode_pod(parse((std::string(R"({"metadata": {"namespace": "kube-amd-gpu",
+      "name": "dcm-x", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+      "name": "dcm", "uid": "u1", "controller": true}]}, )") +
+                                        spec)
+                                           .c_str()));
+  BOOST_TEST(ds.daemon_set);
+  BOOST_TEST(ds.tolerations.empty());
+  BOOST_TEST(ds.node_selector.empty());
+  BOOST_TEST(ds.tolerates_dcm_taint());
+  const auto web = ga::decode_pod(parse((std::string(R"({"metadata": {"namespace": "team",
+      "name": "web-x", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+      "name": "web", "uid": "u2", "controller": true}]}, )") +
+                                         spec)
+                                            .c_str()));
+  BOOST_TEST(!web.daemon_set);
+  BOOST_TEST(web.tolerations.size() == 4u);
+  BOOST_TEST(web.tolerations.capacity() == 4u);
+  BOOST_TEST(web.node_selector.size() == 1u);
+  BOOST_TEST(web.tolerates_dcm_taint());
+}
+
 BOOST_AUTO_TEST_CASE(a_crash_looping_device_plugin_pod_is_recognised) {
   const auto p = ga::decode_pod(parse(R"({
     "metadata": {"namespace": "kube-amd-gpu", "name": "default-device-plugin-x",
