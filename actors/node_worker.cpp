@@ -135,7 +135,11 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
       s->status = out.status;
       // At the priority of the write-ahead persists, so that none overtakes a status sent
       // before it (and that older status is then written after it).
-      self->send<caf::message_priority::high>(writer(), status_atom_v, config.item, *out.status);
+      if (controller::status_may_wait(in.item.status, *out.status))
+        self->send<caf::message_priority::high>(writer(), status_atom_v, later_atom_v, config.item,
+                                                *out.status);
+      else
+        self->send<caf::message_priority::high>(writer(), status_atom_v, config.item, *out.status);
       report_status(config.plan, in.item.spec.node_name, s->logged_phase, *out.status);
       s->metric_node = in.item.spec.node_name;
       s->logged_phase = out.status->phase;

@@ -9,6 +9,7 @@
 #include "actors/operator_metrics.hpp"
 #include "protocol/json.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -18,9 +19,13 @@ namespace gpu_partitioner::actors {
 namespace {
 
 // One of the status writers: the statuses of the objects routed to it, coalesced per
-// object, written in the order the objects first changed, a few per message.
+// object, written in the order the objects first changed, one per message. A status that
+// may wait joins that order once status_settle_window has passed since it came, unless a
+// status that may not wait replaces it first.
 using status_shard_actor = caf::typed_actor<
     caf::reacts_to<status_atom, std::string, protocol::node_partitioning_status>,
+    caf::reacts_to<status_atom, later_atom, std::string, protocol::node_partitioning_status>,
+    caf::reacts_to<later_atom>,
     caf::replies_to<persist_atom, std::string,
                     protocol::node_partitioning_status>::with<std::string>,
     caf::reacts_to<plan_status_atom, std::string, protocol::partitioning_plan_status>,
@@ -34,8 +39,27 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
     // Latest status per object, flushed in the order objects first changed in the window.
     std::map<std::string, protocol::node_partitioning_status> items;
     std::deque<std::string> item_order;
+    // Items whose pending status may wait, in the order they came, and when each is due.
+    std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> settling;
     std::map<std::string, protocol::partitioning_plan_status> plans;
     bool flush_pending = false;
+    bool settle_pending = false;
+    // Takes `item` out of `settling`, if it waits there.
+    bool unsettle(const std::string& item) {
+      auto it = std::find_if(settling.begin(), settling.end(),
+                             [&](const auto& e) { return e.first == item; });
+      if (it == settling.end())
+        return false;
+      settling.erase(it);
+      return true;
+    }
+    // Moves the settling items due by `now` (all of them if `all`) to the flush order.
+    void settle(std::chrono::steady_clock::time_point now, bool all) {
+      while (!settling.empty() && (all || settling.front().second <= now)) {
+        item_order.push_back(settling.front().first);
+        settling.pop_front();
+      }
+    }
   };
   config.connection.lane = kube::request_lane::status;
   auto s = std::make_shared<state>(std::move(config));
@@ -43,6 +67,16 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
     if (!s->flush_pending) {
       s->flush_pending = true;
       self->delayed_send(self, std::chrono::milliseconds(100), flush_atom_v);
+    }
+  };
+  auto schedule_settle = [=] {
+    if (!s->settle_pending && !s->settling.empty()) {
+      s->settle_pending = true;
+      const auto wait = s->settling.front().second - std::chrono::steady_clock::now();
+      self->delayed_send(self,
+                         std::max(std::chrono::duration_cast<std::chrono::milliseconds>(wait),
+                                  std::chrono::milliseconds(1)),
+                         later_atom_v);
     }
   };
   // The whole status, replaced in one JSON patch: fields that went away go away too.
@@ -114,13 +148,30 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
   s->x.http.set_patience(flush_patience);
   return {
       [=](status_atom, const std::string& item, const protocol::node_partitioning_status& st) {
-        if (s->items.insert_or_assign(item, st).second)
+        // A status that may not wait takes the place of one that could, and its urgency.
+        if (s->items.insert_or_assign(item, st).second || s->unsettle(item))
           s->item_order.push_back(item);
         schedule();
       },
+      [=](status_atom, later_atom, const std::string& item,
+          const protocol::node_partitioning_status& st) {
+        // Pending already: it replaces that status and keeps its turn.
+        if (!s->items.insert_or_assign(item, st).second)
+          return;
+        s->settling.emplace_back(item, std::chrono::steady_clock::now() + status_settle_window);
+        schedule_settle();
+      },
+      [=](later_atom) {
+        s->settle_pending = false;
+        const auto before = s->item_order.size();
+        s->settle(std::chrono::steady_clock::now(), false);
+        if (s->item_order.size() > before)
+          schedule();
+        schedule_settle();
+      },
       [=](persist_atom, const std::string& item,
           const protocol::node_partitioning_status& st) -> std::string {
-        if (s->items.erase(item) > 0)
+        if (s->items.erase(item) > 0 && !s->unsettle(item))
           s->item_order.erase(std::find(s->item_order.begin(), s->item_order.end(), item));
         // The worker's next step waits for this write: it goes in the rollout's lane, or
         // ahead of it when it records the node on its way back to service.
@@ -156,6 +207,7 @@ status_shard_actor::behavior_type status_shard(status_shard_actor::pointer self,
       [=](flush_atom, stop_atom) {
         // The operator stops: everything pending is written now, once.
         s->x.http.set_patience(std::nullopt);
+        s->settle(std::chrono::steady_clock::now(), true);
         write_some(s->items.size());
         return true;
       },
@@ -202,6 +254,10 @@ status_writer_actor::behavior_type hooked_status_writer(status_writer_actor::poi
         // At the persists' priority: a worker's statuses reach its writer in the order it
         // sent them, so a write-ahead is never followed by an older status that it overtook.
         self->send<caf::message_priority::high>(pick(statuses, item), a, item, st);
+      },
+      [=](status_atom a, later_atom b, const std::string& item,
+          const protocol::node_partitioning_status& st) {
+        self->send<caf::message_priority::high>(pick(statuses, item), a, b, item, st);
       },
       [=](persist_atom a, const std::string& item, const protocol::node_partitioning_status& st) {
         // Asked on at high priority, ahead of the writer's queued flushes, and answered

@@ -5,21 +5,31 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
 
 namespace gpu_partitioner::actors {
 
-/// The StatusWriter: statuses of items (`status_atom`, coalesced; `persist_atom`, written
-/// at once and answered with "" or the error), statuses of plans, Events, and, as the
-/// operator stops, `flush_atom, stop_atom`: everything pending written, then `true`.
+/// The StatusWriter: statuses of items (`status_atom`, coalesced; `status_atom, later_atom`,
+/// coalesced over status_settle_window; `persist_atom`, written at once and answered with
+/// "" or the error), statuses of plans, Events, and, as the operator stops,
+/// `flush_atom, stop_atom`: everything pending written, then `true`.
 using status_writer_actor = caf::typed_actor<
     caf::reacts_to<status_atom, std::string, protocol::node_partitioning_status>,
+    caf::reacts_to<status_atom, later_atom, std::string, protocol::node_partitioning_status>,
     caf::replies_to<persist_atom, std::string,
                     protocol::node_partitioning_status>::with<std::string>,
     caf::reacts_to<plan_status_atom, std::string, protocol::partitioning_plan_status>,
     caf::reacts_to<event_atom, event_io>, caf::replies_to<flush_atom, stop_atom>::with<bool>>;
+
+/// How long an item's status that may wait (controller::status_may_wait: conditions and
+/// drain progress within a phase) is held for what follows it. A drain's conditions move
+/// several times in its first seconds (the pods to evict, the evictions answered, the pods
+/// gone, the taint): held this long, they are one write, or none when the next phase's
+/// status replaces them first.
+constexpr std::chrono::milliseconds status_settle_window{5000};
 
 /// Coalesces status writes per object (the latest within a short window wins), writes
 /// them through the status subresource, and records Events (aggregated). Routes each

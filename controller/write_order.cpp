@@ -30,6 +30,18 @@ write_order order_writes(const node_step& out,
   return order;
 }
 
+bool status_may_wait(const protocol::node_partitioning_status& before,
+                     const protocol::node_partitioning_status& next) {
+  // Every field but the conditions and the drain's progress must be as before.
+  auto rest = [](const protocol::node_partitioning_status& s) {
+    auto copy = s;
+    copy.conditions.clear();
+    copy.drain = {};
+    return copy;
+  };
+  return before.phase && before.phase == next.phase && rest(before) == rest(next);
+}
+
 governor_node governor_facts(const node_inputs& in, const node_step& out) {
   using protocol::node_phase;
   governor_node facts;

@@ -36,6 +36,14 @@ write_order order_writes(const node_step& out,
                          const std::optional<protocol::node_partitioning_status>& status,
                          const std::string& written, bool holds_run);
 
+/// Whether `next` may wait a few seconds to be written, coalesced with what follows: it
+/// only brings the conditions or the drain's progress up to date, in the same phase of the
+/// same run as `before` (the item's last status sent). Nothing decides on those fields
+/// alone, and a restarted operator derives them again from what it observes; a phase, a
+/// run, an error or DCM's record changing is written at once.
+bool status_may_wait(const protocol::node_partitioning_status& before,
+                     const protocol::node_partitioning_status& next);
+
 /// What the governor is told of the node after a step: in flight, asking to start, Failed
 /// (as the item was and stays, or becomes), or unavailable (cordoned or NotReady).
 governor_node governor_facts(const node_inputs& in, const node_step& out);

@@ -2,9 +2,9 @@
 // a status sent before it, as a worker sends them, is never written after it (the
 // persist goes at high priority, ahead of queued flushes, and must not overtake it), also
 // when both wait behind a write in progress (held there by the writer's test hook); and
-// statuses are coalesced; a stop writes what is pending; a persist is not held up by a
-// coalesced status that the rate limiter starves; Events beyond a writer's backlog are
-// dropped, Normal ones first.
+// statuses are coalesced, those that may wait over a longer window; a stop writes what is pending;
+// a persist is not held up by a coalesced status that the rate limiter starves; Events beyond a
+// writer's backlog are dropped, Normal ones first.
 #include "actors/event_writer.hpp"
 #include "actors/messages.hpp"
 #include "actors/operator_metrics.hpp"
@@ -289,6 +289,52 @@ BOOST_FIXTURE_TEST_CASE(statuses_sent_together_are_written_once, writer_fixture)
   BOOST_TEST(write_what_is_pending());
   BOOST_TEST(shown() == "Draining/0");
   BOOST_TEST(status_patches() - before == 1.0);
+}
+
+// Statuses that may wait (a drain's progress within its phase) are held for the settle
+// window and written once; one that may not wait, sent meanwhile, takes their place and
+// is written at once.
+BOOST_FIXTURE_TEST_CASE(statuses_that_may_wait_are_held_and_written_once, writer_fixture) {
+  const double before = status_patches();
+  auto later = [&](int blocked) {
+    self->send<caf::message_priority::high>(writer, ga::status_atom_v, ga::later_atom_v, item,
+                                            status_in(gp::node_phase::draining, blocked));
+  };
+  const auto sent = std::chrono::steady_clock::now();
+  later(3);
+  later(2);
+  later(1);
+  BOOST_TEST(gt::eventually([&] { return shown() == "Draining/1"; }));
+  BOOST_TEST(status_patches() - before == 1.0);
+  // Not before the window: a prompt status of the same would be written within 100 ms.
+  BOOST_TEST((std::chrono::steady_clock::now() - sent >= ga::status_settle_window));
+
+  // Held again, then replaced by the next phase's status, which goes at once.
+  later(0);
+  const auto next = std::chrono::steady_clock::now();
+  self->send<caf::message_priority::high>(writer, ga::status_atom_v, item,
+                                          status_in(gp::node_phase::applying, 0));
+  BOOST_TEST(gt::eventually([&] { return shown() == "Applying/0"; }));
+  BOOST_TEST((std::chrono::steady_clock::now() - next < ga::status_settle_window));
+  BOOST_TEST(write_what_is_pending());
+  BOOST_TEST(status_patches() - before == 2.0);
+}
+
+// A stop writes a held status too, and a persist replaces one.
+BOOST_FIXTURE_TEST_CASE(a_stop_writes_a_held_status_and_a_persist_replaces_one, writer_fixture) {
+  const double before = status_patches();
+  self->send<caf::message_priority::high>(writer, ga::status_atom_v, ga::later_atom_v, item,
+                                          status_in(gp::node_phase::draining, 4));
+  BOOST_TEST(write_what_is_pending());
+  BOOST_TEST(shown() == "Draining/4");
+  BOOST_TEST(status_patches() - before == 1.0);
+
+  self->send<caf::message_priority::high>(writer, ga::status_atom_v, ga::later_atom_v, item,
+                                          status_in(gp::node_phase::draining, 2));
+  BOOST_TEST(persist(status_in(gp::node_phase::applying, 0)) == "");
+  BOOST_TEST(write_what_is_pending());
+  BOOST_TEST(shown() == "Applying/0");
+  BOOST_TEST(status_patches() - before == 2.0);
 }
 
 // A clean stop: what waits in the writers is written before the operator exits, and

@@ -458,6 +458,8 @@ struct writer_double_state {
   std::vector<ga::event_io> events;
   /// Statuses written at once (persist_atom), before a change to the node.
   int persisted = 0;
+  /// For each of `statuses`: sent as one that may wait (status_atom, later_atom).
+  std::vector<bool> may_wait;
   /// Their phases, in order.
   std::vector<std::string> persisted_phases;
   /// What persist_atom answers ("" = written).
@@ -487,11 +489,19 @@ writer_double(ga::status_writer_actor::pointer self, std::shared_ptr<writer_doub
   return {
       [=](ga::status_atom, const std::string& item, const gp::node_partitioning_status& s) {
         st->statuses.emplace_back(item, s);
+        st->may_wait.push_back(false);
+        st->writers[item] = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      },
+      [=](ga::status_atom, ga::later_atom, const std::string& item,
+          const gp::node_partitioning_status& s) {
+        st->statuses.emplace_back(item, s);
+        st->may_wait.push_back(true);
         st->writers[item] = caf::actor_cast<caf::actor_addr>(self->current_sender());
       },
       [=](ga::persist_atom, const std::string& item,
           const gp::node_partitioning_status& s) -> std::string {
         st->statuses.emplace_back(item, s);
+        st->may_wait.push_back(false);
         st->writers[item] = caf::actor_cast<caf::actor_addr>(self->current_sender());
         ++st->persisted;
         st->persisted_phases.emplace_back(

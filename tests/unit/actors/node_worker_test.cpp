@@ -295,6 +295,18 @@ BOOST_FIXTURE_TEST_CASE(a_worker_drives_its_node_to_succeeded_through_io_writer_
   const std::vector<std::string> path{"Pending",         "Draining",  "Applying",
                                       "WaitingOperator", "Verifying", "Succeeded"};
   BOOST_TEST(written->phases_of(item_name) == path, boost::test_tools::per_element());
+  // Each phase's first status goes at once; some within a phase (the drain's progress)
+  // may wait to be coalesced with what follows.
+  const auto& sent = written->statuses;
+  BOOST_TEST_REQUIRE(written->may_wait.size() == sent.size());
+  std::size_t waited = 0;
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    const bool new_phase = i == 0 || sent[i].second.phase != sent[i - 1].second.phase;
+    if (new_phase)
+      BOOST_TEST(!written->may_wait[i], "status " << i);
+    waited += written->may_wait[i] ? 1 : 0;
+  }
+  BOOST_TEST(waited > 0u);
   const auto n = cluster().node("gpu-1");
   BOOST_TEST(!n.unschedulable);
   BOOST_TEST(!n.has_dcm_taint());

@@ -7,6 +7,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <functional>
 #include <ostream>
 
 namespace gc = gpu_partitioner::controller;
@@ -120,6 +121,66 @@ BOOST_AUTO_TEST_CASE(without_a_status_nothing_waits_for_one) {
 BOOST_AUTO_TEST_SUITE_END()
 
 // controller::governor_facts: what the governor hears of a node after a step.
+// controller::status_may_wait: only the conditions and the drain's progress moving within
+// one phase of one run may wait; each other field, changed alone, is written at once.
+struct wait_row {
+  const char* name;
+  std::function<void(gp::node_partitioning_status&)> change;
+  bool may_wait;
+};
+
+std::ostream& operator<<(std::ostream& os, const wait_row& r) {
+  return os << r.name;
+}
+
+const wait_row wait_rows[] = {
+    {"nothing changed", [](auto&) {}, true},
+    {"a condition set",
+     [](auto& s) {
+       s.conditions.push_back({"Drained", gp::condition_status::true_, std::nullopt, started,
+                               "PodsGone", "every pod is gone"});
+     },
+     true},
+    {"a condition gone", [](auto& s) { s.conditions.clear(); }, true},
+    {"an eviction answered", [](auto& s) { s.drain.pods_evicted = 2; }, true},
+    {"the next phase", [](auto& s) { s.phase = node_phase::applying; }, false},
+    {"a new run", [](auto& s) { s.started_at = "2027-01-15T09:00:00Z"; }, false},
+    {"an error", [](auto& s) { s.last_error = "the budget refused"; }, false},
+    {"a transition recorded",
+     [](auto& s) {
+       s.history.push_back({node_phase::draining, started, "Cordoned", ""});
+     },
+     false},
+    {"DCM's Events accounted for", [](auto& s) { s.dcm_events_until = started; }, false},
+    {"DCM may change until", [](auto& s) { s.dcm_may_change_until = started; }, false},
+    {"another desired hash", [](auto& s) { s.observed_hash = "sha256:1"; }, false},
+    {"completed", [](auto& s) { s.completed_at = started; }, false},
+};
+
+BOOST_DATA_TEST_CASE(which_statuses_may_wait, bdata::make(wait_rows), r) {
+  gp::node_partitioning_status before;
+  before.phase = node_phase::draining;
+  before.started_at = started;
+  before.conditions.push_back({"Cordoned", gp::condition_status::true_, std::nullopt, started,
+                               "Cordoned", "the node is cordoned"});
+  before.drain.pods_total = 3;
+  auto next = before;
+  r.change(next);
+  BOOST_TEST(gc::status_may_wait(before, next) == r.may_wait);
+}
+
+BOOST_AUTO_TEST_CASE(a_first_status_never_waits) {
+  gp::node_partitioning_status none;
+  auto pending = none;
+  pending.phase = node_phase::pending;
+  BOOST_TEST(!gc::status_may_wait(none, pending));
+  // The same conditions moving while the item waits to start may wait.
+  auto waiting = pending;
+  waiting.conditions.push_back({"Started", gp::condition_status::false_, std::nullopt, started,
+                                "MaxParallel", "waiting for a slot"});
+  BOOST_TEST(gc::status_may_wait(pending, waiting));
+}
+
 BOOST_AUTO_TEST_CASE(the_governor_hears_failed_in_flight_asking_and_unavailable) {
   gc::node_inputs in;
   gc::node_step out;
