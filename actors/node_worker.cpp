@@ -24,11 +24,8 @@ using namespace std::chrono_literals;
 struct worker_state {
   /// The latest slice of the cluster the supervisor sent.
   node_slice_ptr slice;
-  /// The status this worker last wrote (it is the item's only status writer), until the
-  /// view's item shows it.
+  /// The status this worker last wrote (it is the item's only status writer).
   std::optional<protocol::node_partitioning_status> status;
-  /// A slice came: the first is always stepped on.
-  bool sliced = false;
   /// The Node as our last write left it, until the watch shows that version.
   std::shared_ptr<const controller::node_info> written_node;
   /// The resourceVersion the view had when we wrote.
@@ -101,19 +98,10 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
       return;
     }
     const auto& recorded = *slice->item; // the item as the view has it
-    // Once the view shows the status this worker wrote, the view's is the one: a copy kept
-    // would be a second status of every item the rollout is done with.
-    if (s->status && *s->status == recorded.status)
-      s->status.reset();
     bool lagging = false;
     auto item = recorded;
     if (s->status)
       item.status = *s->status;
-    // A run that ended needs none of its evictions' outcomes: a drain reads only its own
-    // run's, and the next run is another.
-    const auto phase = item.status.phase.value_or(protocol::node_phase::pending);
-    if (phase == protocol::node_phase::succeeded || phase == protocol::node_phase::failed)
-      s->facts.evictions.clear();
     const auto now = config.now();
     std::optional<controller::node_info> decide_on;
     if (const auto& seen = slice->node) {
@@ -169,8 +157,7 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
       self->send(config.governor, report_atom_v, config.item, facts,
                  caf::actor_cast<grant_receiver>(self));
     };
-    // Without a status of its own the worker's is the view's, written: nothing to order.
-    const std::string marker = controller::phase_record(s->status ? *s->status : recorded.status);
+    const std::string marker = s->status ? controller::phase_record(*s->status) : std::string{};
     if (controller::phase_record(recorded.status) == marker)
       s->persisted = marker; // the watch shows it written
     const auto sequence = controller::order_writes(out, s->status, s->persisted, holds_run);
@@ -238,7 +225,7 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
       s->waiting = false;
       const std::string observed_rv = in.node ? in.node->resource_version : std::string{};
       // The run whose step asked for these evictions: what became of them is its own.
-      const std::string run = s->status ? s->status->started_at : in.item.status.started_at;
+      const std::string run = s->status ? s->status->started_at : std::string{};
       auto executor = caf::actor_cast<io_actor>(config.io);
       if (!executor)
         return; // shutting down
@@ -335,16 +322,16 @@ node_worker_actor::behavior_type node_worker(node_worker_actor::pointer self,
         s->slice = slice;
         if (!slice->item)
           return;
-        const bool first = !s->sliced;
-        s->sliced = true;
+        const bool first = !s->status;
+        if (!s->status)
+          s->status = slice->item->status;
         // Only a change the worker was waiting for starts a reaction: not the echo of its
         // own write, which it reads already.
         if (slice->node_changed_at && s->waiting && !s->change_at)
           s->change_at = slice->node_changed_at;
         // Budgets matter only to a drain (or a dry run's preview); their timers cover time
         // passing otherwise.
-        const auto& status = s->status ? *s->status : slice->item->status;
-        const bool draining = status.phase == protocol::node_phase::draining;
+        const bool draining = s->status && s->status->phase == protocol::node_phase::draining;
         if (first || !budgets_only || draining || slice->item->spec.dry_run)
           (*step)();
       },

@@ -214,11 +214,15 @@ view_slicer::view_slicer(const cluster_view& view, dcm_settings dcm, slice_memo&
 view_slicer::view_slicer(const cluster_view& view, dcm_settings dcm)
     : view_(view), settings_(std::move(dcm)), memo_(own_) {}
 
-std::shared_ptr<const dcm_config_state> view_slicer::dcm_config(const std::string& config_map) {
-  auto& config = memo_.dcm[config_map];
+std::shared_ptr<const dcm_config_state> view_slicer::dcm(const std::string& node) {
+  const auto d = dcm_on(view_, settings_, node);
+  auto& config = memo_.dcm[d.config_map];
   if (!config)
-    config = std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_, config_map));
-  return config;
+    config =
+        std::make_shared<const dcm_config_state>(dcm_config_of(view_, settings_, d.config_map));
+  auto out = std::make_shared<dcm_config_state>(*config);
+  fill_node_dcm(*out, d);
+  return out;
 }
 
 std::shared_ptr<const resolved_profile> view_slicer::profile(const std::string& name) {
@@ -331,8 +335,7 @@ node_slice view_slicer::slice(const protocol::node_partitioning& item) {
   }
   out.profile = profile(item.spec.profile_ref.name);
   out.plan = standing_of(view_, item);
-  out.dcm_pod = dcm_on(view_, settings_, node_name);
-  out.dcm = dcm_config(out.dcm_pod.config_map);
+  out.dcm = dcm(node_name);
   const auto& config = out.dcm->config_json;
   out.dcm_name_labelled = labelled_if_differs(*out.profile, *out.dcm);
   // What DCM's config may be given while the node drains or applies: every valid profile
@@ -465,10 +468,8 @@ node_inputs assemble_node_inputs(const node_slice& slice, protocol::node_partiti
   if (slice.profile)
     in.profile = *slice.profile;
   in.plan = slice.plan;
-  if (slice.dcm) {
+  if (slice.dcm)
     in.dcm = *slice.dcm;
-    fill_node_dcm(in.dcm, slice.dcm_pod);
-  }
   if (reads_every_node(in.item)) {
     in.cluster_nodes = slice.all_nodes;
     in.free_gpu_devices = slice.free_gpu_devices;

@@ -99,11 +99,7 @@ struct node_slice {
   bool pods_deletable = true;
   std::shared_ptr<const resolved_profile> profile;
   plan_standing plan;
-  /// DCM's config as the node's DCM reads it, shared by the slices of every node whose
-  /// DCM reads the same ConfigMap; its pod on this node is `dcm_pod` (dcm_config_state's
-  /// node fields are empty here).
   std::shared_ptr<const dcm_config_state> dcm;
-  node_dcm dcm_pod;
   std::shared_ptr<const std::vector<plan_profile_candidate>> plan_profiles;
   /// The nodes labelled with the profile's DCM name, when DCM's config holds another
   /// payload under it (the node itself included); null otherwise.
@@ -178,7 +174,7 @@ private:
   std::shared_ptr<const std::vector<std::string>> labelled(const std::string& dcm_name,
                                                            const std::string& config_map);
 
-  std::shared_ptr<const dcm_config_state> dcm_config(const std::string& config_map);
+  std::shared_ptr<const dcm_config_state> dcm(const std::string& node);
   std::shared_ptr<const shared_map<node_info>> all_nodes();
   std::shared_ptr<const std::map<std::string, std::int64_t>> free_gpu_devices();
   std::shared_ptr<const std::set<std::string>> plan_nodes(const std::string& plan);
