@@ -522,3 +522,12 @@ result<int> http_client::stream(const http_request& req,
 }
 
 } // namespace gpu_partitioner::kube
+
+// LeakSanitizer's own suppressions, for every program that reaches the API server through
+// libcurl. The rule: a leak whose allocation is in OpenSSL is not reported. OpenSSL 3.0
+// under libcurl 7.88 has, at an operator's exit, left a few of its own objects unreferenced
+// (80 bytes direct and 9 KB under them, every frame in libcrypto). A handle this code fails
+// to clean up is still reported: its root is libcurl's allocation, not OpenSSL's.
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libcrypto.so\nleak:libssl.so\n";
+}
