@@ -26,6 +26,8 @@ event_writer_actor::behavior_type event_writer(event_writer_actor::pointer, io_c
     kube::event_recorder events;
   };
   config.connection.lane = kube::request_lane::events;
+  if (config.event_limiter)
+    config.connection.limiter = config.event_limiter;
   auto s = std::make_shared<state>(std::move(config));
   return {
       [=](event_atom, const event_io& e) {

@@ -7,6 +7,7 @@
 
 #include <caf/all.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ struct io_config {
   std::string field_manager = "gpu-partitioner";
   /// The lease holder's identity, so each write can be traced to one replica.
   std::string identity;
+  /// The Events' own token bucket (null: they take the connection's, in its lowest lane).
+  /// A bucket of their own, as a controller-runtime recorder's client has, keeps them
+  /// from taking the tokens a node's step waits for, and from starving while a rollout
+  /// uses every token: an Event tells of now, and one that waited minutes is dropped.
+  std::shared_ptr<kube::rate_limiter> event_limiter;
 };
 
 /// Every io handle (an executor, a pool of them, the router): a node step's writes,

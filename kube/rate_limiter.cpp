@@ -6,6 +6,12 @@
 
 namespace gpu_partitioner::kube {
 
+rate_limit events_share(rate_limit all) {
+  if (all.qps <= 0)
+    return all;
+  return {all.qps / 5, std::max(1, all.burst / 5)};
+}
+
 std::string_view to_string(request_lane lane) {
   switch (lane) {
   case request_lane::restore:

@@ -22,6 +22,12 @@ struct rate_limit {
   int burst = 1;
 };
 
+/// The limit of the Events' own bucket beside one of `all`: a fifth of it (10 a second,
+/// bursts of 20, beside the default 50 and 100). A rollout makes about ten Events a node,
+/// most as a wave starts and ends; a fifth keeps them near their moment at the default
+/// pace of a wave while the API server's load grows by at most that fifth.
+rate_limit events_share(rate_limit all);
+
 /// What a request is for, which decides who gets the next token when several wait: the
 /// most urgent lane first, and within a lane the order they asked. A node's step waits
 /// on its request, a user on a status or an Event; so a wave's untaints never queue behind

@@ -233,6 +233,18 @@ struct starved_at : writer_fixture {
   }
 };
 using starved_writer_fixture = starved_at<5>;
+// The same, the Events given a bucket of their own as the operator gives them.
+struct starved_with_an_event_bucket : starved_at<5> {
+  starved_with_an_event_bucket() {
+    self->send_exit(writer, caf::exit_reason::user_shutdown);
+    ga::io_config io;
+    io.connection = gt::cluster::admin();
+    io.connection.limiter = limiter;
+    io.event_limiter = std::make_shared<kube::rate_limiter>(kube::events_share({50, 10}));
+    io.identity = "status-writer-test";
+    writer = sys.spawn(ga::status_writer, io);
+  }
+};
 // Fast enough that the Events a case leaves waiting are written before it ends.
 using fast_starved_writer_fixture = starved_at<200>;
 
@@ -412,6 +424,30 @@ BOOST_FIXTURE_TEST_CASE(events_beyond_the_backlog_are_dropped_normal_ones_first,
     auto got = c.api.list(kube::resources::events(), "default", o);
     return got && got.value()["items"].Size() >= 3;
   }));
+}
+
+// With a bucket of their own, Events are recorded while the other lanes' requests take
+// every token of the shared one (the case above, with the one change the operator makes).
+BOOST_FIXTURE_TEST_CASE(events_with_a_bucket_of_their_own_are_recorded_while_the_rest_starve,
+                        starved_with_an_event_bucket) {
+  for (int i = 0; i < 5; ++i) {
+    ga::event_io e;
+    e.api_version = "infrastructure.silogen.ai/v1alpha1";
+    e.kind = "NodePartitioning";
+    e.name = item;
+    e.type = "Normal";
+    e.reason = "OwnBucket";
+    e.message = "event " + std::to_string(i);
+    self->send(writer, ga::event_atom_v, e);
+  }
+  BOOST_TEST(gt::eventually([&] {
+    kube::list_options o;
+    o.field_selector = "involvedObject.name=" + item + ",reason=OwnBucket";
+    auto got = c.api.list(kube::resources::events(), "default", o);
+    return got && got.value()["items"].Size() == 5;
+  }));
+  const bool hog_still_running = !hog_ran_out;
+  BOOST_TEST(hog_still_running, "the Events were recorded only once the shared bucket was free");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

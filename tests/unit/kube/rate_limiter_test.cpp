@@ -123,6 +123,16 @@ BOOST_DATA_TEST_CASE(tokens_flow_back_at_qps_and_never_beyond_burst,
   }
 }
 
+BOOST_AUTO_TEST_CASE(the_events_bucket_is_a_fifth_of_the_other_and_holds_a_token) {
+  const auto d = kube::events_share({50, 100});
+  BOOST_TEST(d.qps == 10.0);
+  BOOST_TEST(d.burst == 20);
+  const auto small = kube::events_share({2, 3});
+  BOOST_TEST(small.qps == 0.4);
+  BOOST_TEST(small.burst == 1, "a bucket that holds no token would never let one go");
+  BOOST_TEST(kube::events_share({0, 1}).qps == 0.0, "no limit: none for Events either");
+}
+
 BOOST_AUTO_TEST_CASE(no_limit_never_waits) {
   auto b = kube::full_bucket({0, 1}, t0);
   for (int k = 0; k < 100000; ++k)
