@@ -751,7 +751,7 @@ class Bench:
         samples = []
         # The most requests seen waiting, per rate limiter lane and io pool (0.5 s samples).
         queue_peaks = {}
-        limit = max(600, 3 * run["ideal_seconds"] + 300)
+        limit = self.args.stop_after or max(600, 3 * run["ideal_seconds"] + 300)
         outcome = "timeout"
         while time.time() - t0 < limit:
             t = time.time()
@@ -1961,6 +1961,9 @@ def main():
     ap.add_argument("--change", choices=sorted(DCM_CHANGE_SECONDS), default="memory",
                     help="what each rollout changes: the memory mode (and compute) or the compute mode only")
     ap.add_argument("--max-run-seconds", type=float, default=None)
+    ap.add_argument("--stop-after", type=float, default=None,
+                    help="stop a rollout that has not completed after S seconds "
+                         "(default: three times its ideal schedule and 300 s, at least 600)")
     ap.add_argument("--manual-nodes", type=int, default=5)
     ap.add_argument("--manual-time-scale", type=float, default=None,
                     help="the manual procedure's time scale (default: the rollouts')")
@@ -2006,6 +2009,8 @@ def main():
     if not parallel or min(parallel) < 1:
         die("--max-parallel wants whole numbers of at least 1, e.g. 1,10,50")
     args.operators = parse_operators(args.operators)
+    if args.stop_after is not None and not args.stop_after > 0:
+        die(f"--stop-after wants seconds above 0, not {args.stop_after}")
     if args.repeat < 1:
         die(f"--repeat wants a whole number of at least 1, not {args.repeat}")
     if not 0 <= args.jitter < 1:
