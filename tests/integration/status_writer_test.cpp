@@ -332,6 +332,31 @@ BOOST_FIXTURE_TEST_CASE(statuses_that_may_wait_are_held_and_written_once, writer
   BOOST_TEST(status_patches() - before == 2.0);
 }
 
+// A neighbour that rewrites the item's status while one of ours is held: the held status,
+// written at the window's end, replaces the neighbour's whole (the status is the
+// operator's record, and a field it did not write would be taken as its own by a
+// restarted operator).
+BOOST_FIXTURE_TEST_CASE(a_held_status_replaces_what_a_neighbour_wrote_meanwhile, writer_fixture) {
+  const double before = status_patches();
+  self->send<caf::message_priority::high>(writer, ga::status_atom_v, ga::later_atom_v, item,
+                                          status_in(gp::node_phase::draining, 3));
+  auto mine = c.api.patch(
+      items, "", item, kube::patch_type::merge,
+      R"({"status":{"phase":"Succeeded","drain":{"podsBlocked":7},"lastError":"neighbour"}})", [] {
+        kube::patch_options o;
+        o.subresource = "status";
+        return o;
+      }());
+  BOOST_REQUIRE_MESSAGE(mine.ok(), (mine.ok() ? "" : mine.error().describe()));
+  BOOST_TEST(shown() == "Succeeded/7", "the held status is not written at once");
+  BOOST_TEST(gt::eventually([&] { return shown() == "Draining/3"; }));
+  auto got = c.api.get(items, "", item);
+  BOOST_REQUIRE(got);
+  BOOST_TEST(!got.value()["status"].HasMember("lastError"), "the neighbour's field is gone");
+  BOOST_TEST(write_what_is_pending());
+  BOOST_TEST(status_patches() - before == 1.0);
+}
+
 // A stop writes a held status too, and a persist replaces one.
 BOOST_FIXTURE_TEST_CASE(a_stop_writes_a_held_status_and_a_persist_replaces_one, writer_fixture) {
   const double before = status_patches();
