@@ -15,6 +15,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -161,10 +162,17 @@ def stop(pid, grace=15):
 CHILDREN = []
 
 
-def start(argv, logfile, own=True):
+def allow_core_dump():
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+
+def start(argv, logfile, own=True, cwd=None, core=False):
+    """`core`: a crash of the process leaves its core dump in `cwd` (kernel.core_pattern
+    permitting)."""
     out = open(logfile, "a")
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                         start_new_session=True, close_fds=True)
+                         start_new_session=True, close_fds=True, cwd=cwd,
+                         preexec_fn=allow_core_dump if core else None)
     out.close()
     if own:
         CHILDREN.append(p)
@@ -353,6 +361,10 @@ class Bench:
         self.args = args
         self.n = args.nodes
         self.state = args.state
+        # Where a crashed operator's core dump and its binary are kept: the state directory
+        # goes with the cluster's teardown.
+        self.cores = os.path.join(os.path.dirname(args.state), "cores")
+        os.makedirs(self.cores, exist_ok=True)
         self.token_kubeconfig = os.environ["GPU_PARTITIONER_TOKEN_KUBECONFIG"]
         # The operator's credentials and user: the token user's, or the chart's
         # ServiceAccount's (--operator-sa).
@@ -594,6 +606,19 @@ class Bench:
             log(f"waiting {left:.0f} s for DCM's config to be older than --dcm-config-sync")
             time.sleep(left)
 
+    def keep_core(self, op, tag, binary):
+        """A crashed operator's core dump (core or core.PID in self.cores), renamed for
+        `tag`, with a copy of the binary beside it: how to read it, or ""."""
+        found = [os.path.join(self.cores, n) for n in (f"core.{op.pid}", "core")
+                 if os.path.exists(os.path.join(self.cores, n))]
+        if op.returncode is None or op.returncode >= 0 or not found:
+            return ""
+        core = os.path.join(self.cores, f"core-{tag}-{op.pid}")
+        os.replace(found[0], core)
+        exe = os.path.join(self.cores, f"gpu-partitioner-{tag}")
+        shutil.copyfile(binary or os.path.join(self.state, "gpu-partitioner"), exe)
+        return f"; its core dump: gdb {exe} {core}"
+
     def start_operator(self, tag, sync, api_qps, binary=None):
         """A fresh operator (leader election on, as the token user) that is ready: its
         process, its metrics URL and its log. `api_qps` None leaves the operator's default
@@ -620,7 +645,8 @@ class Bench:
                     "--dcm-config", "kube-amd-gpu/default-dcm-config",
                     "--dcm-config-sync", repr(sync),
                     "--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0",
-                    "--bound-addresses-file", bound, *limit], oplog)
+                    "--bound-addresses-file", bound, *limit], oplog,
+                   cwd=self.cores, core=True)
         metrics_url = health_url = None
         # Its watches list every node and pod before it is ready.
         patience = 120 + self.n / 50
@@ -803,7 +829,7 @@ class Bench:
             kept = os.path.join(self.args.out, f"{datetime.date.today().isoformat()}-{self.n}-{plan}-operator.log")
             shutil.copyfile(oplog, kept)
             die(f"rollout {index + 1}: the operator exited ({op.returncode}) after {t_done - t0:.0f} s; "
-                f"its log: {kept}")
+                f"its log: {kept}{self.keep_core(op, plan, operator[1])}")
         _, text = http_get(metrics_url + "/metrics")
         after = apiserver_requests()
         run["outcome"] = outcome
