@@ -35,7 +35,8 @@ const std::set<std::string> foreign_flags{
     "--runtime-config",                                                  // kube-apiserver
     "--no-heartbeats",                                                   // gpu-sim
     "--with-node",                                                       // tools/cluster
-    "--plans", "--select-all", "--namespaces",                           // tools/bench
+    "--plans", "--select-all", "--namespaces", "--pods-per-node",        // tools/bench
+    "--stop-after",                                                      // tools/bench
     "--down", "--nodes", "--time-scale", "--plan", "--no-ui", "--name",  // tools/demo
 };
 // clang-format on
