@@ -337,17 +337,21 @@ int main(int argc, char** argv) {
 
   // One token bucket for every connection made from here on (copies of the configuration
   // share it): together they stay within the limit however many threads send. Events
-  // take theirs from a second, smaller one (io_config::event_limiter, below). A request
+  // take theirs from a second, smaller one (io_config::event_limiter). A request
   // waits for its token on its sender's thread; every sender is a thread of its own (the
   // io executors, status and Event writers are detached actors, the watch loops plain
   // threads), so no wait holds up the actors' scheduler.
+  std::shared_ptr<kube::rate_limiter> event_limiter;
   if (f.api_qps > 0) {
-    connection->limiter =
-        std::make_shared<kube::rate_limiter>(kube::rate_limit{f.api_qps, f.api_burst});
-    connection->limiter->set_observer(actors::process_metrics().rate_limiter_observer());
-    connection->limiter->set_depth_observer(actors::process_metrics().rate_limiter_depth());
+    const kube::rate_limit all{f.api_qps, f.api_burst};
+    const auto events = kube::events_share(all);
+    connection->limiter = std::make_shared<kube::rate_limiter>(all);
+    event_limiter = std::make_shared<kube::rate_limiter>(events);
+    for (const auto& limiter : {connection->limiter, event_limiter}) {
+      limiter->set_observer(actors::process_metrics().rate_limiter_observer());
+      limiter->set_depth_observer(actors::process_metrics().rate_limiter_depth());
+    }
     std::ostringstream limit;
-    const auto events = kube::events_share({f.api_qps, f.api_burst});
     limit << "requests to the API server limited to " << f.api_qps << " a second, bursts of "
           << f.api_burst << " (--api-qps, --api-burst); Events beside them to " << events.qps
           << " a second, bursts of " << events.burst;
@@ -454,12 +458,7 @@ int main(int argc, char** argv) {
   actors::io_config io;
   io.connection = connection.value();
   io.identity = identity;
-  if (connection->limiter) {
-    const auto share = kube::events_share({f.api_qps, f.api_burst});
-    io.event_limiter = std::make_shared<kube::rate_limiter>(share);
-    io.event_limiter->set_observer(m.rate_limiter_observer());
-    io.event_limiter->set_depth_observer(m.rate_limiter_depth());
-  }
+  io.event_limiter = event_limiter;
   // Every write of the controllers is refused once this replica's lease may have run out
   // by its own clock: a leader that was frozen (or cut off) past its renew deadline must
   // not write between waking up and learning that another replica leads.
