@@ -436,13 +436,21 @@ BOOST_AUTO_TEST_CASE(device_taints_keep_cpu_only_pods_running_while_the_gpus_cha
         std::lock_guard<std::mutex> lock(m);
         effects.insert(str(r.value(), {"spec", "taint", "effect"}));
       }
-      // While the rule is on the devices, the scheduler allocates none of them.
-      if (r)
-        for (const auto& doc : list_objects(own.api, kube::resources::resource_claims(), c.ns))
-          if (str(doc, {"metadata", "name"}) != first_claim &&
-              kube::find_path(doc, {"status", "allocation"}) != nullptr)
-            violation("claim " + str(doc, {"metadata", "name"}) +
-                      " was allocated a device under the rule");
+      // While the rule is on the devices, the scheduler allocates none of them. The rule
+      // is made once and deleted once, so the same rule read before and after the list
+      // was there throughout it; a rule deleted between the two reads proves nothing
+      // about a claim the scheduler allocated in that gap.
+      if (r) {
+        const auto listed = list_objects(own.api, kube::resources::resource_claims(), c.ns);
+        auto again = own.api.get(device_taint_rules, "", rule);
+        const std::string uid = str(r.value(), {"metadata", "uid"});
+        if (again && str(again.value(), {"metadata", "uid"}) == uid)
+          for (const auto& doc : listed)
+            if (str(doc, {"metadata", "name"}) != first_claim &&
+                kube::find_path(doc, {"status", "allocation"}) != nullptr)
+              violation("claim " + str(doc, {"metadata", "name"}) +
+                        " was allocated a device under the rule");
+      }
       std::this_thread::sleep_for(100ms);
     }
   });
