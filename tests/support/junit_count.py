@@ -11,8 +11,8 @@
       The same for one JUnit report of a suite run outside Bazel (tests/node).
   junit_count.py summary LEDGER
       The closing lines of tools/test: what ran beside the distinct cases (data points,
-      sanitizer re-runs), then "N passed, N failed" over distinct cases. Exits 1 if any
-      case failed.
+      sanitizer re-runs), the failed cases by name (the first 20), then "N passed, N
+      failed" over distinct cases. Exits 1 if any case failed.
 
 A ledger line is RUN <tab> LABEL <tab> CASE <tab> pass|fail. RUN is the build a case ran
 in ("plain", "asan", "tsan", or a suite of tools/test's own). A distinct case is a test
@@ -135,6 +135,13 @@ def summary(ledger_path):
     failed = sum(1 for bad in bodies.values() if bad)
     data_points = len(instances) - len(bodies)
     reruns = runs - len(instances)
+    # Named again at the very end, where a reader of the run's last lines finds them: the
+    # lines that reported them may be thousands of lines up.
+    bad = sorted(key for key, is_bad in bodies.items() if is_bad)
+    for label, body in bad[:20]:
+        print(f"failed: {label} {body}")
+    if len(bad) > 20:
+        print(f"failed: and {len(bad) - 20} more")
     print(f"beside the distinct cases: {data_points} more data points of data-driven cases "
           f"(seeds, grid points, table rows) and {reruns} re-runs in another build "
           f"(sanitizers); {runs} case runs in all")
