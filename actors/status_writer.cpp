@@ -232,7 +232,10 @@ status_writer_actor::behavior_type hooked_status_writer(status_writer_actor::poi
   // (docs/performance.md, 5,000 nodes). Thirty-two keep that queue about one write deep
   // there; an idle writer costs a thread and a connection.
   constexpr std::size_t status_writers = 32;
-  constexpr std::size_t event_writers = 2;
+  // The Events' own bucket (kube::events_share, 10 a second by default), not the writers,
+  // is to be their limit: a writer records one Event at a time, and a busy API server
+  // takes 0.1 to 0.2 s a create, so two carried about 8 a second at 5,000 nodes.
+  constexpr std::size_t event_writers = 4;
   std::vector<status_shard_actor> statuses;
   std::vector<event_writer_actor> events;
   std::vector<event_backlog> backlogs;
