@@ -36,7 +36,7 @@ const std::set<std::string> foreign_flags{
     "--no-heartbeats",                                                   // gpu-sim
     "--with-node",                                                       // tools/cluster
     "--plans", "--select-all", "--namespaces", "--pods-per-node",        // tools/bench
-    "--stop-after",                                                      // tools/bench
+    "--stop-after", "--max-run-seconds",                                 // tools/bench
     "--down", "--nodes", "--time-scale", "--plan", "--no-ui", "--name",  // tools/demo
 };
 // clang-format on
