@@ -132,12 +132,12 @@ def summary(ledger_path):
             body = head if head and INSTANCE.match(last) else case
             key = (label, body)
             bodies[key] = bodies.get(key, False) or status != "pass"
-    failed = sum(1 for bad in bodies.values() if bad)
+    bad = sorted(key for key, is_bad in bodies.items() if is_bad)
+    failed = len(bad)
     data_points = len(instances) - len(bodies)
     reruns = runs - len(instances)
     # Named again at the very end, where a reader of the run's last lines finds them: the
     # lines that reported them may be thousands of lines up.
-    bad = sorted(key for key, is_bad in bodies.items() if is_bad)
     for label, body in bad[:20]:
         print(f"failed: {label} {body}")
     if len(bad) > 20:
