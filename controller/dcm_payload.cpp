@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <iterator>
 #include <set>
 #include <string_view>
@@ -76,6 +77,23 @@ bool has_double(const rapidjson::Value& v) {
   return false;
 }
 
+// A number beyond a double's range: RapidJSON 1.1 reads it as infinity, which its writer
+// cannot write (the text would end there), and DCM's Go decoder refuses it.
+bool has_infinity(const rapidjson::Value& v) {
+  if (v.IsDouble())
+    return std::isinf(v.GetDouble());
+  if (v.IsObject()) {
+    for (const auto& m : v.GetObject())
+      if (has_infinity(m.value))
+        return true;
+  } else if (v.IsArray()) {
+    for (const auto& item : v.GetArray())
+      if (has_infinity(item))
+        return true;
+  }
+  return false;
+}
+
 // What keeps `text` from being one JSON object read here as DCM's Go decoder reads it, in
 // words; the parsed document in `doc`. A key twice in one object is refused: the operator's
 // reader takes the first, Go's the last.
@@ -90,6 +108,8 @@ std::optional<std::string> object_problem(const std::string& text, rapidjson::Do
     return "is nested deeper than " + std::to_string(dcm_json_max_depth) + " levels";
   if (auto key = duplicate_key(doc))
     return "has the key \"" + *key + "\" twice in one object";
+  if (has_infinity(doc))
+    return std::string("has a number too large for a 64-bit float");
   return std::nullopt;
 }
 
@@ -154,7 +174,8 @@ std::optional<std::string> dcm_config_with(const std::string& config_json, const
   // Indented, as people edit this ConfigMap by hand too.
   rapidjson::PrettyWriter<rapidjson::StringBuffer> writer(buffer);
   writer.SetIndent(' ', 2);
-  config.Accept(writer);
+  if (!config.Accept(writer))
+    return std::nullopt; // not reached: what was read can be written
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 

@@ -24,7 +24,7 @@ bool dcm_config_has(const std::string& config_json, const std::string& name,
 /// them, which is not correctly rounded: 3.3e49 may come back a unit in the last place
 /// off (fuzz/dcm_payload_fuzz.cpp found it; DCM's configs hold small integers). An empty
 /// config starts from `{}`. Nothing if either text is not a JSON object (nested at most
-/// dcm_json_max_depth levels).
+/// dcm_json_max_depth levels) or holds a number beyond a double's range.
 std::optional<std::string> dcm_config_with(const std::string& config_json, const std::string& name,
                                            const std::string& profile_json);
 
@@ -35,8 +35,9 @@ std::optional<std::string> dcm_config_with(const std::string& config_json, const
 std::optional<std::string> payload_problem(const std::string& profile_json);
 
 /// What makes DCM's config.json one the operator cannot read as DCM does or write into
-/// (not a JSON object, too deep, a key twice in one object, gpu-config-profiles not an
-/// object), in words after "config.json "; nothing if it can. An empty text is `{}`.
+/// (not a JSON object, too deep, a key twice in one object, a number beyond a double's
+/// range, gpu-config-profiles not an object), in words after "config.json "; nothing if it
+/// can. An empty text is `{}`.
 std::optional<std::string> dcm_config_problem(const std::string& config_json);
 
 /// What a node's DCM would refuse in a payload payload_problem accepts, in words: a mode

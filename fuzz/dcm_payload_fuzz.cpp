@@ -1,8 +1,8 @@
 // DCM's config and a profile's payload (controller/dcm_payload): any text is judged
 // without crashing; every object config can take an object profile unless the result
-// would nest too deeply or either holds a key twice in one object; a config with a valid
-// payload set holds it, and setting it again changes nothing (unless a number in it is not
-// a 64-bit integer: see dcm_payload.hpp).
+// would nest too deeply or either holds a key twice in one object or a number beyond a
+// double's range; a config with a valid payload set holds it, and setting it again
+// changes nothing (unless a number in it is not a 64-bit integer: see dcm_payload.hpp).
 //
 // Input: "NAME\n--\nCONFIG\n--\nPROFILE" (the separator cannot occur in JSON text).
 
@@ -12,6 +12,7 @@
 #include <rapidjson/document.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -75,6 +76,31 @@ bool has_double(const std::string& text) {
   return !doc.HasParseError() && has_double(doc);
 }
 
+// Whether a document (nested at most dcm_json_max_depth levels) holds a number beyond a
+// double's range (read as infinity).
+bool has_infinity(const rapidjson::Value& v) {
+  if (v.IsDouble())
+    return std::isinf(v.GetDouble());
+  if (v.IsObject()) {
+    for (const auto& m : v.GetObject())
+      if (has_infinity(m.value))
+        return true;
+  } else if (v.IsArray()) {
+    for (const auto& item : v.GetArray())
+      if (has_infinity(item))
+        return true;
+  }
+  return false;
+}
+
+bool has_infinity(const std::string& text) {
+  if (depth_of(text) > gc::dcm_json_max_depth)
+    return false;
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseIterativeFlag>(text.c_str(), text.size());
+  return !doc.HasParseError() && has_infinity(doc);
+}
+
 bool has_non_object_profiles(const std::string& config) {
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseIterativeFlag>(config.c_str(), config.size());
@@ -136,7 +162,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The profile lands under gpu-config-profiles.NAME: two levels down.
   const bool can = (config.empty() || is_object(config)) && is_object(profile) &&
                    !has_non_object_profiles(config) && !has_duplicate_key(config) &&
-                   !has_duplicate_key(profile) &&
+                   !has_duplicate_key(profile) && !has_infinity(config) && !has_infinity(profile) &&
                    std::max(depth_of(config), 2 + depth_of(profile)) <= gc::dcm_json_max_depth;
   FUZZ_CHECK(updated.has_value() == can, std::string(can ? "refused" : "accepted") +
                                              ":\n  config: " + fuzz::shown(config) +

@@ -157,4 +157,20 @@ BOOST_AUTO_TEST_CASE(a_payload_with_a_fractional_or_huge_number_is_refused) {
                   .has_value());
 }
 
+// Found by the fuzzer: a number beyond a double's range was read as infinity, which the
+// writer cannot write, so the config written back ended at that number. DCM's Go decoder
+// refuses such a number too; such a config is neither read nor written.
+BOOST_AUTO_TEST_CASE(a_number_beyond_a_doubles_range_is_refused_not_written_back_cut) {
+  const std::string huge = R"({"other":{"keep":[800000000000E000000000000306]}})";
+  BOOST_TEST(gc::dcm_config_problem(huge).value() == "has a number too large for a 64-bit float");
+  BOOST_TEST(!gc::dcm_config_with(huge, "cpx-nps4", cpx).has_value());
+  BOOST_TEST(!gc::dcm_config_with("", "cpx-nps4", R"({"profiles":[{"x":-9000e305}]})").has_value());
+  BOOST_TEST(gc::payload_problem(R"({"profiles":[{"x":8000e306}]})").value() ==
+             "profile.json has a number too large for a 64-bit float");
+  // The largest double is still read and written back.
+  const auto kept = gc::dcm_config_with(R"({"other":[1.7976931348623157e308]})", "cpx-nps4", cpx);
+  BOOST_REQUIRE(kept.has_value());
+  BOOST_TEST(gc::dcm_config_with(*kept, "cpx-nps4", cpx).has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
