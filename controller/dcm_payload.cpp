@@ -60,38 +60,33 @@ std::optional<std::string> duplicate_key(const rapidjson::Value& v) {
   return std::nullopt;
 }
 
-// Whether a number that is not a 64-bit integer occurs (RapidJSON reads those as
-// doubles, not always back to the value it wrote).
-bool has_double(const rapidjson::Value& v) {
+// Whether some double in `v` (at any level) satisfies `pred`.
+template <class Pred>
+bool any_double(const rapidjson::Value& v, const Pred& pred) {
   if (v.IsDouble())
-    return true;
+    return pred(v.GetDouble());
   if (v.IsObject()) {
     for (const auto& m : v.GetObject())
-      if (has_double(m.value))
+      if (any_double(m.value, pred))
         return true;
   } else if (v.IsArray()) {
     for (const auto& item : v.GetArray())
-      if (has_double(item))
+      if (any_double(item, pred))
         return true;
   }
   return false;
 }
 
+// Whether a number that is not a 64-bit integer occurs (RapidJSON reads those as
+// doubles, not always back to the value it wrote).
+bool has_double(const rapidjson::Value& v) {
+  return any_double(v, [](double) { return true; });
+}
+
 // A number beyond a double's range: RapidJSON 1.1 reads it as infinity, which its writer
 // cannot write (the text would end there), and DCM's Go decoder refuses it.
 bool has_infinity(const rapidjson::Value& v) {
-  if (v.IsDouble())
-    return std::isinf(v.GetDouble());
-  if (v.IsObject()) {
-    for (const auto& m : v.GetObject())
-      if (has_infinity(m.value))
-        return true;
-  } else if (v.IsArray()) {
-    for (const auto& item : v.GetArray())
-      if (has_infinity(item))
-        return true;
-  }
-  return false;
+  return any_double(v, [](double d) { return std::isinf(d); });
 }
 
 // What keeps `text` from being one JSON object read here as DCM's Go decoder reads it, in

@@ -54,17 +54,19 @@ int depth_of(const std::string& json) {
   return deepest;
 }
 
-// Whether a document (nested at most dcm_json_max_depth levels) holds a double.
-bool has_double(const rapidjson::Value& v) {
+// Whether some double in a document (nested at most dcm_json_max_depth levels)
+// satisfies `pred`.
+template <class Pred>
+bool any_double(const rapidjson::Value& v, const Pred& pred) {
   if (v.IsDouble())
-    return true;
+    return pred(v.GetDouble());
   if (v.IsObject()) {
     for (const auto& m : v.GetObject())
-      if (has_double(m.value))
+      if (any_double(m.value, pred))
         return true;
   } else if (v.IsArray()) {
     for (const auto& item : v.GetArray())
-      if (has_double(item))
+      if (any_double(item, pred))
         return true;
   }
   return false;
@@ -73,32 +75,16 @@ bool has_double(const rapidjson::Value& v) {
 bool has_double(const std::string& text) {
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseIterativeFlag>(text.c_str(), text.size());
-  return !doc.HasParseError() && has_double(doc);
+  return !doc.HasParseError() && any_double(doc, [](double) { return true; });
 }
 
-// Whether a document (nested at most dcm_json_max_depth levels) holds a number beyond a
-// double's range (read as infinity).
-bool has_infinity(const rapidjson::Value& v) {
-  if (v.IsDouble())
-    return std::isinf(v.GetDouble());
-  if (v.IsObject()) {
-    for (const auto& m : v.GetObject())
-      if (has_infinity(m.value))
-        return true;
-  } else if (v.IsArray()) {
-    for (const auto& item : v.GetArray())
-      if (has_infinity(item))
-        return true;
-  }
-  return false;
-}
-
+// Whether a document holds a number beyond a double's range (read as infinity).
 bool has_infinity(const std::string& text) {
   if (depth_of(text) > gc::dcm_json_max_depth)
     return false;
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseIterativeFlag>(text.c_str(), text.size());
-  return !doc.HasParseError() && has_infinity(doc);
+  return !doc.HasParseError() && any_double(doc, [](double d) { return std::isinf(d); });
 }
 
 bool has_non_object_profiles(const std::string& config) {
