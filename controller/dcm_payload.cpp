@@ -84,7 +84,7 @@ bool has_double(const rapidjson::Value& v) {
 }
 
 // A number beyond a double's range: RapidJSON 1.1 reads it as infinity, which its writer
-// cannot write (the text would end there), and DCM's Go decoder refuses it.
+// cannot write (the text would end there); DCM's Go decoder refuses it in a field it reads.
 bool has_infinity(const rapidjson::Value& v) {
   return any_double(v, [](double d) { return std::isinf(d); });
 }

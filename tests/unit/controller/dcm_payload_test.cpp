@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(a_payload_with_a_fractional_or_huge_number_is_refused) {
 
 // Found by the fuzzer: a number beyond a double's range was read as infinity, which the
 // writer cannot write, so the config written back ended at that number. DCM's Go decoder
-// refuses such a number too; such a config is neither read nor written.
+// refuses such a number in a field it reads; such a config is neither read nor written.
 BOOST_AUTO_TEST_CASE(a_number_beyond_a_doubles_range_is_refused_not_written_back_cut) {
   const std::string huge = R"({"other":{"keep":[800000000000E000000000000306]}})";
   BOOST_TEST(gc::dcm_config_problem(huge).value() == "has a number too large for a 64-bit float");
